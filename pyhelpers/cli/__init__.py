@@ -1,0 +1,55 @@
+"""The `pyhelpers` command: a root group whose sub-groups load only when called.
+
+Loading lazily keeps `pyhelpers config ...` fast (design.md §10: < 300 ms) even though other
+groups import jsonschema or wandb. To add a group: write pyhelpers/cli/<name>_cmd.py with a
+click group, and add one line to GROUPS.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from ..errors import ToolkitError
+
+# command name -> (module, attribute, one-line help shown by `pyhelpers --help`)
+GROUPS: dict[str, tuple[str, str, str]] = {
+    "config": ("pyhelpers.cli.config_cmd", "config", "Show, check and export the resolved configuration."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a sub-command's module on first use and turns ToolkitError into
+    a click error (exit 1) whose message names the thing and the fix."""
+
+    def list_commands(self, ctx):
+        return sorted(GROUPS)
+
+    def get_command(self, ctx, name):
+        if name not in GROUPS:
+            return None
+        module, attr, _ = GROUPS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, GROUPS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ToolkitError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="shopsimrl-pyhelpers", prog_name="pyhelpers")
+def main():
+    """ShopSimRL helpers: the decisions behind the Makefile and bin/ scripts.
+
+    \b
+    Example:
+      pyhelpers config check
+    """

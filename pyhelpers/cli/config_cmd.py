@@ -1,0 +1,102 @@
+"""`pyhelpers config show|check|export`."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+import click
+
+from .. import config as config_mod
+from ..config_check import check
+
+
+def _problems_or_exit(cfg) -> None:
+    problems = check(cfg)
+    for p in problems:
+        click.echo(str(p), err=True)
+    errors = [p for p in problems if p.level == "error"]
+    if errors:
+        raise click.ClickException(
+            f"{len(errors)} configuration error(s) above; fix them in {cfg.env_file} or on the make "
+            f"command line (defaults: env/defaults.env)")
+
+
+@click.group()
+def config():
+    """The resolved configuration (env/defaults.env < .env < environment)."""
+
+
+@config.command("show")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
+def config_show(as_json):
+    """Print every knob with its value and where it came from; secrets as ***.
+
+    \b
+    Example:
+      pyhelpers config show
+      NUM_GPUS=1 pyhelpers config show --json
+    """
+    cfg = config_mod.load()
+    public = cfg.public()
+    if as_json:
+        click.echo(json.dumps({"values": public, "sources": cfg.sources}, indent=2, sort_keys=True))
+        return
+    width = max(len(k) for k in public)
+    for name, value in public.items():
+        click.echo(f"{name:<{width}}  {value:<40}  [{cfg.sources[name]}]")
+
+
+@config.command("check")
+def config_check():
+    """Validate the configuration; exit 1 naming each bad variable and its fix.
+
+    \b
+    Example:
+      NUM_GPUS=3 TP_SIZE=2 pyhelpers config check
+    """
+    cfg = config_mod.load()
+    _problems_or_exit(cfg)
+    click.echo(f"config ok: run {cfg.run_name}, {cfg['NUM_GPUS']} GPU(s), TP={cfg['TP_SIZE']}")
+
+
+@config.command("export")
+@click.option("--with-secrets", is_flag=True,
+              help="Include secret values (only for the driver's eval; never redirect this to a file).")
+def config_export(with_secrets):
+    """Print a validated `export NAME='value'` block for bash to eval (no re-parsing in bash).
+
+    Secrets are left out unless --with-secrets; their values then travel only through the pipe
+    into the driver's environment, never through argv or a file.
+
+    \b
+    Example:
+      eval "$(pyhelpers config export)"
+    """
+    cfg = config_mod.load()
+    _problems_or_exit(cfg)
+    secrets = cfg.secret_names
+    lines = []
+    for name, value in {**cfg.values, **cfg.derived()}.items():
+        if name in secrets and not with_secrets:
+            continue
+        lines.append(f"export {name}={shlex.quote(value)}")
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+@config.command("docs")
+def config_docs():
+    """Print the knob reference as a Markdown table (the README's knob section is this output).
+
+    \b
+    Example:
+      pyhelpers config docs
+    """
+    section = None
+    for knob in config_mod.read_knobs().values():
+        if knob.section != section:
+            section = knob.section
+            click.echo(f"\n**{section}**\n\n| knob | default | what |\n|---|---|---|")
+        default = f"`{knob.default}`" if knob.default else "(empty)"
+        click.echo(f"| `{knob.name}` | {default} | {knob.doc.replace('|', '/')} |")

@@ -1,0 +1,20 @@
+"""The one exception type library code raises for problems a user can fix.
+
+Its message follows the project's convention: ``<what is wrong>: <where> (<how to fix>)``.
+The CLI turns it into a click error (exit 1); library code never prints or exits.
+"""
+
+from __future__ import annotations
+
+
+class ToolkitError(Exception):
+    """A problem the user can act on: what went wrong, where, and the fix."""
+
+    def __init__(self, what: str, where: str = "", fix: str = ""):
+        self.what, self.where, self.fix = what, where, fix
+        text = what
+        if where:
+            text += f": {where}"
+        if fix:
+            text += f" ({fix})"
+        super().__init__(text)

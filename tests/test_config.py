@@ -1,0 +1,114 @@
+"""Configuration: precedence, expansion, validation messages, secrets."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+from conftest import ROOT, run_pyhelpers
+
+from pyhelpers import config
+from pyhelpers.cli import main
+
+
+def test_every_knob_has_a_doc_and_a_section():
+    for knob in config.read_knobs().values():
+        assert knob.doc, f"{knob.name} has no comment above it in env/defaults.env"
+        assert knob.section, knob.name
+
+
+def test_precedence_environment_over_dotenv_over_defaults(toolkit_env, tmp_path):
+    (tmp_path / ".env").write_text("NUM_GPUS=2\nTP_SIZE=1\nMODELS_DIR=/data/m\n")
+    cfg = config.load({**toolkit_env, "NUM_GPUS": "1"})
+    assert cfg["NUM_GPUS"] == "1" and cfg.sources["NUM_GPUS"] == "environment"
+    assert cfg["TP_SIZE"] == "1" and cfg.sources["TP_SIZE"].endswith(".env")
+    assert cfg["ROUNDS"] == "5" and cfg.sources["ROUNDS"] == "env/defaults.env"
+    # ${MODELS_DIR} in the default of HF_MODEL follows the .env override.
+    assert cfg["HF_MODEL"] == "/data/m/Qwen3.5-4B"
+
+
+def test_derived_values(toolkit_env):
+    cfg = config.load({**toolkit_env, "NUM_GPUS": "3"})
+    assert cfg.cuda_visible_devices == "0,1,2"
+    assert cfg.run_name == "qwen35-4b-train-100"
+    assert len(cfg.ray_temp_dir) <= 40 and cfg.ray_temp_dir.startswith("/tmp/ray-")
+
+
+def test_check_passes_on_defaults(toolkit_env):
+    r = run_pyhelpers(["config", "check"], toolkit_env)
+    assert r.returncode == 0, r.stderr
+    assert "config ok" in r.stdout
+
+
+def test_gpus_not_divisible_by_tp_names_both_and_the_fix(toolkit_env):
+    r = run_pyhelpers(["config", "check"], {**toolkit_env, "NUM_GPUS": "3", "TP_SIZE": "2"})
+    assert r.returncode == 1
+    assert "NUM_GPUS=3 is not divisible by TP_SIZE=2" in r.stderr
+    assert "use TP_SIZE=1 or 2" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_bad_integer_is_named(toolkit_env):
+    r = run_pyhelpers(["config", "check"], {**toolkit_env, "ROUNDS": "five"})
+    assert r.returncode == 1
+    assert "ROUNDS='five' is not a whole number" in r.stderr and "ROUNDS=5" in r.stderr
+
+
+def test_train_save_on_system_disk_is_refused(toolkit_env, tmp_path):
+    r = run_pyhelpers(["config", "check"], {**toolkit_env, "SYSTEM_DISK": "/", "TRAIN_SAVE": str(tmp_path / "x")})
+    assert r.returncode == 1
+    assert "TRAIN_SAVE=" in r.stderr and "is on the system disk" in r.stderr and "M2" in r.stderr
+
+
+def test_batch_and_length_rules(toolkit_env):
+    env = {**toolkit_env, "GLOBAL_BATCH_SIZE": "48", "OVER_SAMPLING_GROUPS": "8", "SHOPSIM_SLOTS": "16",
+           "ROLLOUT_MAX_RESPONSE_LEN": "30000", "RAY_TEMP_DIR": "/tmp/" + "x" * 60}
+    r = run_pyhelpers(["config", "check"], env)
+    assert r.returncode == 1
+    for needle in ("GLOBAL_BATCH_SIZE=48", "OVER_SAMPLING_GROUPS=8 is below ROLLOUT_GROUPS=16",
+                   "SHOPSIM_SLOTS=16 is below SHOPSIM_EPISODE_CONCURRENCY=32",
+                   "ROLLOUT_MAX_RESPONSE_LEN=30000 must be below", "107-byte limit"):
+        assert needle in r.stderr, needle
+
+
+def test_typo_in_dotenv_is_a_warning_with_suggestion(toolkit_env, tmp_path):
+    (tmp_path / ".env").write_text("NUM_GPU=2\n")
+    r = run_pyhelpers(["config", "check"], toolkit_env)
+    assert r.returncode == 0
+    assert "did you mean NUM_GPUS?" in r.stderr
+
+
+def test_secrets_are_masked_and_left_out_of_export(toolkit_env, tmp_path):
+    (tmp_path / ".env").write_text("WANDB_API_KEY=wk-SECRET-123\nMY_TOKEN=tok-SECRET-456\nSECRET_VARS=ODD\nODD=odd-SECRET\n")
+    runner = CliRunner()
+    shown = runner.invoke(main, ["config", "show"])
+    assert shown.exit_code == 0, shown.output
+    shown_json = runner.invoke(main, ["config", "show", "--json"])
+    exported = runner.invoke(main, ["config", "export"])
+    for out in (shown.output, shown_json.output, exported.output):
+        for value in ("wk-SECRET-123", "tok-SECRET-456", "odd-SECRET"):
+            assert value not in out
+    assert json.loads(shown_json.output)["values"]["WANDB_API_KEY"] == "***"
+    with_secrets = runner.invoke(main, ["config", "export", "--with-secrets"])
+    assert "export WANDB_API_KEY=wk-SECRET-123" in with_secrets.output
+
+
+def test_export_is_evaluable_by_bash(toolkit_env):
+    import subprocess
+
+    env = {**toolkit_env, "SGLANG_LAUNCHER": "python3 -m sglang.launch_server --x 'a b'"}
+    script = f'eval "$({ROOT}/.venv/bin/python -m pyhelpers config export)"; printf "%s|%s" "$SGLANG_LAUNCHER" "$RUN_DIR"'
+    r = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True)
+    launcher, run_dir = r.stdout.split("|")
+    assert launcher == "python3 -m sglang.launch_server --x 'a b'"
+    assert run_dir.endswith("/runs/qwen35-4b-train-100")
+
+
+def test_readme_knob_table_matches_defaults():
+    runner = CliRunner()
+    table = runner.invoke(main, ["config", "docs"]).output.strip()
+    readme = (ROOT / "README.md").read_text()
+    start, end = "<!-- knobs:start -->", "<!-- knobs:end -->"
+    assert start in readme and end in readme, "README.md lacks the knob markers"
+    committed = readme.split(start, 1)[1].split(end, 1)[0].strip()
+    assert committed == table, "README knob table is stale: run `make readme-knobs`"
