@@ -1,0 +1,85 @@
+"""Command lines of every program the driver launches, built from the configuration.
+
+One builder per program; each checks its flags against pyhelpers.slime_flags. No secret is ever
+placed on a command line: the key reaches slime through the Ray head's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from . import slime_flags
+from .config import Config
+from .runlayout import RunLayout
+
+# slime's filter that keeps groups whose rewards are not all equal (M10).
+NONZERO_STD_FILTER = "slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std"
+
+# GRPO settings (docs/training.md says why): no KL term (as the ShopSimulator paper's RL), clip-higher.
+ALGORITHM = [
+    "--advantage-estimator", "grpo", "--kl-coef", "0.0", "--entropy-coef", "0.0",
+    "--eps-clip", "0.2", "--eps-clip-high", "0.28",
+    "--optimizer", "adam", "--lr", "1e-6", "--lr-decay-style", "constant", "--weight-decay", "0.1",
+    "--adam-beta1", "0.9", "--adam-beta2", "0.98",
+    "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
+    "--accumulate-allreduce-grads-in-fp32", "--attention-softmax-in-fp32",
+]
+
+
+def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) -> list[str]:
+    """slime train.py flags for round r (the model-args script's MODEL_ARGS come first, added by
+    bin/ from slime's own scripts/models/qwen3.5-4B.sh)."""
+    gpus = cfg["NUM_GPUS"]
+    megatron = str(lay.megatron)
+    argv = [
+        "--actor-num-nodes", "1", "--actor-num-gpus-per-node", gpus, "--num-gpus-per-node", gpus,
+        "--colocate", "--rollout-num-gpus-per-engine", "1",
+        "--tensor-model-parallel-size", cfg["TP_SIZE"], "--sequence-parallel",
+        "--hf-checkpoint", str(cfg.path("HF_MODEL")), "--ref-load", str(cfg.path("TORCH_DIST_MODEL")),
+        "--load", megatron, "--save", megatron, "--save-interval", cfg["STEPS_PER_ROUND"],
+        # HF weights written from the GPUs at the round's final save (design.md §7).
+        "--save-hf", str(lay.save_dir / "hf-{rollout_id:07d}"),
+        "--num-rollout", str(lay.num_rollout(r)), "--rollout-shuffle",
+        "--rollout-batch-size", cfg["ROLLOUT_GROUPS"], "--n-samples-per-prompt", cfg["SAMPLES_PER_GROUP"],
+        "--over-sampling-batch-size", cfg["OVER_SAMPLING_GROUPS"],
+        "--dynamic-sampling-filter-path", NONZERO_STD_FILTER, "--global-batch-size", cfg["GLOBAL_BATCH_SIZE"],
+        "--max-tokens-per-gpu", cfg["MAX_TOKENS_PER_GPU"], "--use-dynamic-batch-size",
+        "--rollout-max-response-len", cfg["ROLLOUT_MAX_RESPONSE_LEN"],
+        "--rollout-max-context-len", cfg["ROLLOUT_MAX_CONTEXT_LEN"],
+        "--sglang-context-length", cfg["ROLLOUT_MAX_CONTEXT_LEN"],
+        "--rollout-temperature", "1.0", "--sglang-mem-fraction-static", "0.7",
+        *ALGORITHM,
+        "--skip-eval-before-train",
+        "--custom-config-path", str(lay.plugin_config(r)),
+        *plugin_flags,
+    ]
+    if not cfg.flag("SAVE_OPTIM"):
+        argv += ["--no-save-optim", "--no-load-optim"]
+    if cfg["WANDB_MODE"] != "disabled":
+        argv += ["--use-wandb", "--wandb-project", cfg["WANDB_PROJECT"], "--wandb-group", cfg["WANDB_GROUP"],
+                 "--wandb-dir", str(lay.wandb_dir), "--disable-wandb-random-suffix"]
+    return slime_flags.check(argv, slime_flags.SLIME_TRAIN_FLAGS, "slime train.py")
+
+
+def runtime_env(cfg: Config) -> str:
+    """--runtime-env-json for `ray job submit`: import paths only, never a secret (it is argv)."""
+    pythonpath = ":".join([str(cfg.path("MEGATRON_DIR")), str(cfg.root), str(cfg.path("SLIME_DIR"))])
+    return json.dumps({"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1"}},
+                      sort_keys=True)
+
+
+def ray_head(cfg: Config) -> list[str]:
+    """`ray start` for a head in the foreground (--block), dashboard on loopback only."""
+    return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+            "--port", cfg["RAY_PORT"], "--dashboard-host", "127.0.0.1", "--dashboard-port",
+            cfg["RAY_DASHBOARD_PORT"], "--num-gpus", cfg["NUM_GPUS"], "--temp-dir", cfg.ray_temp_dir,
+            "--disable-usage-stats"]
+
+
+def eval_server(cfg: Config, model_path: str) -> list[str]:
+    """The SGLang eval server on the round's HF export: TP=1, DP=NUM_GPUS (M9), loopback only."""
+    argv = ["--model-path", model_path, "--tp-size", "1", "--dp-size", cfg["NUM_GPUS"],
+            "--host", "127.0.0.1", "--port", cfg["EVAL_PORT"], "--context-length", cfg["ROLLOUT_MAX_CONTEXT_LEN"]]
+    slime_flags.check(argv, slime_flags.SGLANG_SERVER_FLAGS, "sglang.launch_server")
+    return [*shlex.split(cfg["SGLANG_LAUNCHER"]), *argv]

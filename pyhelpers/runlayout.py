@@ -1,0 +1,107 @@
+"""Where a run's files live (design.md §4), in one place.
+
+State lives in RUNS_DIR/<RUN_NAME>/ and weights in TRAIN_SAVE/<RUN_NAME>/. Everything the toolkit
+writes into a run's files is relative to one of these two roots, so a run can move machines.
+Round numbers are 0-based; slime's iteration number is the 0-based rollout id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+STAGES = ("train", "rotate", "export", "compile", "evaluate", "inject")
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    run_dir: Path
+    save_dir: Path
+    steps_per_round: int
+
+    # --- run state -------------------------------------------------------------------------
+    @property
+    def manifest(self) -> Path:
+        return self.run_dir / "run.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.run_dir / "lock"
+
+    @property
+    def pids(self) -> Path:
+        return self.run_dir / "pids"
+
+    @property
+    def logs(self) -> Path:
+        return self.run_dir / "logs"
+
+    @property
+    def wandb_dir(self) -> Path:
+        return self.run_dir / "wandb"
+
+    @property
+    def final_bank(self) -> Path:
+        return self.run_dir / "skillbank-final.json"
+
+    @property
+    def baseline_dir(self) -> Path:
+        return self.run_dir / "baseline"
+
+    @property
+    def stopped_marker(self) -> Path:
+        """Written by `make stop`: a stop is final; the driver must not start anything new."""
+        return self.run_dir / "stopped"
+
+    def round_dir(self, r: int) -> Path:
+        return self.run_dir / "rounds" / f"round-{r:03d}"
+
+    def bank_in(self, r: int) -> Path:
+        """The bank injected into round r."""
+        return self.round_dir(r) / "skillbank.json"
+
+    def bank_out(self, r: int, rounds: int) -> Path:
+        """The artifact whose existence means round r's inject is done."""
+        return self.final_bank if r == rounds - 1 else self.bank_in(r + 1)
+
+    def stage_record(self, r: int, stage: str) -> Path:
+        return self.round_dir(r) / "stages" / f"{stage}.done"
+
+    def plugin_config(self, r: int) -> Path:
+        return self.round_dir(r) / "slime.yaml"
+
+    def compiled(self, r: int) -> Path:
+        return self.round_dir(r) / "compiled.json"
+
+    def val_summary(self, r: int) -> Path:
+        return self.round_dir(r) / "val" / "summary.json"
+
+    def gate_summary(self, r: int) -> Path:
+        return self.round_dir(r) / "gate" / "summary.json"
+
+    # --- weights ---------------------------------------------------------------------------
+    @property
+    def megatron(self) -> Path:
+        return self.save_dir / "megatron"
+
+    @property
+    def hf_link(self) -> Path:
+        return self.save_dir / "hf"
+
+    def hf_dir(self, iteration: int) -> Path:
+        return self.save_dir / f"hf-{iteration:07d}"
+
+    def last_iteration(self, r: int) -> int:
+        """slime's iteration (0-based rollout id) of round r's final save."""
+        return (r + 1) * self.steps_per_round - 1
+
+    def num_rollout(self, r: int) -> int:
+        """slime --num-rollout for round r: it trains rollouts [r*S, (r+1)*S)."""
+        return (r + 1) * self.steps_per_round
+
+    def round_of_iteration(self, iteration: int) -> int:
+        return iteration // self.steps_per_round
+
+
+def from_config(cfg) -> RunLayout:
+    return RunLayout(cfg.run_dir, cfg.save_dir, cfg.int("STEPS_PER_ROUND"))

@@ -1,0 +1,149 @@
+"""Stage derivation from artifacts, rotation, HF flips, resume assertions (design.md §4, §7)."""
+
+from __future__ import annotations
+
+import pytest
+from fakes.megatron_layout import write_checkpoint, write_hf
+
+from pyhelpers import checkpoints as ck
+from pyhelpers import runstate
+from pyhelpers.errors import ToolkitError
+from pyhelpers.runlayout import RunLayout
+
+ROUNDS = 3
+
+
+@pytest.fixture
+def lay(tmp_path):
+    return RunLayout(tmp_path / "runs" / "r1", tmp_path / "save" / "r1", steps_per_round=4)
+
+
+def finish_round(lay: RunLayout, r: int, rounds: int = ROUNDS):
+    """Put every artifact of a finished round on disk (as the stages would)."""
+    it = lay.last_iteration(r)
+    write_checkpoint(lay.megatron, it)
+    ck.rotate(lay.megatron)
+    write_hf(lay.hf_dir(it), it)
+    ck.flip_hf(lay.hf_link, lay.hf_dir(it))
+    for p in (lay.compiled(r), lay.val_summary(r), lay.gate_summary(r), lay.bank_out(r, rounds)):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("{}")
+
+
+def test_fresh_run_starts_with_training(lay):
+    pos = runstate.position(lay, ROUNDS)
+    assert (pos.round, pos.stage) == (0, "train")
+
+
+def test_baseline_first_when_asked(lay):
+    assert runstate.position(lay, ROUNDS, baseline_val=True).stage == "baseline"
+
+
+def test_mid_training_crash_resumes_training(lay):
+    write_checkpoint(lay.megatron, 1)
+    pos = runstate.position(lay, ROUNDS)
+    assert (pos.round, pos.stage) == (0, "train") and "continues to 3" in pos.detail
+
+
+def test_incomplete_newest_save_is_not_done(lay):
+    write_checkpoint(lay.megatron, 3, complete=False)
+    assert runstate.position(lay, ROUNDS).stage == "train"
+
+
+def test_stage_order_after_training(lay):
+    write_checkpoint(lay.megatron, 1)
+    write_checkpoint(lay.megatron, 3)
+    assert runstate.position(lay, ROUNDS).stage == "rotate"
+    ck.rotate(lay.megatron)
+    assert runstate.position(lay, ROUNDS).stage == "export"
+    write_hf(lay.hf_dir(3), 3)
+    ck.flip_hf(lay.hf_link, lay.hf_dir(3))
+    assert runstate.position(lay, ROUNDS).stage == "compile"
+    lay.compiled(0).parent.mkdir(parents=True)
+    lay.compiled(0).write_text("{}")
+    pos = runstate.position(lay, ROUNDS)
+    assert pos.stage == "evaluate" and pos.detail == "val pending"
+    for p in (lay.val_summary(0), lay.gate_summary(0)):
+        p.parent.mkdir(parents=True)
+        p.write_text("{}")
+    assert runstate.position(lay, ROUNDS).stage == "inject"
+    lay.bank_in(1).parent.mkdir(parents=True, exist_ok=True)
+    lay.bank_in(1).write_text("{}")
+    assert (runstate.position(lay, ROUNDS).round, runstate.position(lay, ROUNDS).stage) == (1, "train")
+
+
+def test_finished_run(lay):
+    for r in range(ROUNDS):
+        finish_round(lay, r)
+    assert runstate.position(lay, ROUNDS).finished
+    assert lay.final_bank.is_file()
+
+
+def test_rotation_keeps_newest_and_tracked_and_reports_incomplete(lay):
+    for it in (3, 7):
+        write_checkpoint(lay.megatron, it)
+    write_checkpoint(lay.megatron, 11, complete=False)
+    plan = ck.rotate(lay.megatron, dry_run=True)
+    assert [p.name for p in plan.delete] == ["iter_0000003", "global_dataset_state_dict_3.pt"]
+    assert (lay.megatron / "iter_0000003").exists(), "dry run deleted something"
+    plan = ck.rotate(lay.megatron)
+    assert sorted(ck.iter_dirs(lay.megatron)) == [7, 11]
+    assert any("iter_0000011" in n and "incomplete" in n for n in plan.notes)
+
+
+def test_rotation_never_deletes_the_tracked_iteration(lay):
+    write_checkpoint(lay.megatron, 3)
+    write_checkpoint(lay.megatron, 7, tracker=False)  # complete on disk, but the tracker says 3
+    ck.rotate(lay.megatron)
+    assert sorted(ck.iter_dirs(lay.megatron)) == [3, 7]
+
+
+def test_hf_flip_is_relative_and_atomic_and_old_exports_go(lay):
+    write_hf(lay.hf_dir(3), 3)
+    ck.flip_hf(lay.hf_link, lay.hf_dir(3))
+    write_hf(lay.hf_dir(7), 7)
+    ck.flip_hf(lay.hf_link, lay.hf_dir(7))
+    assert not lay.hf_link.readlink().is_absolute()
+    ck.remove_old_exports(lay.save_dir, lay.hf_dir(7))
+    assert ck.hf_target(lay.hf_link) == lay.hf_dir(7).resolve()
+    assert not lay.hf_dir(3).exists()
+
+
+def test_hf_problems_names_missing_weights(tmp_path):
+    d = write_hf(tmp_path / "hf", 1)
+    assert ck.hf_problems(d) == []
+    (d / "model-00001-of-00001.safetensors").unlink()
+    assert "missing" in ck.hf_problems(d)[0]
+
+
+def test_flip_refuses_a_real_directory(lay):
+    lay.hf_link.mkdir(parents=True)
+    with pytest.raises(ToolkitError, match="real directory"):
+        ck.flip_hf(lay.hf_link, lay.hf_dir(3))
+
+
+def test_memo_example_resume_round_1_after_40_steps(tmp_path):
+    """Memo M14: round-001 stopped after 40 steps (iter_0000039), no val/gate → ROUND=1."""
+    lay = RunLayout(tmp_path / "runs" / "r", tmp_path / "save" / "r", steps_per_round=20)
+    finish_round(lay, 0, rounds=5)
+    write_checkpoint(lay.megatron, 39)
+    pos = runstate.check_resume_round(lay, 5, 1)
+    assert (pos.round, pos.stage) == (1, "rotate")
+    with pytest.raises(ToolkitError, match=r"ROUND=2 does not match the disk: round 1 is not finished"):
+        runstate.check_resume_round(lay, 5, 2)
+    with pytest.raises(ToolkitError, match=r"ROUND=0 does not match the disk: round 0 is already finished"):
+        runstate.check_resume_round(lay, 5, 0)
+    assert (lay.megatron / "iter_0000039").is_dir(), "a refused resume must change nothing"
+
+
+def test_resume_round_without_previous_checkpoint_is_refused(lay):
+    lay.bank_in(1).parent.mkdir(parents=True)
+    lay.bank_in(1).write_text("{}")
+    with pytest.raises(ToolkitError, match="needs round 0's checkpoint"):
+        runstate.check_resume_round(lay, ROUNDS, 1)
+
+
+def test_tracker_past_unfinished_round_is_an_error(lay):
+    write_checkpoint(lay.megatron, 7)
+    with pytest.raises(ToolkitError, match="past round 0's end"):
+        runstate.position(lay, ROUNDS)
