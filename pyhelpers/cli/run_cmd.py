@@ -1,0 +1,173 @@
+"""`pyhelpers run ...`: the decisions the bin/ driver acts on, one small command each."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .. import checkpoints as ck
+from .. import config as config_mod
+from .. import launch_args, runmanifest, runstate, stages
+from ..runlayout import from_config
+
+
+def _ctx():
+    cfg = config_mod.load()
+    return cfg, from_config(cfg)
+
+
+@click.group()
+def run():
+    """Where the run stands and what the driver does next."""
+
+
+@run.command("init")
+@click.option("--rehearsal", is_flag=True, help="Mark the run as a rehearsal (stand-ins, scratch weights).")
+def run_init(rehearsal):
+    """Create the run's directories and record run.json, or compare with it on a resume.
+
+    \b
+    Example:
+      pyhelpers run init
+    """
+    cfg, lay = _ctx()
+    for d in (lay.run_dir, lay.pids, lay.logs, lay.wandb_dir, lay.megatron):
+        d.mkdir(parents=True, exist_ok=True)
+    for change in runmanifest.record_or_compare(cfg, lay.manifest, rehearsal=rehearsal):
+        click.echo(f"config change recorded in run.json: {change}", err=True)
+    click.echo(str(lay.run_dir))
+
+
+@run.command("next")
+@click.option("--json", "as_json", is_flag=True)
+def run_next(as_json):
+    """Print the next stage as `ROUND STAGE` (or `done`), derived from the run's artifacts.
+
+    \b
+    Example:
+      read -r round stage < <(pyhelpers run next)
+    """
+    cfg, lay = _ctx()
+    pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
+    if as_json:
+        click.echo(json.dumps(pos.as_dict()))
+    elif pos.finished:
+        click.echo("done")
+    else:
+        click.echo(f"{pos.round} {pos.stage}")
+    click.echo(f"next: {pos.detail}", err=True)
+
+
+@run.command("check-resume")
+@click.option("--round", "round_", type=int, required=True, help="The round the user asked for (0-based).")
+def run_check_resume(round_):
+    """Refuse a `make resume ROUND=N` the disk contradicts, saying what was found.
+
+    \b
+    Example:
+      pyhelpers run check-resume --round 1
+    """
+    cfg, lay = _ctx()
+    pos = runstate.check_resume_round(lay, cfg.int("ROUNDS"), round_)
+    click.echo(f"resuming round {pos.round} at {pos.stage}: {pos.detail}")
+
+
+@run.command("rotate")
+@click.option("--dry-run", is_flag=True, help="Print what would be deleted; delete nothing.")
+def run_rotate(dry_run):
+    """Delete Megatron checkpoints older than the newest complete one (never the tracked one).
+
+    \b
+    Example:
+      pyhelpers run rotate --dry-run
+    """
+    _, lay = _ctx()
+    plan = ck.rotate(lay.megatron, dry_run=dry_run)
+    verb = "would delete" if dry_run else "deleted"
+    for p in plan.delete:
+        click.echo(f"{verb} {p.relative_to(lay.save_dir)}")
+    for note in plan.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"kept iter_{plan.keep:07d}" if plan.keep is not None else "no complete checkpoint")
+
+
+@run.command("export-plan")
+@click.option("--round", "round_", type=int, required=True)
+def run_export_plan(round_):
+    """Print the export decision as JSON: flip slime's own export, or convert with CONVERT_TO_HF.
+
+    \b
+    Example:
+      pyhelpers run export-plan --round 0
+    """
+    _, lay = _ctx()
+    click.echo(stages.export_plan(lay, round_).shell())
+
+
+@run.command("export-finish")
+@click.option("--round", "round_", type=int, required=True)
+def run_export_finish(round_):
+    """Verify the export, rename it into place, flip `hf` atomically, remove older exports.
+
+    \b
+    Example:
+      pyhelpers run export-finish --round 0
+    """
+    _, lay = _ctx()
+    target, removed = stages.finish_export(lay, round_)
+    stages.write_record(lay, round_, "export", "ok", target=target)
+    click.echo(f"hf -> {target.name}" + (f" (removed {', '.join(p.name for p in removed)})" if removed else ""))
+
+
+@run.command("record")
+@click.option("--round", "round_", type=int, required=True)
+@click.option("--stage", required=True)
+@click.option("--status", default="ok")
+def run_record(round_, stage, status):
+    """Write stages/<stage>.done for a finished stage (a record for humans; artifacts decide).
+
+    \b
+    Example:
+      pyhelpers run record --round 0 --stage train
+    """
+    _, lay = _ctx()
+    stages.write_record(lay, round_, stage, status)
+
+
+def _nul(argv: list[str]) -> None:
+    sys.stdout.write("\0".join(argv) + "\0")
+
+
+@run.command("argv")
+@click.argument("program", type=click.Choice(["slime", "ray-head", "eval-server"]))
+@click.option("--round", "round_", type=int, default=0)
+def run_argv(program, round_):
+    """Print a launch command, NUL-separated for `mapfile -d ''` (no secret is ever in it).
+
+    \b
+    Example:
+      mapfile -d '' -t argv < <(pyhelpers run argv slime --round 0)
+    """
+    cfg, lay = _ctx()
+    if program == "slime":
+        from ..rollout.flags import plugin_flags
+
+        _nul(launch_args.slime_train(cfg, lay, round_, plugin_flags()))
+    elif program == "ray-head":
+        _nul(launch_args.ray_head(cfg))
+    else:
+        _nul(launch_args.eval_server(cfg, str(lay.hf_link)))
+
+
+@run.command("runtime-env")
+def run_runtime_env():
+    """Print the --runtime-env-json for `ray job submit` (import paths; never a secret).
+
+    \b
+    Example:
+      pyhelpers run runtime-env
+    """
+    cfg, _ = _ctx()
+    click.echo(launch_args.runtime_env(cfg))

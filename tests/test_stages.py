@@ -1,0 +1,72 @@
+"""Export decisions and stage records; the `run` CLI the driver reads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_pyhelpers
+from fakes.megatron_layout import write_checkpoint, write_hf
+
+from pyhelpers import checkpoints as ck
+from pyhelpers import stages
+from pyhelpers.errors import ToolkitError
+from pyhelpers.runlayout import RunLayout
+
+
+@pytest.fixture
+def lay(tmp_path):
+    return RunLayout(tmp_path / "runs" / "r", tmp_path / "save" / "r", steps_per_round=2)
+
+
+def test_export_refused_without_the_rounds_checkpoint(lay):
+    with pytest.raises(ToolkitError, match="iter_0000001 is missing or incomplete"):
+        stages.export_plan(lay, 0)
+
+
+def test_slimes_own_export_is_flipped_not_converted(lay):
+    write_checkpoint(lay.megatron, 1)
+    write_hf(lay.hf_dir(1), 1)
+    assert stages.export_plan(lay, 0).action == "flip"
+    target, removed = stages.finish_export(lay, 0)
+    assert ck.hf_target(lay.hf_link) == target.resolve() and removed == []
+
+
+def test_half_written_export_is_converted_again_through_staging(lay):
+    write_checkpoint(lay.megatron, 1)
+    lay.hf_dir(1).mkdir(parents=True)
+    (lay.hf_dir(1) / "config.json").write_text("{}")  # crash mid-write: no weights
+    plan = stages.export_plan(lay, 0)
+    assert plan.action == "convert" and not lay.hf_dir(1).exists()
+    write_hf(plan.staging, 1)  # what the converter writes
+    stages.finish_export(lay, 0)
+    assert not plan.staging.exists() and ck.hf_problems(lay.hf_dir(1)) == []
+
+
+def test_incomplete_converter_output_is_refused_and_hf_left_alone(lay):
+    write_checkpoint(lay.megatron, 1)
+    write_hf(lay.hf_dir(1), 1)
+    stages.finish_export(lay, 0)
+    write_checkpoint(lay.megatron, 3)
+    plan = stages.export_plan(lay, 1)
+    plan.staging.mkdir(parents=True)
+    with pytest.raises(ToolkitError, match="converter's output is incomplete"):
+        stages.finish_export(lay, 1)
+    assert ck.hf_target(lay.hf_link) == lay.hf_dir(1).resolve(), "the old export must stay served"
+
+
+def test_stage_record_paths_are_relative(lay):
+    path = stages.write_record(lay, 0, "export", "ok", target=lay.hf_dir(1))
+    rec = json.loads(path.read_text())
+    assert rec["target"] == "$SAVE_DIR/hf-0000001"
+
+
+def test_run_next_and_init_cli(toolkit_env, tmp_path):
+    env = {**toolkit_env, "STEPS_PER_ROUND": "2", "ROUNDS": "2"}
+    init = run_pyhelpers(["run", "init"], env)
+    assert init.returncode == 0, init.stderr
+    assert (tmp_path / "runs" / "qwen35-4b-train-100" / "run.json").is_file()
+    nxt = run_pyhelpers(["run", "next"], env)
+    assert nxt.stdout.strip() == "0 train" and "no checkpoint yet" in nxt.stderr
+    bad = run_pyhelpers(["run", "init"], {**env, "TP_SIZE": "1"})
+    assert bad.returncode == 1 and "TP_SIZE: '2' -> '1'" in bad.stderr and "Traceback" not in bad.stderr
