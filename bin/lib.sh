@@ -45,3 +45,109 @@ load_config() {
   block="$(py config export "$@")" || exit 1
   eval "$block"
 }
+
+# --- Processes and the run lock (design.md §5) --------------------------------------------
+# Thin wrappers over `pyhelpers proc ...` (pyhelpers/procs.py, ready.py, runlock.py decide).
+# State lives in $RUN_DIR/pids/NAME.json (pid == process group id, start time, host, argv, log,
+# start order) and $RUN_DIR/logs/NAME.log. Knobs: STOP_GRACE, READY_BACKOFF_MAX.
+# The rule that keeps the run lock from leaking: every long-lived process goes through
+# svc_start (close_fds), every other child of the driver — a foreground `ray job submit`, a
+# background helper `cmd &` — goes through run_unlocked. Only short-lived `py` calls and
+# $(...) substitutions may run without it. Processes are stopped by group, never by name.
+
+# _need_proc_knobs: fail with the fix unless load_config has exported RUN_DIR and the knobs.
+_need_proc_knobs() {
+  : "${RUN_DIR:?RUN_DIR is not set (call load_config first)}"
+  : "${STOP_GRACE:?STOP_GRACE is not set (call load_config first)}"
+  : "${READY_BACKOFF_MAX:?READY_BACKOFF_MAX is not set (call load_config first)}"
+}
+
+# run_unlocked CMD...: run CMD (program or function) with the run lock's descriptor closed for
+# it, so CMD and whatever it starts cannot keep the lock after the driver dies.
+# Globals: RUN_LOCK_FD (unset: nothing to close). Returns CMD's status.
+run_unlocked() {
+  if [[ -n "${RUN_LOCK_FD:-}" ]]; then
+    "$@" {RUN_LOCK_FD}>&-
+  else
+    "$@"
+  fi
+}
+
+# svc_start NAME [--port HOST:PORT]... [--] CMD...: start CMD as service NAME in its own session
+# (setsid; stdin /dev/null; stdout+stderr appended to $RUN_DIR/logs/NAME.log; no inherited fds)
+# and print its pid. --port refuses the start while that address is taken, naming the holder.
+# Globals: RUN_DIR. Returns 1 (message on stderr) if NAME is already running or a port is taken.
+svc_start() {
+  _need_proc_knobs
+  local name="$1"
+  shift
+  local -a opts=()
+  while [[ "${1:-}" == --port ]]; do
+    opts+=(--needs-port "$2")
+    shift 2
+  done
+  if [[ "${1:-}" == -- ]]; then shift; fi
+  run_unlocked py proc start --pids-dir "$RUN_DIR/pids" --logs-dir "$RUN_DIR/logs" \
+    --name "$name" "${opts[@]}" -- "$@"
+}
+
+# svc_stop NAME...: stop the named services if still ours: TERM the group, wait, KILL after
+# STOP_GRACE s; one line per name (stopped / killed after N s / already gone / pid reused — left
+# alone). Globals: RUN_DIR, STOP_GRACE. Returns 1 if a group survived KILL.
+svc_stop() {
+  _need_proc_knobs
+  local -a opts=()
+  local name
+  for name in "$@"; do opts+=(--name "$name"); done
+  run_unlocked py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" "${opts[@]}"
+}
+
+# svc_stop_all: svc_stop every service recorded in $RUN_DIR/pids, in reverse start order.
+svc_stop_all() {
+  _need_proc_knobs
+  run_unlocked py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" --all
+}
+
+# svc_wait NAME TIMEOUT [--knob KNOB] (--http URL [--expect-status N] | --tcp HOST:PORT |
+# --cmd -- CMD...): wait until NAME answers, backing off from 0.1 s to READY_BACKOFF_MAX s.
+# Returns 1 at once if NAME dies, or after TIMEOUT s; both print its log's last 30 lines and the
+# fix (naming KNOB, the timeout's knob). Globals: RUN_DIR, READY_BACKOFF_MAX.
+svc_wait() {
+  _need_proc_knobs
+  run_unlocked py proc wait --pids-dir "$RUN_DIR/pids" --name "$1" --timeout "$2" \
+    --backoff-max "$READY_BACKOFF_MAX" "${@:3}"
+}
+
+# svc_sweep MARKER: stop every process whose argv, environment or stdout/stderr references the
+# path MARKER (e.g. "$RAY_TEMP_DIR": Ray's workers live in their own process groups), TERM then
+# KILL after STOP_GRACE s. Globals: STOP_GRACE. Returns 1 if one survived KILL.
+svc_sweep() {
+  _need_proc_knobs
+  run_unlocked py proc sweep --marker "$1" --grace "$STOP_GRACE"
+}
+
+# take_run_lock: hold $RUN_DIR/lock (flock) for the life of this shell; this shell's pid, start
+# time, host, start date and command are written into it. Refused (returns 1, the holder named
+# on stderr with how to stop it) while another driver holds it; a stale lock whose holder is
+# gone is taken over with a note. Taking it twice in one shell is a no-op.
+# Globals: RUN_DIR; sets RUN_LOCK_FD (never pass it on: see run_unlocked).
+take_run_lock() {
+  _need_proc_knobs
+  if [[ -n "${RUN_LOCK_FD:-}" ]]; then return 0; fi
+  mkdir -p "$RUN_DIR"
+  exec {RUN_LOCK_FD}<>"$RUN_DIR/lock"
+  if ! py proc lock --fd "$RUN_LOCK_FD" --lock "$RUN_DIR/lock" --holder-pid "$$"; then
+    exec {RUN_LOCK_FD}>&-
+    unset RUN_LOCK_FD
+    return 1
+  fi
+}
+
+# release_run_lock: clear the holder record and release the lock (exiting releases it too).
+# Globals: RUN_DIR, RUN_LOCK_FD.
+release_run_lock() {
+  if [[ -z "${RUN_LOCK_FD:-}" ]]; then return 0; fi
+  : >"$RUN_DIR/lock"
+  exec {RUN_LOCK_FD}>&-
+  unset RUN_LOCK_FD
+}

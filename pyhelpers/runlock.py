@@ -1,0 +1,128 @@
+"""The run lock: one driver per run, held with flock by the driver shell (design.md §5).
+
+The bash driver opens `runs/<RUN_NAME>/lock` on a descriptor (`exec {fd}<>lock`) and calls
+`take(fd, ...)` through `pyhelpers proc lock --fd`. flock locks belong to the open file
+description, which the driver shares with this short-lived process: the lock taken here stays
+held by the driver's descriptor after we exit, and is released when the driver's last copy of
+it closes — when the driver exits, however it dies. The holder's pid, start time, host, start
+date and command are written into the file itself (in place: a rename would swap the inode the
+lock lives on).
+
+A launched process that inherits the descriptor keeps the lock after the driver dies; that is
+why services start with close_fds and the driver runs every other child through
+`run_unlocked` (bin/lib.sh). If it happens anyway, the refusal names the inheriting process.
+
+flock rather than the filelock package (in the venv): filelock holds the lock inside the Python
+process that takes it, and here the holder must be the bash driver.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from datetime import datetime
+from pathlib import Path
+
+from . import procfs
+from .errors import ToolkitError
+
+
+def _holder(pid: int) -> dict:
+    return {"pid": pid, "start_ticks": procfs.start_ticks(pid), "host": procfs.hostname(),
+            "since": datetime.now().astimezone().isoformat(timespec="seconds"),
+            "command": procfs.cmdline(pid, limit=300)}
+
+
+def _parse(raw: bytes) -> dict | None:
+    try:
+        info = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return info if isinstance(info, dict) and isinstance(info.get("pid"), int) else None
+
+
+def read_holder(lock_path: Path, tries: int = 5) -> dict | None:
+    """The recorded holder, or None. Retries briefly: a new holder rewrites the file in place."""
+    for i in range(tries):
+        try:
+            info = _parse(Path(lock_path).read_bytes())
+        except FileNotFoundError:
+            return None
+        if info or i == tries - 1:
+            return info
+        time.sleep(0.05)
+    return None
+
+
+def holder_alive(info: dict) -> bool:
+    """True when the recorded holder is a live process on this host with its recorded start time."""
+    return info.get("host") == procfs.hostname() and procfs.is_alive(info["pid"], info.get("start_ticks"))
+
+
+def _describe(info: dict) -> str:
+    return (f"pid {info['pid']} on host {info.get('host', '?')} since {info.get('since', '?')} "
+            f"(command: {info.get('command') or '?'})")
+
+
+def _inheritors(lock_path: Path, skip: set[int]) -> list[str]:
+    return [f"pid {p} ({procfs.cmdline(p)})" for p in procfs.pids_with_file_open(lock_path) if p not in skip]
+
+
+def refusal(lock_path: Path) -> ToolkitError:
+    """The error for a lock that another process holds: who, since when, and how to stop it."""
+    info = read_holder(lock_path)
+    skip = procfs.ancestors()
+    if info and info.get("host") != procfs.hostname():
+        return ToolkitError("this run is already in progress on another host",
+                            f"{lock_path} is held by {_describe(info)}",
+                            f"stop it there with `make stop` on {info.get('host')}, or wait for it to finish")
+    if info and holder_alive(info):
+        return ToolkitError("this run is already in progress", f"{lock_path} is held by {_describe(info)}",
+                            "stop it with `make stop`, or wait for it to finish")
+    others = _inheritors(lock_path, skip)
+    before = f", which inherited it from the driver {_describe(info)} that is gone" if info else ""
+    return ToolkitError(f"the run lock is still held by {', '.join(others) or 'a process we cannot see'}{before}",
+                        str(lock_path),
+                        "that process was started without closing the lock; stop it (`make stop` stops "
+                        "recorded services; else TERM its process group: kill -TERM -- -PGID)")
+
+
+def take(fd: int, lock_path: Path, holder_pid: int) -> str:
+    """Take the lock on the caller's descriptor fd (open on lock_path) for holder_pid.
+
+    Returns a note to show ('' when there is nothing to say): a stale lock of a dead holder, or
+    one last held elsewhere, is taken over with a note naming it. Raises ToolkitError naming the
+    holder when the lock is held.
+    """
+    lock_path = Path(lock_path)
+    try:
+        fst, pst = os.fstat(fd), os.stat(lock_path)
+    except OSError as exc:
+        raise ToolkitError(f"cannot use the lock descriptor {fd} ({exc.strerror})", str(lock_path),
+                           "open it first in the driver: exec {RUN_LOCK_FD}<>\"$RUN_DIR/lock\"") from None
+    if (fst.st_dev, fst.st_ino) != (pst.st_dev, pst.st_ino):
+        raise ToolkitError(f"descriptor {fd} is not open on the lock file", str(lock_path),
+                           "pass the descriptor that take_run_lock opened")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise refusal(lock_path) from None
+    old = _parse(os.pread(fd, 65536, 0))
+    note = _takeover_note(old, lock_path, holder_pid) if old else ""
+    data = (json.dumps(_holder(holder_pid), sort_keys=True) + "\n").encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+    os.fsync(fd)
+    return note
+
+
+def _takeover_note(old: dict, lock_path: Path, holder_pid: int) -> str:
+    if old.get("host") != procfs.hostname():
+        return f"taking over the run lock {lock_path}: it was free, last held by {_describe(old)}"
+    if not procfs.is_alive(old["pid"], old.get("start_ticks")):
+        return f"taking over a stale run lock {lock_path}: its holder {_describe(old)} is gone"
+    if old["pid"] != holder_pid:
+        return f"taking over the run lock {lock_path}: {_describe(old)} no longer holds it"
+    return ""

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Summary: A stand-in driver for tests/test_procs.py: takes the run lock, starts children
+# Usage: tests/proc_driver.sh take|hold|leak   (RUN_DIR, STOP_GRACE, READY_BACKOFF_MAX set)
+#
+#   take  take the run lock, print "locked", exit.
+#   hold  take the lock, start service `svc` (svc_start), wait for it (svc_wait), then run a
+#         foreground child through run_unlocked, as the training driver runs `ray job submit`.
+#   leak  take the lock, then start a background child WITHOUT run_unlocked (the mistake the
+#         lock's refusal must name).
+# The long-running child touches $RUN_DIR/<mode>.ready once it runs.
+# shellcheck source=../bin/lib.sh
+source "$(dirname "$0")/../bin/lib.sh"
+
+mode="${1:?usage: tests/proc_driver.sh take|hold|leak}"
+take_run_lock
+echo locked
+case "$mode" in
+  take) ;;
+  hold)
+    svc_start svc -- sleep 300 >/dev/null
+    svc_wait svc 10 --cmd -- true >/dev/null
+    # shellcheck disable=SC2016  # $0 must expand in the child, not here
+    run_unlocked bash -c 'touch "$0"; exec sleep 300' "$RUN_DIR/hold.ready"
+    ;;
+  leak)
+    # shellcheck disable=SC2016  # $0 must expand in the child, not here
+    bash -c 'touch "$0"; exec sleep 300' "$RUN_DIR/leak.ready" &
+    wait
+    ;;
+  *) die "unknown mode: $mode (use take, hold or leak)" ;;
+esac
