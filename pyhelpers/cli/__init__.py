@@ -16,6 +16,11 @@ from ..errors import ToolkitError
 # command name -> (module, attribute, one-line help shown by `pyhelpers --help`)
 GROUPS: dict[str, tuple[str, str, str]] = {
     "config": ("pyhelpers.cli.config_cmd", "config", "Show, check and export the resolved configuration."),
+    "plan": ("pyhelpers.cli.plan_cmd", "plan", "Plan a launch without starting anything (e.g. memory)."),
+    "proc": ("pyhelpers.cli.proc_cmd", "proc", "Start, stop and wait for services in their own process groups; the run lock."),
+    "analyst": ("pyhelpers.cli.analyst_cmd", "analyst", "Failure Analyst sidecar: spool records -> candidate skills."),
+    "run": ("pyhelpers.cli.run_cmd", "run", "Where a run stands and what the driver does next."),
+    "skillbank": ("pyhelpers.cli.skillbank_cmd", "skillbank", "SkillBank: compile, inject gate decisions, show, diff, render."),
 }
 
 
