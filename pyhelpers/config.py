@@ -143,6 +143,10 @@ class Config:
             "RAY_TEMP_DIR": self.ray_temp_dir,
             "CUDA_VISIBLE_DEVICES": self.cuda_visible_devices,
             "WANDB_DIR": str(self.run_dir / "wandb"),
+            # wandb stages files in ~/.local/share and ~/.cache by default: on AutoDL that is the
+            # small system disk (M2), so every process of the run keeps them under the run.
+            "WANDB_DATA_DIR": str(self.run_dir / "wandb" / "data"),
+            "WANDB_CACHE_DIR": str(self.run_dir / "wandb" / "cache"),
         }
 
 
