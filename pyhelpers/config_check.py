@@ -20,10 +20,10 @@ POSITIVE = ("ROUNDS", "STEPS_PER_ROUND", "NUM_GPUS", "TP_SIZE", "OVER_SAMPLING_G
             "ROLLOUT_GROUPS", "SAMPLES_PER_GROUP", "GLOBAL_BATCH_SIZE", "MAX_TOKENS_PER_GPU",
             "ROLLOUT_MAX_CONTEXT_LEN", "ROLLOUT_MAX_RESPONSE_LEN", "MAX_TURNS", "SHOPSIM_SLOTS",
             "SHOPSIM_EPISODE_CONCURRENCY", "EVAL_CONCURRENCY", "GATE_PAIRS", "GATE_MAX_SKILLS",
-            "ANALYST_BATCH_SIZE", "SKILL_TOKEN_BUDGET")
+            "ANALYST_BATCH_SIZE", "SKILL_TOKEN_BUDGET", "SKILL_MAX_TOKENS", "BANK_MAX_ACTIVE", "GATE_MAX_ROUNDS")
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
 CHOICES = {"REWARD": ("strict", "loose", "success"), "WANDB_MODE": ("online", "offline", "disabled")}
-SHARES = ("GATE_FAILED_SHARE", "GATE_ALPHA")
+SHARES = ("GATE_FAILED_SHARE", "GATE_ALPHA", "SKILL_DUP_JACCARD")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
 # below the temp dir, and AF_UNIX paths stop at 107 bytes (interfaces.md).
 RAY_TEMP_MAX = 40
