@@ -24,6 +24,9 @@ ALGORITHM = [
     "--adam-beta1", "0.9", "--adam-beta2", "0.98",
     "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
     "--accumulate-allreduce-grads-in-fp32", "--attention-softmax-in-fp32",
+    # Full activation recompute: the memory plan (pyhelpers/memplan.py, docs/oom_qwen35_4b.md)
+    # assumes it; without it the 24k-token micro-batch does not fit at TP=2.
+    "--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
 ]
 
 

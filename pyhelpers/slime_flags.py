@@ -35,6 +35,7 @@ SLIME_TRAIN_FLAGS = frozenset({
     "--optimizer", "--lr", "--lr-decay-style", "--weight-decay", "--adam-beta1", "--adam-beta2",
     "--attention-dropout", "--hidden-dropout", "--accumulate-allreduce-grads-in-fp32",
     "--attention-softmax-in-fp32", "--log-probs-chunk-size", "--recompute-loss-function",
+    "--recompute-granularity", "--recompute-method", "--recompute-num-layers",
     # engines
     "--sglang-mem-fraction-static",
     # plugin hooks (the rollout plugin publishes which it needs)

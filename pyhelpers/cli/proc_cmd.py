@@ -94,6 +94,21 @@ def proc_status(pids_dir, as_json):
         click.echo(f"{r['name']:<16} {r['pid']:>8}  {r['state']:<10} {age:>8}  {r['log']}")
 
 
+@proc.command("alive")
+@click.option("--pids-dir", type=_dir, required=True)
+@click.option("--name", required=True)
+def proc_alive(pids_dir, name):
+    """Exit 0 if service NAME was started and is still ours and running, else 1 (silent).
+
+    \b
+    Example:
+      pyhelpers proc alive --pids-dir runs/r/pids --name shopsim && echo up
+    """
+    path = procs.pidfile(pids_dir, name)
+    if not path.exists() or procs.state(procs.load(path)) != "alive":
+        raise SystemExit(1)
+
+
 @proc.command("wait", context_settings={"ignore_unknown_options": True})
 @click.option("--pids-dir", type=_dir, required=True)
 @click.option("--name", required=True)

@@ -96,14 +96,15 @@ def run_rotate(dry_run):
 @run.command("export-plan")
 @click.option("--round", "round_", type=int, required=True)
 def run_export_plan(round_):
-    """Print the export decision as JSON: flip slime's own export, or convert with CONVERT_TO_HF.
+    """Print the export decision: `flip` or `convert`, then the iter_* dir and the staging dir.
 
     \b
     Example:
       pyhelpers run export-plan --round 0
     """
     _, lay = _ctx()
-    click.echo(stages.export_plan(lay, round_).shell())
+    plan = stages.export_plan(lay, round_)
+    click.echo("\n".join([plan.action, str(plan.source), str(plan.staging)]))
 
 
 @run.command("export-finish")
@@ -171,3 +172,104 @@ def run_runtime_env():
     """
     cfg, _ = _ctx()
     click.echo(launch_args.runtime_env(cfg))
+
+
+@run.command("watch-job")
+@click.option("--job-id", required=True)
+@click.option("--round", "round_", type=int, required=True)
+@click.option("--poll", type=float, default=2.0, show_default=True, help="Seconds between status polls.")
+def run_watch_job(job_id, round_, poll):
+    """Wait for a submitted slime job; stop it if it has not started training within
+    JOB_START_TIMEOUT (the rollout plugin marks its first episode). Exit 1 unless it succeeded.
+
+    \b
+    Example:
+      pyhelpers run watch-job --job-id myrun-r000-1 --round 0
+    """
+    from .. import rayjob
+
+    cfg, lay = _ctx()
+    api = rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT"))
+    outcome = rayjob.watch(job_id, api.info, api.stop, rayjob.marker_started(lay.round_dir(round_) / "plugin.started"),
+                           cfg.float("JOB_START_TIMEOUT"), poll=poll, progress=lambda s: click.echo(s, err=True))
+    if not outcome.ok:
+        raise click.ClickException(f"slime job {job_id} {outcome.status}: {outcome.message} "
+                                   f"(exit code {outcome.exit_code}; log: {lay.logs / 'slime.log'})")
+    click.echo(f"slime job {job_id} succeeded")
+
+
+@run.command("stop-job")
+@click.option("--job-id", required=True)
+def run_stop_job(job_id):
+    """Ask Ray to stop a job (the job's processes are Ray's; never killed by name).
+
+    \b
+    Example:
+      pyhelpers run stop-job --job-id myrun-r000-1
+    """
+    from .. import rayjob
+
+    cfg, _ = _ctx()
+    try:
+        rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT")).stop(job_id)
+    except Exception as exc:  # the head may already be gone; stopping the head ends the job anyway
+        click.echo(f"could not reach Ray to stop {job_id}: {exc}", err=True)
+
+
+@run.command("round-dir")
+@click.option("--round", "round_", type=int, required=True)
+def run_round_dir(round_):
+    """Print round ROUND's directory (created if missing, with spool/ and candidates/).
+
+    \b
+    Example:
+      pyhelpers run round-dir --round 0
+    """
+    _, lay = _ctx()
+    d = lay.round_dir(round_)
+    for sub in ("spool", "candidates", "stages"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    click.echo(str(d))
+
+
+@run.command("compile")
+@click.option("--round", "round_", type=int, required=True)
+@click.pass_context
+def run_compile(ctx, round_):
+    """Compile round ROUND's analyst candidates into compiled.json (the skillbank compile).
+
+    \b
+    Example:
+      pyhelpers run compile --round 0
+    """
+    from .skillbank_cmd import compile_cmd
+
+    cfg, lay = _ctx()
+    d = lay.round_dir(round_)
+    for sub in ("spool", "candidates"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    hf = cfg.path("HF_MODEL")
+    ctx.invoke(compile_cmd, bank_path=lay.bank_in(round_), cand_dir=d / "candidates", out=lay.compiled(round_),
+               round_=round_, hf_dir=hf if hf.is_dir() else None, spool_dir=d / "spool", embedder=None,
+               dry_run=False)
+    stages.write_record(lay, round_, "compile", "ok", output=lay.compiled(round_))
+
+
+@run.command("inject")
+@click.option("--round", "round_", type=int, required=True)
+@click.pass_context
+def run_inject(ctx, round_):
+    """Apply round ROUND's gate decisions: write the next round's bank (last round: the final bank).
+
+    \b
+    Example:
+      pyhelpers run inject --round 0
+    """
+    from .skillbank_cmd import inject_cmd
+
+    cfg, lay = _ctx()
+    decisions = lay.round_dir(round_) / "gate" / "decisions.json"
+    out = lay.bank_out(round_, cfg.int("ROUNDS"))
+    ctx.invoke(inject_cmd, compiled_path=lay.compiled(round_), decisions_path=decisions if decisions.is_file() else None,
+               out=out, round_=round_, dry_run=False)
+    stages.write_record(lay, round_, "inject", "ok", output=out)
