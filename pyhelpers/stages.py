@@ -3,7 +3,6 @@ records. Records (stages/<stage>.done) add detail for humans; the artifacts deci
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +39,6 @@ class ExportPlan:
     target: Path  # hf-<iter>
     staging: Path  # where a conversion writes before the rename
 
-    def shell(self) -> str:
-        return json.dumps({"action": self.action, "iteration": self.iteration, "source": str(self.source),
-                           "target": str(self.target), "staging": str(self.staging)})
 
 
 def export_plan(lay: RunLayout, r: int) -> ExportPlan:
