@@ -23,6 +23,8 @@ def main(argv=None):
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--slots", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--reset-retries", type=int, default=5, help="pack_api MAX_RETRIES (SHOPSIM_RESET_RETRIES)")
+    p.add_argument("--reset-delay", type=float, default=5.0, help="pack_api RETRY_DELAY_SECONDS (SHOPSIM_RESET_DELAY)")
     args = p.parse_args(argv)
 
     app_dir = os.path.join(args.shopsim_dir, "shop_env", "shop_env")
@@ -41,6 +43,7 @@ def main(argv=None):
         pass
     pack_api = importlib.import_module("pack_api")
     pack_api.env_max_num = args.slots  # upstream hard-codes the pool size in this global
+    pack_api.MAX_RETRIES, pack_api.RETRY_DELAY_SECONDS = args.reset_retries, args.reset_delay
     pack_api.initialize_environments()
     print(f"shopsim launcher: {args.slots} environments ready; serving on {args.host}:{args.port}", flush=True)
     pack_api.app.run(host=args.host, port=args.port, threaded=True)

@@ -1,0 +1,138 @@
+"""Async client of SGLang's native /generate (token ids in, token ids + log-probs out) and /health.
+
+Evaluation generates exactly as slime's rollouts do: POST /generate with `input_ids`,
+`sampling_params` (max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN, capped by the context budget) and
+`return_logprob: true`. SGLang 0.5.x answers
+
+    {"text": "...", "output_ids": [...],
+     "meta_info": {"id": ..., "finish_reason": {"type": "stop"|"length"|"abort", ...},
+                   "prompt_tokens": N, "completion_tokens": M, "cached_tokens": C,
+                   "output_token_logprobs": [[logprob, token_id, null], ...], ...}}
+
+(`output_token_logprobs` entries are (logprob, token_id, text-or-None) tuples from
+TokenizerManager.detokenize_logprob_tokens; slime's sglang_rollout takes item[1] as the token and
+item[0] as its log-prob, and so does this module). A request SGLang refuses (e.g. longer than the
+server's context length) is HTTP 400 with {"error": {"message": ...}}.
+
+`parse_generate(body)` is transport-free, for callers that post through another client (slime's
+http_utils.post in the plugin). Stdlib + httpx at import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+
+class SGLangError(Exception):
+    """The server did not generate (an infrastructure error, never a policy failure)."""
+
+
+class SGLangUnavailable(SGLangError):
+    """No answer: connection refused/reset, timeout, 5xx."""
+
+
+class SGLangRejected(SGLangError):
+    """The server refused the request (HTTP 4xx), e.g. prompt + max_new_tokens > context length."""
+
+
+@dataclass(frozen=True)
+class GenerateResult:
+    text: str
+    output_ids: list[int]
+    logprobs: list[float] | None  # one per output id; None when return_logprob was false
+    finish_reason: str  # "stop" | "length" | "abort" | ""
+    finish_detail: dict = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    meta_info: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+    @property
+    def aborted(self) -> bool:
+        return self.finish_reason == "abort"
+
+
+def parse_generate(body: Any) -> GenerateResult:
+    """One /generate answer (not a batch) as a GenerateResult; SGLangError when malformed."""
+    if not isinstance(body, dict) or not isinstance(body.get("meta_info"), dict):
+        raise SGLangError(f"not a /generate answer: {str(body)[:200]}")
+    meta = body["meta_info"]
+    finish = meta.get("finish_reason") or {}
+    if isinstance(finish, str):
+        finish = {"type": finish}
+    pairs = meta.get("output_token_logprobs")
+    if pairs is not None:
+        try:
+            ids = [int(item[1]) for item in pairs]
+            logprobs = [float(item[0]) if item[0] is not None else 0.0 for item in pairs]
+        except (TypeError, ValueError, IndexError) as exc:
+            raise SGLangError(f"meta_info.output_token_logprobs malformed: {exc}") from exc
+        top = body.get("output_ids")
+        if top is not None and [int(t) for t in top] != ids:
+            raise SGLangError("output_ids and output_token_logprobs disagree")
+    else:
+        ids, logprobs = [int(t) for t in body.get("output_ids") or []], None
+    return GenerateResult(text=str(body.get("text", "")), output_ids=ids, logprobs=logprobs,
+                          finish_reason=str(finish.get("type", "")), finish_detail=dict(finish),
+                          prompt_tokens=int(meta.get("prompt_tokens", 0) or 0),
+                          completion_tokens=int(meta.get("completion_tokens", len(ids)) or 0), meta_info=meta)
+
+
+class SGLangClient:
+    """One shared client per process; `timeout` bounds one generation (long responses take time)."""
+
+    def __init__(self, base_url: str, *, timeout: float = 600.0, connect_timeout: float = 5.0,
+                 max_connections: int = 512, transport: httpx.AsyncBaseTransport | None = None):
+        self.base_url = base_url.rstrip("/")
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self._http = httpx.AsyncClient(limits=limits, trust_env=False, transport=transport,
+                                       timeout=httpx.Timeout(timeout, connect=connect_timeout, pool=timeout))
+
+    async def __aenter__(self) -> SGLangClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def generate(self, input_ids: list[int], sampling_params: dict, *, return_logprob: bool = True,
+                       extra: dict | None = None) -> GenerateResult:
+        """POST /generate. sampling_params must hold max_new_tokens (never left to the server's default)."""
+        if "max_new_tokens" not in sampling_params:
+            raise ValueError("sampling_params needs max_new_tokens (= ROLLOUT_MAX_RESPONSE_LEN, capped)")
+        payload = {"input_ids": list(input_ids), "sampling_params": dict(sampling_params),
+                   "return_logprob": return_logprob, **(extra or {})}
+        try:
+            resp = await self._http.post(self.base_url + "/generate", json=payload)
+        except httpx.TimeoutException as exc:
+            raise SGLangUnavailable(f"/generate gave no answer in time ({type(exc).__name__})") from exc
+        except httpx.HTTPError as exc:
+            raise SGLangUnavailable(f"/generate: {type(exc).__name__}: {exc}") from exc
+        if resp.status_code != 200:
+            try:
+                detail = resp.json().get("error", {}).get("message", resp.text)
+            except (ValueError, AttributeError):
+                detail = resp.text
+            cls = SGLangRejected if 400 <= resp.status_code < 500 else SGLangUnavailable
+            raise cls(f"/generate HTTP {resp.status_code}: {str(detail)[:300]}")
+        try:
+            body = resp.json()
+        except ValueError as exc:
+            raise SGLangError(f"/generate answer is not JSON: {resp.text[:200]}") from exc
+        return parse_generate(body)
+
+    async def health(self, timeout: float = 5.0) -> bool:
+        """True when GET /health answers 200 (the server is ready to generate)."""
+        try:
+            resp = await self._http.get(self.base_url + "/health", timeout=timeout)
+        except httpx.HTTPError:
+            return False
+        return resp.status_code == 200

@@ -1,0 +1,259 @@
+"""Async ShopSimulator client (httpx) for hundreds of concurrent episodes on one event loop.
+
+One `ShopSimClient` is shared by every episode of a process (the eval runner, or the rollout plugin
+inside slime's asyncio loop). Each request has its own timeout; httpx's connection pool is sized so
+that hundreds of episodes never wait on each other for a socket.
+
+Slots: pack_api pops a free environment slot on `reset` (no env_idx), frees it by itself when an
+answer says `over`, and otherwise only on `release_one`. `episode_slot(task_idx)` wraps that:
+
+    async with ShopSimClient(url) as client:
+        async with client.episode_slot(task.shopsim_idx) as slot:
+            step = await slot.interact(response_text)
+
+It releases the slot on every exit path — normal, exception, timeout, `asyncio.CancelledError`
+(slime cancels over-sampled requests) — and never after the server said `over` (a second release
+could free a slot another episode has taken since). A cancelled reset or interact is not abandoned:
+the server finishes it anyway, so the release waits for that answer first (shielded, in the
+background if cancelled again) and `aclose()` waits for those background releases.
+
+Retries: httpx's transport retries failed *connects* (`retries=`); a release that fails is retried
+a few times here (a leaked slot is expensive; three tries in a loop is clearer than a dependency).
+Nothing else is retried: the episode runner decides (an infra error is never a policy failure).
+Stdlib + httpx only at import: the rollout plugin uses this inside slime's environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import httpx
+
+from . import protocol as p
+from .protocol import NoSlotError, ShopSimError, TransportError  # noqa: F401  (re-exported)
+
+log = logging.getLogger(__name__)
+
+RELEASE_TRIES = 3
+
+
+class ShopSimClient:
+    """Talks to one ShopSimulator at `base_url` (e.g. http://127.0.0.1:5700).
+
+    reset_timeout must exceed the server's own wait for a free slot (pack_api: 5 tries × 5 s), or a
+    reset that gives up client-side may still pop a slot server-side that nobody can release.
+    max_slots, when set, caps the slots this client holds at once (episode_slot waits for one).
+    """
+
+    def __init__(self, base_url: str, *, timeout: float = 30.0, reset_timeout: float = 60.0,
+                 release_timeout: float = 10.0, connect_timeout: float = 5.0, max_connections: int = 512,
+                 max_slots: int | None = None, connect_retries: int = 2,
+                 transport: httpx.AsyncBaseTransport | None = None):
+        self.url = base_url.rstrip("/") + p.API_PATH
+        self.timeout, self.reset_timeout, self.release_timeout = timeout, reset_timeout, release_timeout
+        self._connect_timeout = connect_timeout
+        limits = httpx.Limits(max_connections=max_connections,
+                              max_keepalive_connections=max_connections, keepalive_expiry=30.0)
+        self._http = httpx.AsyncClient(
+            limits=limits, trust_env=False,  # loopback service: never through a proxy
+            transport=transport or httpx.AsyncHTTPTransport(retries=connect_retries, limits=limits),
+            timeout=httpx.Timeout(timeout, connect=connect_timeout))
+        self._slots = asyncio.Semaphore(max_slots) if max_slots else None
+        self._background: set[asyncio.Task] = set()
+        self.held: set[int] = set()  # env_idx of the slots episode_slot holds now
+
+    # ------------------------------------------------------------------ plumbing
+    async def __aenter__(self) -> ShopSimClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def drain(self, timeout: float | None = None) -> int:
+        """Wait (bounded) for releases still running in the background, e.g. those of cancelled
+        episodes. Returns how many are still running after the wait."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout or self.reset_timeout + 30)
+        return len(self._background)
+
+    async def aclose(self, drain_timeout: float | None = None) -> None:
+        """Wait for background releases (bounded), then close the connections."""
+        await self.drain(drain_timeout)
+        await self._http.aclose()
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("background slot release failed: %s", task.exception())
+
+    async def _post(self, payload: dict, timeout: float) -> Any:
+        action = payload.get("action", "")
+        t = httpx.Timeout(timeout, connect=min(self._connect_timeout, timeout), pool=timeout)
+        try:
+            resp = await self._http.post(self.url, json=payload, timeout=t)
+        except httpx.TimeoutException as exc:
+            raise TransportError(f"no answer within {timeout:g} s ({type(exc).__name__})", action=action) from exc
+        except httpx.HTTPError as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc} ({self.url})", action=action) from exc
+        if resp.status_code != 200:
+            raise TransportError(f"HTTP {resp.status_code} from {self.url}: {resp.text[:200]}", action=action)
+        try:
+            return resp.json()
+        except ValueError as exc:
+            raise p.ProtocolError(f"answer is not JSON: {resp.text[:200]}", action=action) from exc
+
+    # ------------------------------------------------------------------ the five requests
+    async def reset(self, task_idx: int) -> p.ResetResult:
+        """Start task `task_idx` in a slot the server picks. NoSlotError when the pool is exhausted.
+        The caller owns the returned slot (env_idx); prefer episode_slot()."""
+        return p.parse_reset(await self._post(p.reset_payload(task_idx), self.reset_timeout))
+
+    async def interact(self, env_idx: int, response_text: str, *, normalize: bool = True) -> p.StepResult:
+        """Send the model's text (as protocol.wire_response makes it pack_api-parseable)."""
+        wire = p.wire_response(response_text, normalize=normalize)
+        return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout))
+
+    async def release_one(self, env_idx: int) -> str:
+        return p.parse_message(await self._post(p.release_one_payload(env_idx), self.release_timeout),
+                               "release_one")
+
+    async def release_all(self) -> str:
+        """Frees EVERY slot, including other clients' — only for a server nobody else uses."""
+        return p.parse_message(await self._post(p.release_all_payload(), self.release_timeout), "release_all")
+
+    async def probe(self, timeout: float | None = None) -> bool:
+        """True when the server answers the no-slot probe (consumes no slot); False when it is not
+        reachable yet. Any other answer is a ProtocolError (something else listens there)."""
+        try:
+            body = await self._post(p.probe_payload(), timeout or self.release_timeout)
+        except TransportError:
+            return False
+        try:
+            p.result_of(body, "probe")
+        except p.ProbeOK:
+            return True
+        except ShopSimError as exc:
+            raise p.ProtocolError(f"unexpected probe answer: {exc}", action="probe") from exc
+        raise p.ProtocolError(f"unexpected probe answer: {str(body)[:200]}", action="probe")
+
+    # ------------------------------------------------------------------ slots
+    def episode_slot(self, task_idx: int) -> EpisodeSlot:
+        """Async context manager: reset on enter, release on every exit (see module doc)."""
+        return EpisodeSlot(self, task_idx)
+
+    async def _release(self, env_idx: int) -> None:
+        last: ShopSimError | None = None
+        for attempt in range(RELEASE_TRIES):
+            try:
+                await self.release_one(env_idx)
+                return
+            except ShopSimError as exc:
+                last = exc
+                await asyncio.sleep(0.2 * (attempt + 1))
+        log.error("slot %s not released after %d tries: %s", env_idx, RELEASE_TRIES, last)
+        raise last  # type: ignore[misc]
+
+
+class EpisodeSlot:
+    """One slot for one episode. Use `interact` through it so that `over` is tracked."""
+
+    def __init__(self, client: ShopSimClient, task_idx: int):
+        self.client, self.task_idx = client, task_idx
+        self.reset: p.ResetResult | None = None
+        self.env_idx: int | None = None
+        self.over = False
+        self.released = False
+        self.wait_s = 0.0  # time from entering until the slot was ours (semaphore + reset)
+        self.release_error: ShopSimError | None = None
+        self._inflight: asyncio.Task | None = None
+        self._sem_held = False
+
+    async def __aenter__(self) -> EpisodeSlot:
+        t0 = time.monotonic()
+        if self.client._slots is not None:
+            await self.client._slots.acquire()
+            self._sem_held = True
+        try:
+            self.reset = await self._track(self.client.reset(self.task_idx))
+        except BaseException as exc:
+            await self._finish(reset_failed=True, wait=not isinstance(exc, asyncio.CancelledError))
+            raise
+        self.env_idx = self.reset.env_idx
+        self.client.held.add(self.env_idx)
+        self.wait_s = time.monotonic() - t0
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        await self._finish(wait=exc_type is None or not issubclass(exc_type, asyncio.CancelledError))
+
+    async def interact(self, response_text: str, *, normalize: bool = True) -> p.StepResult:
+        if self.over or self.released or self.env_idx is None:
+            raise ShopSimError("episode slot is closed", action="interact")
+        step = await self._track(self.client.interact(self.env_idx, response_text, normalize=normalize))
+        if step.over:
+            self._mark_over()
+        return step
+
+    def _mark_over(self) -> None:
+        self.over = True  # the server freed the slot itself: never release it again
+        self.client.held.discard(self.env_idx)
+
+    async def _track(self, coro):
+        """Run a request as a task we keep a handle on, so a cancellation leaves it running and the
+        release can wait for the server's answer instead of racing it."""
+        self._inflight = asyncio.ensure_future(coro)
+        return await asyncio.shield(self._inflight)
+
+    async def _finish(self, *, reset_failed: bool = False, wait: bool = True) -> None:
+        """Release (or not) in a background task. Wait for it unless the episode was cancelled: a
+        cancelled caller must return promptly (slime gathers its cancelled tasks), so the release
+        then finishes in the background and ShopSimClient.drain()/aclose() waits for it."""
+        job = self.client._spawn(self._release_when_safe(reset_failed))
+        if not wait:
+            return
+        try:
+            await asyncio.shield(job)
+        except asyncio.CancelledError:
+            if not job.done():
+                raise  # cancelled while releasing: the job goes on in the background
+        except ShopSimError:
+            pass  # recorded in release_error and logged; never masks the episode's own outcome
+
+    async def _release_when_safe(self, reset_failed: bool) -> None:
+        try:
+            inflight = self._inflight
+            if inflight is not None and not inflight.done():
+                await asyncio.wait([inflight], timeout=self.client.reset_timeout)
+            answer = None
+            if inflight is not None and inflight.done() and not inflight.cancelled() \
+                    and inflight.exception() is None:
+                answer = inflight.result()
+            if reset_failed:
+                if answer is None:
+                    return  # refused (e.g. NoSlotError) or no answer: no slot to give back
+                # The reset was cancelled but the server still handed us a slot.
+                self.reset, self.env_idx = answer, answer.env_idx
+            elif getattr(answer, "over", False):
+                self._mark_over()
+            if self.over or self.released or self.env_idx is None:
+                return
+            try:
+                await self.client._release(self.env_idx)
+            except ShopSimError as exc:
+                self.release_error = exc
+                raise
+            self.released = True
+            self.client.held.discard(self.env_idx)
+        finally:
+            if self._sem_held:
+                self._sem_held = False
+                self.client._slots.release()

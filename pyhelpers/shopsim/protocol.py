@@ -1,0 +1,348 @@
+"""ShopSimulator's pack_api protocol without a transport: payloads, results, errors, actions.
+
+pack_api (`shop_env/shop_env/pack_api.py`) has one endpoint, POST /api/shop_agent, whose JSON
+answer is always `{"result": {...}}` with HTTP 200, errors included (`result.error` is a string).
+This module builds the request bodies, turns an answer into a typed result or a typed error, and
+mirrors how the server reads an action out of the model's text (shop_agent.py keeps what follows
+the first "\\nAction: "; engine.parse_action matches `(.+)\\[(.+)\\]` on its first line; only
+`search` and `click` do anything, everything else is a silent no-op). Scores come from
+`reward_detail` (goal.get_reward): loose = the env reward, strict = r_type·r_att·r_option·r_price,
+success = all four equal 1. Stdlib only: the rollout plugin imports this inside slime's env.
+See docs/shopsim_protocol.md for the sources.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+API_PATH = "/api/shop_agent"
+# Exact strings pack_api answers (fork funnamer/shopSimulator @1487f67).
+NO_SLOT_ERROR = "Unable to get available environment resource, please try again later"
+PROBE_ERROR = "No valid environment index provided"
+ACTION_SPLIT = "\nAction: "
+ACTIONS = ("search", "click")
+REWARD_KINDS = ("strict", "loose", "success")
+
+
+# ----------------------------------------------------------------------------- errors
+
+class ShopSimError(Exception):
+    """ShopSimulator could not do what was asked (an infrastructure error, never a policy failure).
+
+    `server_message` is the server's `result.error` text when there was one."""
+
+    def __init__(self, message: str, *, action: str = "", server_message: str | None = None):
+        self.action, self.server_message = action, server_message
+        super().__init__(f"{action}: {message}" if action else message)
+
+
+class NoSlotError(ShopSimError):
+    """reset found no free environment slot after the server's own retries (pool exhausted)."""
+
+
+class ProbeOK(ShopSimError):
+    """The answer to the no-slot readiness probe (release_one without env_idx): the server is up."""
+
+
+class ProtocolError(ShopSimError):
+    """The answer is not what pack_api sends (not JSON, no `result`, wrong field types)."""
+
+
+class TransportError(ShopSimError):
+    """The request did not get an answer: connection refused/reset, timeout, HTTP status != 200."""
+
+
+# ----------------------------------------------------------------------------- payloads
+
+def _env_index(env_idx: Any) -> int:
+    # pack_api accepts only a JSON integer (isinstance(env_idx, int)); bool would sneak through.
+    if isinstance(env_idx, bool) or not isinstance(env_idx, int) or env_idx < 0:
+        raise ValueError(f"env_idx must be a non-negative int, got {env_idx!r}")
+    return env_idx
+
+
+def reset_payload(task_idx: int) -> dict:
+    """Start task `task_idx` in a free slot. No env_idx: the server pops a slot (the only safe way)."""
+    if isinstance(task_idx, bool) or not isinstance(task_idx, int) or task_idx < 0:
+        raise ValueError(f"task_idx must be a non-negative int, got {task_idx!r}")
+    return {"action": "reset", "idx": task_idx}
+
+
+def interact_payload(env_idx: int, response: str) -> dict:
+    if not isinstance(response, str):
+        raise ValueError("response must be a string")
+    return {"action": "interact", "env_idx": _env_index(env_idx), "response": response}
+
+
+def release_one_payload(env_idx: int) -> dict:
+    return {"action": "release_one", "env_idx": _env_index(env_idx)}
+
+
+def release_all_payload() -> dict:
+    return {"action": "release_all"}
+
+
+def probe_payload() -> dict:
+    """release_one without env_idx: consumes nothing and answers PROBE_ERROR when the server is up.
+    Never probe with reset or interact: a request without env_idx pops a slot."""
+    return {"action": "release_one"}
+
+
+# ----------------------------------------------------------------------------- results
+
+@dataclass(frozen=True)
+class Scores:
+    """Scores of one finished episode, from reward and reward_detail."""
+
+    loose: float
+    strict: float
+    success: bool
+    r_type: float = 0.0
+    r_att: float = 0.0
+    r_option: float = 0.0
+    r_price: float = 0.0
+
+    def value(self, kind: str) -> float:
+        """The training/eval score named by REWARD: strict | loose | success."""
+        if kind == "strict":
+            return self.strict
+        if kind == "loose":
+            return self.loose
+        if kind == "success":
+            return 1.0 if self.success else 0.0
+        raise ValueError(f"reward kind must be one of {REWARD_KINDS}, got {kind!r}")
+
+
+ZERO_SCORES = Scores(loose=0.0, strict=0.0, success=False)
+
+
+def _num(value: Any, name: str) -> float:
+    # r_price arrives as a JSON boolean (price <= price_upper); the others as numbers.
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    raise ProtocolError(f"reward_detail.{name} is not a number: {value!r}", action="interact")
+
+
+def parse_scores(reward: Any, reward_detail: dict | None) -> Scores:
+    """Loose = env reward; strict = r_type·r_att·r_option·r_price; success = all four == 1.
+    An empty reward_detail (episode not finished by a purchase) gives ZERO_SCORES."""
+    if not reward_detail:
+        return ZERO_SCORES
+    parts = {k: _num(reward_detail.get(k, 0.0), k) for k in ("r_type", "r_att", "r_option", "r_price")}
+    strict = parts["r_type"] * parts["r_att"] * parts["r_option"] * parts["r_price"]
+    return Scores(loose=_num(reward if reward is not None else 0.0, "reward"), strict=strict,
+                  success=all(v == 1.0 for v in parts.values()), **parts)
+
+
+@dataclass(frozen=True)
+class ResetResult:
+    env_idx: int
+    idx: int
+    instruction: str
+    instruction_simple: str = ""
+    goal_options: Any = None
+    message: str = ""
+    user_persona: dict | None = None
+    reason_key: Any = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One interact answer. `observation` is pack_api's `instruction` field: the new page text
+    followed by the lines "搜索功能是否可用: …" and "可点击的按钮: [...]"."""
+
+    env_idx: int
+    done: bool
+    over: bool
+    reward: float
+    observation: str
+    scores: Scores
+    reward_detail: dict = field(default_factory=dict)
+    purchase: dict = field(default_factory=dict)
+    goal: dict = field(default_factory=dict)
+    message: str = ""
+    raw: dict = field(default_factory=dict, repr=False)
+
+
+def result_of(body: Any, action: str) -> dict:
+    """The `result` object of an answer, or the typed error it carries."""
+    if not isinstance(body, dict) or not isinstance(body.get("result"), dict):
+        raise ProtocolError(f"answer has no 'result' object: {str(body)[:200]}", action=action)
+    result = body["result"]
+    if "error" in result:
+        err = str(result["error"])
+        if err == NO_SLOT_ERROR:
+            raise NoSlotError("no free environment slot", action=action, server_message=err)
+        if err == PROBE_ERROR:
+            raise ProbeOK("server answered the no-slot probe", action=action, server_message=err)
+        raise ShopSimError(f"server error: {err}", action=action, server_message=err)
+    return result
+
+
+def _field(result: dict, name: str, kind: type | tuple, action: str) -> Any:
+    value = result.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+        raise ProtocolError(f"result.{name} missing or not {kind}: {value!r}", action=action)
+    return value
+
+
+def parse_reset(body: Any) -> ResetResult:
+    r = result_of(body, "reset")
+    return ResetResult(env_idx=_field(r, "env_idx", int, "reset"), idx=_field(r, "idx", int, "reset"),
+                       instruction=_field(r, "instruction", str, "reset"),
+                       instruction_simple=r.get("instruction_simple") or "",
+                       goal_options=r.get("goal_options"), message=r.get("message", ""),
+                       user_persona=r.get("user_persona"), reason_key=r.get("reason_key"), raw=r)
+
+
+def parse_interact(body: Any) -> StepResult:
+    r = result_of(body, "interact")
+    done = bool(_field(r, "done", bool, "interact"))
+    detail = r.get("reward_detail") or {}
+    reward = _num(r.get("reward", 0.0) or 0.0, "reward")
+    return StepResult(env_idx=_field(r, "env_idx", int, "interact"), done=done, over=bool(r.get("over")),
+                      reward=reward, observation=_field(r, "instruction", str, "interact"),
+                      scores=parse_scores(reward, detail) if done else ZERO_SCORES, reward_detail=detail,
+                      purchase=r.get("purchase") or {}, goal=r.get("goal") or {},
+                      message=r.get("message", ""), raw=r)
+
+
+def parse_message(body: Any, action: str) -> str:
+    """release_one / release_all answers: the `message` text."""
+    return str(result_of(body, action).get("message", ""))
+
+
+def parse_probe(body: Any) -> bool:
+    """True when the body is the server's answer to probe_payload() (the server is up)."""
+    try:
+        result_of(body, "probe")
+    except ProbeOK:
+        return True
+    except ShopSimError:
+        return False
+    return False
+
+
+# ----------------------------------------------------------------------------- actions
+
+@dataclass(frozen=True)
+class Action:
+    kind: str  # "search" | "click"
+    arg: str   # as the server uses it: lower-cased
+
+    def __str__(self) -> str:
+        return format_action(self.kind, self.arg)
+
+
+_SERVER_ACTION = re.compile(r"(.+)\[(.+)\]")  # engine.parse_action, used with re.match
+_LOOSE_ACTION = re.compile(r"^[ \t*#>-]*action\s*[:：]\s*\**\s*(search|click)\s*\[(.+)\]", re.I | re.M)
+
+
+def format_action(kind: str, arg: str) -> str:
+    """`search[arg]` / `click[arg]`, the only two forms pack_api acts on."""
+    if kind not in ACTIONS:
+        raise ValueError(f"action kind must be one of {ACTIONS}, got {kind!r}")
+    arg = str(arg).strip()
+    if not arg or "\n" in arg:
+        raise ValueError(f"action argument must be one non-empty line, got {arg!r}")
+    return f"{kind}[{arg}]"
+
+
+def format_response(thought: str, kind: str, arg: str) -> str:
+    """A response in the prompt's format, which pack_api parses: "Thought: …\\nAction: kind[arg]"."""
+    return f"Thought: {thought.strip()}{ACTION_SPLIT}{format_action(kind, arg)}"
+
+
+def strip_thinking(response: str) -> str:
+    """The text after the last </think> (what upstream's agent sends), else the text itself."""
+    return response.split("</think>")[-1].strip("\n") if "</think>" in response else response
+
+
+def server_view(response: str) -> str:
+    """Exactly the action text pack_api hands to env.step for this response."""
+    text = response.replace("\\n", "\n")
+    return text.split(ACTION_SPLIT)[1] if ACTION_SPLIT in text else text
+
+
+def parse_server_action(action_text: str) -> Action | None:
+    """engine.parse_action + WebAgentTextEnv.step: the action the server performs, or None (no-op).
+    A click on a button that is not on the page is a no-op too; that is not knowable here."""
+    m = _SERVER_ACTION.match(action_text)
+    if m is None:
+        return None
+    kind, arg = m.groups()
+    if kind not in ACTIONS or not arg.strip() or (kind == "click" and arg.lower() == "search"):
+        return None
+    return Action(kind, arg.lower())
+
+
+def extract_action(response: str) -> Action | None:
+    """The action pack_api will perform for this raw response (None = silent no-op)."""
+    return parse_server_action(server_view(response))
+
+
+def _loose_match(text: str):
+    matches = list(_LOOSE_ACTION.finditer(text))
+    return matches[-1] if matches else None
+
+
+def intended_action(response: str) -> Action | None:
+    """The action the response states, read leniently (after </think>; the last "Action:" at a line
+    start, any case, full-width colon, no space). Used to repair the wire text; None when absent."""
+    text = strip_thinking(response)
+    exact = extract_action(text)
+    if exact is not None:
+        return exact
+    m = _loose_match(text)
+    return Action(m.group(1).lower(), m.group(2).strip().lower()) if m else None
+
+
+def wire_response(response: str, *, normalize: bool = True) -> str:
+    """The text to send to interact for a model response.
+
+    The raw text when pack_api would perform the action the response states (the usual case). With
+    normalize, a response whose action pack_api would miss (thinking before it, "Action:" on the
+    first line, no space, full-width colon) is sent as "<thought>\\nAction: kind[arg]" instead. A
+    response with no recognisable action goes raw: a no-op upstream too. The tokens the policy is
+    trained on are never changed by this; only what the server reads."""
+    if not normalize:
+        return response
+    wanted = intended_action(response)
+    if wanted is None or extract_action(response) == wanted:
+        return response
+    text = strip_thinking(response).replace("\\n", "\n")
+    m = _loose_match(text)
+    prefix = text[:m.start()] if m else text.split(ACTION_SPLIT)[0]
+    prefix = prefix.replace(ACTION_SPLIT, "\n").strip() or "Thought:"
+    wire = f"{prefix}{ACTION_SPLIT}{format_action(wanted.kind, wanted.arg)}"
+    return wire if extract_action(wire) == wanted else response
+
+
+def persona_observation(observation: str, instruction_simple: str) -> str:
+    """Persona scenario: replace the full instruction in a page text with the vague one, as
+    upstream's single_eval/env.py does (second [SEP]-separated field)."""
+    parts = observation.split("[SEP]", 2)
+    if len(parts) < 3:
+        return observation
+    return f"{parts[0]}[SEP] {instruction_simple} [SEP]{parts[2]}"
+
+
+def clickables(observation: str) -> list[str] | None:
+    """The button list pack_api appends to each page ("可点击的按钮: [...]"), or None."""
+    import json
+
+    marker = "可点击的按钮: "
+    at = observation.rfind(marker)
+    if at < 0:
+        return None
+    try:
+        value = json.loads(observation[at + len(marker):].strip())
+    except ValueError:
+        return None
+    return [str(v) for v in value] if isinstance(value, list) else None

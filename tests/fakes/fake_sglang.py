@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Stand-in for `python -m sglang.launch_server` (SGLang 0.5.15.post1), for tests.
+
+    python tests/fakes/fake_sglang.py --model-path TOKDIR --tp-size 1 --dp-size 2 \
+        --host 127.0.0.1 --port P --context-length 32768 [--random-seed S] \
+        [--fake-policy POLICY.json] [--latency-ms 20]
+
+Flags: every server flag of SGLang 0.5.15.post1 is accepted (the list in
+../shared/reference/flags/sglang_server_flags.txt, or $FAKE_SGLANG_FLAGS_FILE), unknown ones are
+rejected with argparse's "unrecognized arguments" and exit 2, as the real parser does (prefix
+abbreviations such as --tp included). Fake-only: --fake-policy, --latency-ms.
+
+Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /generate with SGLang's
+answer shape (text, output_ids, meta_info: id, finish_reason, prompt_tokens, completion_tokens,
+cached_tokens, output_token_logprobs as [logprob, token_id, null]); HTTP 400 {"error": {"message"}}
+when input + max_new_tokens exceeds --context-length. The tokenizer is loaded from --model-path
+(tokenizer.json, as tests/tokenizer_fixture.py writes it).
+
+Policy: a pure function of (seed, task, skills shown, turn), never of arrival order or time. It
+decodes the prompt, finds the task by its instruction in the first user message (the policy
+file's "tasks"), the skills shown by "marker_regex" (default `[S-<id>]`) and planted texts in the
+system message, and the turn by the number of assistant turns so far. The episode succeeds when
+hash(seed, task, sorted shown skills) < base_success + sum of the shown skills' deltas; it plays
+search[query] -> click[gold asin] -> click[gold option] -> click[buy now]. A failing episode
+takes one failure mode: wrong_product, wrong_option, or dawdle (no action until the turn limit).
+Policy file (JSON): {"base_success": 0.3, "marker_regex": "...", "effects": [{"skill": "ID",
+"delta": 0.4}, {"text": "planted text", "delta": -0.3}], "failure_modes": {"wrong_product": 0.5,
+"wrong_option": 0.3, "dawdle": 0.2}, "tasks": [{"instruction", "query", "asin", "options":
+[...], "base_success"?}]}. tests/fakes/shop_fixture.py writes a matching catalog and policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FLAGS_FILE = HERE.parents[2] / "shared" / "reference" / "flags" / "sglang_server_flags.txt"
+TYPED = {("--model-path", "--model"): str, ("--tp-size", "--tensor-parallel-size"): int,
+         ("--dp-size", "--data-parallel-size"): int, ("--port",): int, ("--host",): str,
+         ("--context-length",): int, ("--random-seed",): int}
+FALLBACK_FLAGS = ["--trust-remote-code", "--mem-fraction-static", "--log-level", "--served-model-name",
+                  "--skip-server-warmup", "--chunked-prefill-size", "--enable-deterministic-inference"]
+DEFAULT_MARKER = r"\[S-([A-Za-z0-9_.:-]+)\]"
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="sglang.launch_server")
+    for names, kind in TYPED.items():
+        ap.add_argument(*names, type=kind, dest=names[0][2:].replace("-", "_"),
+                        required=names[0] == "--model-path")
+    path = Path(os.environ.get("FAKE_SGLANG_FLAGS_FILE", FLAGS_FILE))
+    flags = path.read_text().split() if path.is_file() else FALLBACK_FLAGS
+    taken = {n for names in TYPED for n in names}
+    for flag in flags:
+        if flag.startswith("--") and flag not in taken:
+            ap.add_argument(flag, nargs="?", const=True, dest="x_" + flag[2:].replace("-", "_"))
+    ap.add_argument("--fake-policy", help="fake only: policy JSON")
+    ap.add_argument("--latency-ms", type=float, default=0.0, help="fake only: fixed delay per /generate")
+    return ap
+
+
+def unit(*parts) -> float:
+    h = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(h[:8], "big") / 2 ** 64
+
+
+def between(text: str, start: str, end: str = "<|im_end|>") -> str:
+    at = text.find(start)
+    if at < 0:
+        return ""
+    at += len(start)
+    stop = text.find(end, at)
+    return text[at:stop if stop >= 0 else len(text)]
+
+
+class Policy:
+    def __init__(self, spec: dict, seed: int):
+        self.seed = spec.get("seed", seed)
+        self.base = float(spec.get("base_success", 0.3))
+        self.marker = re.compile(spec.get("marker_regex", DEFAULT_MARKER))
+        self.effects = spec.get("effects", [])
+        self.modes = spec.get("failure_modes", {"wrong_product": 0.5, "wrong_option": 0.3, "dawdle": 0.2})
+        self.tasks = sorted(spec.get("tasks", []), key=lambda t: -len(t["instruction"]))
+
+    def decide(self, prompt: str) -> str:
+        system = between(prompt, "<|im_start|>system\n")
+        first_user = between(prompt, "<|im_start|>user\n")
+        task = next((t for t in self.tasks if t["instruction"] in first_user), None)
+        key = task["instruction"] if task else first_user[:200]
+        shown = sorted(set(self.marker.findall(system)))
+        p = float(task.get("base_success", self.base)) if task else 0.0
+        planted = []
+        for eff in self.effects:
+            if ("skill" in eff and eff["skill"] in shown) or ("text" in eff and eff["text"] in system):
+                p += float(eff.get("delta", 0.0))
+                planted.append(eff.get("skill") or eff.get("text"))
+        success = unit(self.seed, key, shown, sorted(planted)) < p
+        mode = "success" if success else self._mode(unit(self.seed, key, shown, "mode"))
+        turn = prompt.count("<|im_start|>assistant") - 1
+        return self._act(task, mode, turn, prompt)
+
+    def _mode(self, u: float) -> str:
+        total = sum(self.modes.values()) or 1.0
+        acc = 0.0
+        for name in sorted(self.modes):
+            acc += self.modes[name] / total
+            if u < acc:
+                return name
+        return sorted(self.modes)[-1]
+
+    def _act(self, task: dict | None, mode: str, turn: int, prompt: str) -> str:
+        last_obs = prompt[prompt.rfind("<|im_start|>user\n"):]
+        at = last_obs.rfind("可点击的按钮: ")
+        try:
+            buttons = json.loads(last_obs[at + len("可点击的按钮: "):].split("<|im_end|>")[0]) if at >= 0 else []
+        except ValueError:
+            buttons = []
+        query = task["query"] if task else between(prompt, "<|im_start|>user\n").split("\n")[0][:20]
+        if turn == 0 or not buttons:
+            return f"Thought: 先搜索需要的商品。\nAction: search[{query}]"
+        if mode == "dawdle":
+            return "Thought: 让我再想一想，先不操作。"
+        gold = (task or {}).get("asin", "").lower()
+        if "buy now" in buttons:
+            opts = [b for b in buttons if b not in ("back to search", "< prev", "description", "features",
+                                                   "reviews", "attributes", "buy now")]
+            if "You have clicked" in last_obs or not opts or turn >= 6:
+                return "Thought: 规格已选好，购买。\nAction: click[buy now]"
+            want = [o.lower() for o in (task or {}).get("options", [])]
+            good = [o for o in opts if o in want]
+            bad = [o for o in opts if o not in want]
+            pick = (bad[0] if mode == "wrong_option" and bad else (good or opts)[0])
+            return f"Thought: 选择规格。\nAction: click[{pick}]"
+        products = [b for b in buttons if b not in ("back to search", "next >", "< prev")]
+        if not products:
+            return f"Thought: 重新搜索。\nAction: search[{query}]"
+        others = [b for b in products if b != gold]
+        pick = others[0] if mode == "wrong_product" and others else (gold if gold in products else products[0])
+        return f"Thought: 这个商品看起来合适。\nAction: click[{pick}]"
+
+
+class Model:
+    def __init__(self, args):
+        from tokenizers import Tokenizer
+
+        self.tok = Tokenizer.from_file(str(Path(args.model_path) / "tokenizer.json"))
+        self.eos = self.tok.token_to_id("<|im_end|>")
+        self.context_length = args.context_length or 32768
+        self.latency = args.latency_ms / 1000.0
+        spec = json.loads(Path(args.fake_policy).read_text(encoding="utf-8")) if args.fake_policy else {}
+        self.policy = Policy(spec, args.random_seed or 0)
+        self.model_path = args.model_path
+
+    def generate_one(self, input_ids: list[int], params: dict, return_logprob: bool) -> tuple[int, dict]:
+        max_new = int(params.get("max_new_tokens", 128))
+        n_in = len(input_ids)
+        if n_in >= self.context_length:
+            return 400, {"error": {"message": f"The input ({n_in} tokens) is longer than the model's context "
+                                              f"length ({self.context_length} tokens)."}}
+        if n_in + max_new > self.context_length:
+            return 400, {"error": {"message": (
+                f"Requested token count exceeds the model's maximum context length of {self.context_length} "
+                f"tokens. You requested a total of {n_in + max_new} tokens: {n_in} tokens from the input "
+                f"messages and {max_new} tokens for the completion. Please reduce the number of tokens in "
+                "the input messages or the completion to fit within the limit.")}}
+        prompt = self.tok.decode(input_ids, skip_special_tokens=False)
+        ids = self.tok.encode(self.policy.decide(prompt), add_special_tokens=False).ids + [self.eos]
+        finish = {"type": "stop", "matched": self.eos}
+        if len(ids) > max_new:
+            ids, finish = ids[:max_new], {"type": "length", "length": max_new}
+        digest = hashlib.sha256(json.dumps(input_ids).encode()).hexdigest()
+        meta = {"id": digest[:32], "finish_reason": finish, "prompt_tokens": n_in,
+                "completion_tokens": len(ids), "cached_tokens": 0}
+        if return_logprob:
+            meta["output_token_logprobs"] = [[-2.0 * unit(digest, i, t), t, None] for i, t in enumerate(ids)]
+        text = self.tok.decode([t for t in ids if t != self.eos], skip_special_tokens=True)
+        return 200, {"text": text, "output_ids": ids, "meta_info": meta}
+
+    def generate(self, body: dict) -> tuple[int, object]:
+        params = body.get("sampling_params") or {}
+        ret_lp = bool(body.get("return_logprob", False))
+        inputs = body.get("input_ids")
+        if inputs is None and body.get("text") is not None:
+            texts = body["text"] if isinstance(body["text"], list) else [body["text"]]
+            inputs = [self.tok.encode(t, add_special_tokens=False).ids for t in texts]
+            inputs = inputs if isinstance(body["text"], list) else inputs[0]
+        if not isinstance(inputs, list) or not inputs:
+            return 400, {"error": {"message": "Either text or input_ids should be provided."}}
+        if self.latency:
+            time.sleep(self.latency)
+        if isinstance(inputs[0], list):
+            outs = [self.generate_one(ids, params, ret_lp) for ids in inputs]
+            bad = next((o for o in outs if o[0] != 200), None)
+            return bad if bad else (200, [o[1] for o in outs])
+        return self.generate_one(inputs, params, ret_lp)
+
+
+def make_handler(model: Model):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _json(self, code: int, obj) -> None:
+            body = json.dumps(obj, ensure_ascii=False).encode("utf-8")
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # noqa: N802
+            if self.path in ("/health", "/health_generate"):
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif self.path == "/model_info":
+                self._json(200, {"model_path": model.model_path, "tokenizer_path": model.model_path,
+                                 "is_generation": True})
+            else:
+                self._json(404, {"detail": "Not Found"})
+
+        def do_POST(self):  # noqa: N802
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path != "/generate":
+                return self._json(404, {"detail": "Not Found"})
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return self._json(400, {"error": {"message": "invalid JSON body"}})
+            code, out = model.generate(body if isinstance(body, dict) else {})
+            self._json(code, out)
+
+        def log_message(self, fmt, *args):
+            pass
+
+    return Handler
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    model = Model(args)
+    ThreadingHTTPServer.request_queue_size = 1024
+    server = ThreadingHTTPServer((args.host or "127.0.0.1", args.port or 30000), make_handler(model))
+    server.daemon_threads = True
+    sys.stderr.write(f"fake_sglang: tp={args.tp_size or 1} dp={args.dp_size or 1} "
+                     f"serving on http://{args.host or '127.0.0.1'}:{server.server_address[1]}\n")
+    sys.stderr.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

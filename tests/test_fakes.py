@@ -1,0 +1,194 @@
+"""The stand-ins speak the real interfaces: fake SGLang (flags, /health, /generate shape, a policy
+that is a pure function of its inputs) and fake ShopSimulator (pack_api's protocol details)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+from conftest import FAKES
+from fakes.procs import _post, start_fake_sglang, start_fake_shopsim, stop
+from fakes.shop_fixture import write_shop_fixture
+from tokenizer_fixture import build_tokenizer
+
+from pyhelpers import taskdata
+from pyhelpers.prompting import PromptBuilder
+from pyhelpers.sglang_client import SGLangClient, SGLangRejected, parse_generate
+from pyhelpers.shopsim import protocol as p
+from pyhelpers.shopsim.client import ShopSimClient
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    import transformers
+
+    d = tmp_path_factory.mktemp("world")
+    fx = write_shop_fixture(d / "shop", n_tasks=8, n_eval=4,
+                            effects=[{"skill": "good", "delta": 1.0}, {"text": "乱买一通", "delta": -1.0}])
+    tok_dir = build_tokenizer(d / "tok")
+    shop = start_fake_shopsim(fx["server_file"], slots=8, seed=3, retries=2, delay=0.05)
+    sg = start_fake_sglang(tok_dir, policy=fx["policy"], seed=5, context_length=6000)
+    yield {"fx": fx, "tok_dir": tok_dir, "tok": transformers.AutoTokenizer.from_pretrained(tok_dir),
+           "shop": shop, "sg": sg}
+    stop(shop)
+    stop(sg)
+
+
+def _launch(args, tok_dir):
+    return subprocess.run([sys.executable, str(FAKES / "fake_sglang.py"), "--model-path", str(tok_dir),
+                           "--port", "0", *args], capture_output=True, text=True, timeout=20)
+
+
+def test_fake_sglang_rejects_unknown_flags_like_argparse(world):
+    r = _launch(["--no-such-flag", "1"], world["tok_dir"])
+    assert r.returncode == 2 and "unrecognized arguments: --no-such-flag" in r.stderr
+    r = subprocess.run([sys.executable, str(FAKES / "fake_sglang.py"), "--port", "1"], capture_output=True,
+                       text=True, timeout=20)
+    assert r.returncode == 2 and "--model-path" in r.stderr
+
+
+def test_fake_sglang_accepts_real_flags(world, tmp_path):
+    # --tp / --dp are argparse abbreviations of --tp-size / --dp-size, as on the real server.
+    sg = start_fake_sglang(world["tok_dir"], args=["--tp", "1", "--trust-remote-code", "--mem-fraction-static",
+                                                   "0.8", "--skip-server-warmup", "--log-level", "warning"])
+    try:
+        with urllib.request.urlopen(sg.url + "/model_info", timeout=5) as resp:
+            assert json.loads(resp.read())["is_generation"] is True
+    finally:
+        stop(sg)
+
+
+def _generate(url, body):
+    req = urllib.request.Request(url + "/generate", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def test_generate_shape_and_determinism(world):
+    b = PromptBuilder(world["tok"])
+    t0, t1 = world["fx"]["tasks"][0], world["fx"]["tasks"][1]
+    ids0 = b.start(instruction=t0["instruction"]).token_ids
+    ids1 = b.start(instruction=t1["instruction"]).token_ids
+    body = {"sampling_params": {"max_new_tokens": 64, "temperature": 1.0}, "return_logprob": True}
+    a = _generate(world["sg"].url, {**body, "input_ids": ids0})
+    _generate(world["sg"].url, {**body, "input_ids": ids1})
+    again = _generate(world["sg"].url, {**body, "input_ids": ids0})
+    assert a == again  # same inputs, same answer, whatever came in between
+    meta = a["meta_info"]
+    assert meta["finish_reason"]["type"] == "stop" and meta["prompt_tokens"] == len(ids0)
+    assert [x[1] for x in meta["output_token_logprobs"]] == a["output_ids"] and meta["completion_tokens"] == len(a["output_ids"])
+    assert all(x[2] is None and x[0] <= 0 for x in meta["output_token_logprobs"])
+    res = parse_generate(a)
+    assert p.extract_action(res.text) == p.Action("search", t0["query"].lower())
+    short = parse_generate(_generate(world["sg"].url, {**body, "input_ids": ids0,
+                                                       "sampling_params": {"max_new_tokens": 3}}))
+    assert short.truncated and len(short.output_ids) == 3 and short.output_ids == res.output_ids[:3]
+
+    async def over_budget():
+        async with SGLangClient(world["sg"].url) as c:
+            assert await c.health()
+            with pytest.raises(SGLangRejected, match="maximum context length"):
+                await c.generate(ids0, {"max_new_tokens": 6000})
+            with pytest.raises(ValueError):
+                await c.generate(ids0, {})
+    asyncio.run(over_budget())
+
+
+async def _play(world, task, skills_block, max_turns=8):
+    b = PromptBuilder(world["tok"])
+    async with ShopSimClient(world["shop"].url) as shop, SGLangClient(world["sg"].url) as sg:
+        async with shop.episode_slot(task["idx"]) as slot:
+            tr = b.start(instruction=slot.reset.instruction, skills_block=skills_block)
+            step = None
+            for _ in range(max_turns):
+                g = await sg.generate(tr.token_ids, {"max_new_tokens": b.max_new_tokens(tr, 6000, 256)})
+                b.add_response(tr, g.output_ids, g.logprobs, g.text)
+                step = await slot.interact(g.text)
+                if step.over:
+                    break
+                b.add_observation(tr, step.observation)
+            return step, tr
+
+
+def test_planted_skills_decide_the_outcome(world):
+    tasks = world["fx"]["tasks"]
+
+    async def go():
+        helpful = [await _play(world, t, "[S-good] 先选规格") for t in tasks]
+        harmful = [await _play(world, t, "[S-bad] 乱买一通") for t in tasks]
+        return helpful, harmful
+    helpful, harmful = asyncio.run(go())
+    assert all(s.done and s.scores.success for s, _ in helpful)
+    assert not any(s is not None and s.scores.success for s, _ in harmful)
+    assert all(tr.turns == 4 for _, tr in helpful)
+
+
+def test_fake_shopsim_protocol_details(world):
+    url = world["shop"].url + "/api/shop_agent"
+    assert _post(url, {"action": "release_one"})["result"] == {"error": p.PROBE_ERROR}
+    assert _post(url, {"action": "release_one", "env_idx": 7})["result"]["message"].endswith("already free")
+    r = _post(url, {"action": "reset", "idx": 1})["result"]
+    e = r["env_idx"]
+    task = world["fx"]["tasks"][1]
+    # No "\nAction: " -> the whole text is parsed: "Action: search[..]" is no action at all.
+    step = _post(url, {"action": "interact", "env_idx": e, "response": f"Action: search[{task['query']}]"})["result"]
+    assert not step["done"] and "搜索功能是否可用: True" in step["instruction"]
+    step = _post(url, {"action": "interact", "env_idx": e, "response": f"T\nAction: search[{task['query']}]"})["result"]
+    assert task["asin"] in p.clickables(step["instruction"])
+    same = _post(url, {"action": "interact", "env_idx": e, "response": "T\nAction: click[not a button]"})["result"]
+    assert same["instruction"] == step["instruction"]  # silent no-op
+    bad = _post(url, {"action": "dance", "env_idx": e})["result"]
+    assert bad["error"].startswith("Unknown action type")
+    assert _post(url, {"action": "release_one", "env_idx": e})["result"]["message"].endswith("released")
+    req = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "text/plain"})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        assert json.loads(resp.read()) == {"result": {"error": "No JSON data provided"}}
+
+
+def test_fake_shopsim_over_after_history_and_prices_fixed_by_seed(world, tmp_path):
+    fx = world["fx"]
+    a = start_fake_shopsim(fx["server_file"], slots=1, seed=11, args=["--max-history", "4"])
+    b = start_fake_shopsim(fx["server_file"], slots=1, seed=11)
+    c = start_fake_shopsim(fx["server_file"], slots=1, seed=12)
+    try:
+        url = a.url + "/api/shop_agent"
+        e = _post(url, {"action": "reset", "idx": 0})["result"]["env_idx"]
+        overs = [_post(url, {"action": "interact", "env_idx": e, "response": "noop"})["result"]["over"]
+                 for _ in range(3)]
+        assert overs == [False, False, True]  # 2 + 3 messages > 4: over, slot freed by the server
+        assert _post(url, {"action": "release_one"})["result"]["error"] == p.PROBE_ERROR
+        assert _post(url, {"action": "reset", "idx": 0})["result"]["env_idx"] == e
+
+        def price(proc, idx):  # partner products have a price range: drawn from the seed
+            t = fx["tasks"][idx]
+            u = proc.url + "/api/shop_agent"
+            env = _post(u, {"action": "reset", "idx": idx})["result"]["env_idx"]
+            for act in (f"search[{t['query']}]", f"click[{t['asin']}]", "click[buy now]"):
+                res = _post(u, {"action": "interact", "env_idx": env, "response": "T\nAction: " + act})["result"]
+            return res["purchase"]["price"]
+        assert price(b, 1) == price(b, 1) and price(b, 1) != price(c, 1)
+    finally:
+        for proc in (a, b, c):
+            stop(proc)
+
+
+def test_built_task_indices_match_the_fake_server(world, tmp_path):
+    fx = write_shop_fixture(tmp_path / "q", quirks=True)
+    res = taskdata.build([tmp_path / "q"])
+    shop = start_fake_shopsim(fx["server_file"], slots=2)
+
+    async def go():
+        async with ShopSimClient(shop.url) as c:
+            for t in res.train + res.val:
+                async with c.episode_slot(t["shopsim_idx"]) as slot:
+                    assert slot.reset.instruction == t["instruction"], t
+                    assert slot.reset.goal_options == t["goal_options"]
+    try:
+        asyncio.run(go())
+    finally:
+        stop(shop)

@@ -1,0 +1,128 @@
+"""Prompt builder: rendered once, tokens/mask/log-probs aligned, equal to a full re-render, budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tokenizer_fixture import build_tokenizer
+
+from pyhelpers import prompting
+from pyhelpers.prompting import ContextBudgetError, PromptBuilder, TemplateError
+from pyhelpers.system_prompt import SYSTEM_PROMPT
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    import transformers
+
+    return transformers.AutoTokenizer.from_pretrained(build_tokenizer(tmp_path_factory.mktemp("tok")))
+
+
+def _respond(tok, text, eos=True):
+    ids = tok.encode(text, add_special_tokens=False) + ([tok.convert_tokens_to_ids("<|im_end|>")] if eos else [])
+    return ids, [-0.01 * (i + 1) for i in range(len(ids))]
+
+
+def test_turns_stay_aligned_and_equal_a_full_rerender(tok):
+    b = PromptBuilder(tok)
+    tr = b.start({"instruction": "我想买一双白色运动鞋"}, skills_block="## 技能\n[S-a1] 先选规格再购买")
+    assert tr.prompt_text.startswith("<|im_start|>system\n" + SYSTEM_PROMPT) and "[S-a1]" in tr.prompt_text
+    assert tr.prompt_text.endswith("<|im_start|>assistant\n") and tr.response_length == 0
+    turns = [("Thought: 搜\nAction: search[白色 运动鞋]", True, "Instruction: [SEP] 页面一\n\n可点击的按钮: [\"b1\"]"),
+             ("Thought: 点\nAction: click[b1]", False, "页面二 ¥199"),  # cut at max_new_tokens: no eos
+             ("Thought: 买\nAction: click[buy now]", True, None)]
+    all_lp = []
+    for text, eos, obs in turns:
+        ids, lps = _respond(tok, text, eos)
+        b.add_response(tr, ids, lps, text)
+        all_lp += lps
+        if obs:
+            before = len(tr.token_ids)
+            n = b.add_observation(tr, obs)
+            assert n == len(tr.token_ids) - before and tr.segments[-1].text.endswith("<|im_start|>assistant\n")
+    assert len(tr.token_ids) == len(tr.loss_mask) == len(tr.logprobs)
+    assert len(tr.response_ids) == len(tr.response_mask) == len(tr.response_logprobs) == tr.response_length
+    assert tr.loss_mask[:tr.prompt_len] == [0] * tr.prompt_len and tr.turns == 3
+    # Mask 1 exactly on the policy's tokens, with their log-probs in order.
+    assert [lp for lp, m in zip(tr.logprobs, tr.loss_mask, strict=True) if m] == all_lp
+    # The incremental stream equals tokenizing the template's own render of the whole conversation
+    # (the model emitted <|im_end|> itself on turns 1 and 3; on turn 2 it was appended, mask 0).
+    msgs = [dict(m) for m in tr.messages]
+    full = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False)
+    assert tok.encode(full, add_special_tokens=False)[:-1] == tr.token_ids  # minus the trailing "\n"
+    eos_id = tok.convert_tokens_to_ids("<|im_end|>")
+    i2 = [s for s in tr.segments if s.kind == "observation"][1]
+    assert tr.token_ids[i2.start] == eos_id and tr.loss_mask[i2.start] == 0
+    assert prompting.extract_action(turns[1][0]).arg == "b1"
+
+
+def test_budget(tok):
+    b = PromptBuilder(tok)
+    tr = b.start(instruction="买杯子")
+    with pytest.raises(ContextBudgetError):
+        b.start(instruction="买杯子", max_context_len=tr.prompt_len)
+    assert b.max_new_tokens(tr, tr.prompt_len + 100, 4096) == 100
+    assert b.max_new_tokens(tr, tr.prompt_len + 100, 40) == 40
+    assert b.max_new_tokens(tr, tr.prompt_len, 40) == 0
+    ids, lps = _respond(tok, "Thought: x\nAction: search[杯子]")
+    b.add_response(tr, ids, lps)
+    used = len(tr.token_ids)
+    with pytest.raises(ContextBudgetError):
+        b.add_observation(tr, "很长的页面 " * 50, max_context_len=used + 10)
+    assert len(tr.token_ids) == used  # refused without changing the transcript
+    b.add_observation(tr, "短页面", max_context_len=used + 1000)
+
+
+def test_misuse_and_unstable_templates_raise(tok, tmp_path):
+    b = PromptBuilder(tok)
+    tr = b.start(instruction="x")
+    with pytest.raises(prompting.PromptError):
+        b.add_observation(tr, "obs before any response")
+    with pytest.raises(prompting.PromptError):
+        b.add_response(tr, [1, 2], [0.0])
+
+    class Unstable:  # a template whose system line changes with the number of messages
+        def __init__(self, inner):
+            self.inner = inner
+
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt, **kw):
+            text = self.inner.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+            return f"[{len(messages)} messages]" + text
+
+        def encode(self, text, add_special_tokens=False):
+            return self.inner.encode(text, add_special_tokens=add_special_tokens)
+
+        def decode(self, ids, skip_special_tokens=False):
+            return self.inner.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    with pytest.raises(TemplateError):
+        PromptBuilder(Unstable(tok)).start(instruction="x")
+
+
+def test_persona_user_message():
+    task = {"instruction": "完整说明", "instruction_simple": "想买鞋", "scenario": "persona",
+            "persona": {"__reasoning__": "secret", "预算": "300"}}
+    msg = prompting.user_message(task)
+    assert msg.startswith("想买鞋") and "预算" in msg and "secret" not in msg and "完整说明" not in msg
+    assert prompting.user_message({"instruction": "完整说明"}).endswith(prompting.FIRST_PAGE_TAIL)
+    assert json.loads(msg.split("用户个人文档：")[1].split("\n")[0]) == {"预算": "300"}
+
+
+def test_plugin_modules_import_without_click_jsonschema_dotenv_wandb():
+    """As in slime's env: those packages absent (an import finder refuses them), ours still load."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "BLOCK = ('click', 'jsonschema', 'dotenv', 'wandb', 'transformers', 'yaml')\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in BLOCK: raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import pyhelpers.prompting, pyhelpers.shopsim.client, pyhelpers.sglang_client, pyhelpers.tasks\n"
+        "import pyhelpers.taskdata\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -1,0 +1,219 @@
+"""ShopSimulator protocol (errors as HTTP 200, scores, actions) and the async client against the
+real fake server process: slots released on every path, pool exhaustion, 200 concurrent episodes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fakes.procs import slots, start_fake_shopsim, stop
+from fakes.shop_fixture import write_shop_fixture
+
+from pyhelpers.shopsim import protocol as p
+from pyhelpers.shopsim.client import ShopSimClient
+
+# ---------------------------------------------------------------------------- protocol (no transport)
+
+
+def test_errors_arrive_as_http_200_results():
+    with pytest.raises(p.NoSlotError):
+        p.parse_reset({"result": {"error": p.NO_SLOT_ERROR}})
+    with pytest.raises(p.ProbeOK):
+        p.result_of({"result": {"error": p.PROBE_ERROR}}, "probe")
+    with pytest.raises(p.ShopSimError, match="list index out of range") as exc:
+        p.parse_interact({"result": {"error": "list index out of range"}})
+    assert type(exc.value) is p.ShopSimError and exc.value.server_message == "list index out of range"
+    with pytest.raises(p.ProtocolError):
+        p.parse_reset({"oops": 1})
+    with pytest.raises(p.ProtocolError):
+        p.parse_reset({"result": {"env_idx": True, "idx": 1, "instruction": "x"}})
+    assert p.parse_probe({"result": {"error": p.PROBE_ERROR}}) and not p.parse_probe({"result": {"message": "x"}})
+    assert p.probe_payload() == {"action": "release_one"} and "env_idx" not in p.reset_payload(3)
+    with pytest.raises(ValueError):
+        p.interact_payload(True, "x")
+
+
+def test_scores_from_reward_detail():
+    detail = {"r_type": 1.0, "r_att": 1.0, "r_option": 1.0, "r_price": True}
+    step = p.parse_interact({"result": {"done": True, "reward": 1.0, "instruction": "", "env_idx": 0,
+                                        "reward_detail": detail, "over": True}})
+    assert step.scores.success and step.scores.strict == 1.0 and step.over
+    s = p.parse_scores(0.6, {**detail, "r_att": 0.5, "r_price": False})
+    assert (s.loose, s.strict, s.success) == (0.6, 0.0, False) and s.value("success") == 0.0
+    half = p.parse_scores(0.7, {**detail, "r_type": 0.5})
+    assert half.value("strict") == 0.5 and half.value("loose") == 0.7
+    assert p.parse_scores(0, {}) == p.ZERO_SCORES
+    with pytest.raises(ValueError):
+        s.value("bogus")
+
+
+@pytest.mark.parametrize("text, server, wire", [
+    ("Thought: x\nAction: search[红色 连衣裙]", "search[红色 连衣裙]", None),
+    ("Thought: x\n\nAction: click[Buy Now]\nthanks", "click[buy now]", None),
+    ("Action: search[abc]", None, "search[abc]"),            # no "\n" before Action: upstream no-op
+    ("Thought: a\nAction:click[b0]", None, "click[b0]"),
+    ("<think>maybe\nAction: search[q]</think>\nThought: ok\nAction: click[b0]", "search[q]", "click[b0]"),
+    ("Thought: t\naction：click[123]", None, "click[123]"),
+    ("Thought: nothing to do", None, None),
+    ("Thought: t\nAction: buy[x]", None, None),
+])
+def test_actions_as_pack_api_parses_them(text, server, wire):
+    got = p.extract_action(text)
+    assert (str(got) if got else None) == server
+    sent = p.wire_response(text)
+    expected = wire or server
+    assert (str(p.extract_action(sent)) if p.extract_action(sent) else None) == expected
+    if wire is None:
+        assert sent == text  # parseable (or hopeless) text goes raw
+    assert p.wire_response(text, normalize=False) == text
+
+
+def test_format_helpers():
+    assert p.format_response("找鞋", "search", "白色 运动鞋") == "Thought: 找鞋\nAction: search[白色 运动鞋]"
+    with pytest.raises(ValueError):
+        p.format_action("buy", "x")
+    assert p.clickables('x\n\n可点击的按钮: ["a", "b"]') == ["a", "b"]
+    assert p.persona_observation("Instruction: [SEP] full [SEP] rest", "vague") == "Instruction: [SEP] vague [SEP] rest"
+
+
+# ---------------------------------------------------------------------------- client vs the fake process
+
+@pytest.fixture(scope="module")
+def fixture_dir(tmp_path_factory):
+    return write_shop_fixture(tmp_path_factory.mktemp("shop"), n_tasks=8, n_eval=4)
+
+
+@pytest.fixture(scope="module")
+def shop(fixture_dir):
+    proc = start_fake_shopsim(fixture_dir["server_file"], slots=48, seed=1, retries=2, delay=0.05)
+    yield proc
+    stop(proc)
+
+
+def _free(shop) -> int:
+    return slots(shop)["free"]
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_reset_interact_release_and_probe(shop, fixture_dir):
+    async def go():
+        async with ShopSimClient(shop.url) as c:
+            assert await c.probe()
+            r = await c.reset(0)
+            assert r.instruction == fixture_dir["tasks"][0]["instruction"] and r.idx == 0
+            step = await c.interact(r.env_idx, "Action: search[款式000]")  # repaired on the wire
+            assert not step.done and "可点击的按钮" in step.observation and p.clickables(step.observation)
+            assert await c.release_one(r.env_idx)
+    run(go())
+    view = slots(shop)
+    assert view["free"] == 48 and view["counts"]["probe"] >= 2
+
+
+def test_probe_false_when_nothing_listens():
+    async def go():
+        async with ShopSimClient("http://127.0.0.1:9", connect_retries=0) as c:
+            return await c.probe(timeout=1)
+    assert run(go()) is False
+
+
+def test_slot_released_on_exception_timeout_and_cancellation(shop):
+    async def go():
+        async with ShopSimClient(shop.url) as c:
+            with pytest.raises(RuntimeError):
+                async with c.episode_slot(1):
+                    raise RuntimeError("policy crashed")
+            assert _free(shop) == 48
+
+            async def slow_episode():
+                async with c.episode_slot(2) as slot:
+                    await slot.interact("Thought: t\nAction: search[款式001]")
+                    await asyncio.sleep(30)
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(slow_episode(), 0.3)
+            task = asyncio.ensure_future(slow_episode())
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert await c.drain() == 0
+            assert _free(shop) == 48 and not c.held
+    run(go())
+
+
+def test_no_double_release_after_over(shop, fixture_dir):
+    t = fixture_dir["tasks"][0]
+    before = slots(shop)["counts"]
+
+    async def go():
+        async with ShopSimClient(shop.url) as c:
+            async with c.episode_slot(0) as slot:
+                await slot.interact(p.format_response("搜", "search", t["query"]))
+                await slot.interact(p.format_response("点", "click", t["asin"]))
+                await slot.interact(p.format_response("选", "click", t["options"][0]))
+                step = await slot.interact(p.format_response("买", "click", "buy now"))
+                assert step.done and step.over and step.scores.success, step.reward_detail
+            assert slot.over and not slot.released
+    run(go())
+    after = slots(shop)["counts"]
+    assert after["release_one"] == before["release_one"] and after["auto_release"] == before["auto_release"] + 1
+    assert _free(shop) == 48
+
+
+def test_pool_exhaustion_gives_no_slot_error_and_cancelled_reset_still_releases(fixture_dir):
+    small = start_fake_shopsim(fixture_dir["server_file"], slots=1, seed=1, retries=3, delay=0.05)
+    try:
+        async def go():
+            async with ShopSimClient(small.url) as c:
+                async with c.episode_slot(0):
+                    with pytest.raises(p.NoSlotError):
+                        await c.reset(1)  # server waited retries x delay, then refused
+                    assert _free(small) == 0
+                assert _free(small) == 1
+            # A reset cancelled while the server waits for a slot may still get one later.
+            async with ShopSimClient(small.url) as c:
+                holder = await c.reset(0)
+                waiting = asyncio.ensure_future(c.episode_slot(1).__aenter__())
+                await asyncio.sleep(0.05)
+                waiting.cancel()
+                await c.release_one(holder.env_idx)  # the waiting reset now pops it, server-side
+                assert await c.drain(5) == 0
+            assert _free(small) == 1
+            assert slots(small)["counts"]["reset"] == 3  # the cancelled reset did get a slot
+        run(go())
+    finally:
+        stop(small)
+
+
+def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_dir):
+    tasks = fixture_dir["tasks"]
+
+    async def episode(c, n):
+        t = tasks[n % len(tasks)]
+        async with c.episode_slot(t["idx"]) as slot:
+            await slot.interact(p.format_response("搜", "search", t["query"]))
+            if n % 5 == 0:
+                raise ValueError("injected policy error")
+            if n % 7 == 0:
+                await asyncio.sleep(10)  # cancelled below
+            await slot.interact(p.format_response("点", "click", t["asin"]))
+            await slot.interact(p.format_response("选", "click", t["options"][0]))
+            return (await slot.interact(p.format_response("买", "click", "buy now"))).scores.success
+
+    async def go():
+        async with ShopSimClient(shop.url, max_slots=48) as c:
+            jobs = [asyncio.ensure_future(episode(c, n)) for n in range(200)]
+            await asyncio.sleep(1.0)
+            for n, j in enumerate(jobs):
+                if n % 7 == 0 and n % 5:
+                    j.cancel()
+            results = await asyncio.gather(*jobs, return_exceptions=True)
+            assert await c.drain() == 0
+            return results
+    results = run(go())
+    assert sum(r is True for r in results) == len([n for n in range(200) if n % 5 and n % 7])
+    assert sum(isinstance(r, ValueError) for r in results) == 40
+    view = slots(shop)
+    assert view["free"] == 48 and view["taken"] == [], view
