@@ -43,6 +43,7 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         "--load", megatron, "--save", megatron, "--save-interval", cfg["STEPS_PER_ROUND"],
         # HF weights written from the GPUs at the round's final save (design.md §7).
         "--save-hf", str(lay.save_dir / "hf-{rollout_id:07d}"),
+        "--prompt-data", str(cfg.path("TRAIN_TASKS")),
         "--num-rollout", str(lay.num_rollout(r)), "--rollout-shuffle",
         "--rollout-batch-size", cfg["ROLLOUT_GROUPS"], "--n-samples-per-prompt", cfg["SAMPLES_PER_GROUP"],
         "--over-sampling-batch-size", cfg["OVER_SAMPLING_GROUPS"],

@@ -273,3 +273,30 @@ def run_inject(ctx, round_):
     ctx.invoke(inject_cmd, compiled_path=lay.compiled(round_), decisions_path=decisions if decisions.is_file() else None,
                out=out, round_=round_, dry_run=False)
     stages.write_record(lay, round_, "inject", "ok", output=out)
+
+
+@run.command("plugin-config")
+@click.option("--round", "round_", type=int, required=True)
+def run_plugin_config(round_):
+    """Write the round's slime.yaml (--custom-config-path) for the rollout plugin; round 0's bank is
+    created first from SEED_BANK (or empty).
+
+    \b
+    Example:
+      pyhelpers run plugin-config --round 0
+    """
+    from ..rollout.settings import plugin_values, write_plugin_yaml
+    from ..skills import bank as bank_mod
+    from ..skills.tokens import counter_for
+
+    cfg, lay = _ctx()
+    if round_ == 0 and not lay.bank_in(0).is_file():
+        if cfg.get("SEED_BANK"):
+            seed = bank_mod.load_bank(cfg.path("SEED_BANK"))
+            bank_mod.write_bank(lay.bank_in(0), {**seed, "round": 0})
+        else:
+            hf = cfg.path("HF_MODEL")
+            name, count = counter_for(hf if hf.is_dir() else None)
+            bank_mod.write_bank(lay.bank_in(0), bank_mod.empty_bank(0, name, bank_mod.header_tokens(count)))
+    write_plugin_yaml(lay.plugin_config(round_), **plugin_values(cfg, lay, round_))
+    click.echo(str(lay.plugin_config(round_)))

@@ -1,0 +1,169 @@
+"""One multi-turn ShopSimulator episode on slime's SGLang router: prompt, turns, outcome.
+
+The prompt is the shared builder's (pyhelpers.prompting: chat template rendered once, then each
+turn's response tokens, loss mask 1 with their log-probs, and observation tokens, mask 0), so an
+evaluation episode and a training episode see the same tokens. Per turn: /generate with
+max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of ROLLOUT_MAX_CONTEXT_LEN (and
+slime's sampling params otherwise), then `interact` with the response text.
+
+Ends (termination): done (a purchase), over (the simulator ended it: more than 42 messages),
+max_turns, context_budget (no room for another turn or observation) -- these are the policy's
+episodes, scored by reward_detail; aborted (slime aborted the rest of the step, or the request),
+timeout (a /generate or the whole episode ran past its limit), infra_error (ShopSimulator or
+SGLang failed) -- these are not the policy's doing and are never scored or spooled.
+The slot is released on every path by ShopSimClient.episode_slot (exceptions, timeouts,
+cancellation included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import httpx
+
+from ..prompting import ContextBudgetError, Transcript
+from ..sglang_client import SGLangError, SGLangRejected
+from ..shopsim.protocol import ZERO_SCORES, Scores, ShopSimError, extract_action, persona_observation
+from ..skills.render import Rendered
+from .metrics import SCORED, EpisodeStats
+from .runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Episode:
+    """A played episode: its transcript (token arrays), what happened, and the scores."""
+
+    termination: str
+    transcript: Transcript | None
+    skills_shown: tuple[str, ...]
+    turns: list[dict] = field(default_factory=list)    # {"response", "action"?, "observation"?}
+    scores: Scores = ZERO_SCORES
+    reward: float = 0.0
+    reward_detail: dict | None = None
+    slot_wait_s: float = 0.0
+    error: str = ""
+
+    @property
+    def scored(self) -> bool:
+        return self.termination in SCORED
+
+    @property
+    def success(self) -> bool:
+        return self.scored and self.scores.success
+
+    def stats(self) -> EpisodeStats:
+        return EpisodeStats(termination=self.termination, turns=len(self.turns), success=self.success,
+                            strict=self.scores.strict, loose=self.scores.loose, reward=self.reward,
+                            slot_wait_s=self.slot_wait_s)
+
+    def doc(self) -> dict:
+        """The episode as schemas/episode.schema.json stores it in a spool record."""
+        return {"skills_shown": list(self.skills_shown), "turns": self.turns, "reward": self.reward,
+                "strict": self.scores.strict, "loose": self.scores.loose, "success": self.success,
+                "reward_detail": self.reward_detail, "termination": self.termination}
+
+
+Aborted = Callable[[], bool]
+AfterAbort = Callable[[], Awaitable[bool]]
+
+
+async def play(rt: Runtime, task: dict, skills: Rendered, sampling_params: dict, *, slots: asyncio.Semaphore,
+               skip: Aborted, aborted: Aborted, after_abort: AfterAbort | None = None) -> Episode:
+    """Play `task` showing `skills`, holding one of `slots` for the slot's lifetime.
+
+    skip(): checked before and after waiting for `slots` (True: give up, termination aborted, no
+    turn played). aborted(): checked before each turn (slime's step abort for training episodes).
+    after_abort: for retries, which slime's end-of-step engine abort may hit by accident: awaited
+    when a /generate comes back aborted; if it returns True the turn is sent again, once.
+    A CancelledError propagates (the slot is released on the way out)."""
+    s = rt.settings
+    ep = Episode("infra_error", None, skills.skill_ids)
+    t0 = time.monotonic()
+    if skip():
+        ep.termination = "aborted"
+        return ep
+    try:
+        ep.transcript = rt.builder.start(task, skills_block=skills.text, max_context_len=s.rollout_max_context_len)
+    except ContextBudgetError as exc:  # the skills block + instruction alone fill the budget
+        ep.error = str(exc)
+        return ep
+    async with slots:
+        ep.slot_wait_s = time.monotonic() - t0
+        if skip():
+            ep.termination = "aborted"
+            return ep
+        try:
+            await asyncio.wait_for(_turns(rt, task, ep, sampling_params, aborted, after_abort),
+                                   timeout=s.episode_timeout_s)
+        except asyncio.TimeoutError:
+            ep.termination, ep.error = "timeout", f"episode ran past {s.episode_timeout_s:g} s"
+        except (ShopSimError, SGLangError) as exc:
+            ep.termination, ep.error = _infra(exc), f"{type(exc).__name__}: {exc}"
+    if ep.termination not in SCORED:
+        log.info("episode of task %s ended %s: %s", task.get("task_id"), ep.termination, ep.error)
+    return ep
+
+
+def _infra(exc: Exception) -> str:
+    """timeout when the request ran past its limit (the clients chain httpx's timeout), else
+    infra_error."""
+    return "timeout" if isinstance(exc.__cause__, httpx.TimeoutException) else "infra_error"
+
+
+async def _turns(rt: Runtime, task: dict, ep: Episode, sampling_params: dict, aborted: Aborted,
+                 after_abort: AfterAbort | None) -> None:
+    s, b, tr = rt.settings, rt.builder, ep.transcript
+    slot_start = time.monotonic()
+    async with rt.shopsim.episode_slot(int(task["shopsim_idx"])) as slot:
+        ep.slot_wait_s += time.monotonic() - slot_start  # the reset (pack_api waits for a free env)
+        for _ in range(s.max_turns):
+            if aborted():
+                ep.termination = "aborted"
+                return
+            budget = b.max_new_tokens(tr, s.rollout_max_context_len, s.rollout_max_response_len)
+            if budget <= 0:
+                ep.termination = "context_budget"
+                return
+            params = {**sampling_params, "max_new_tokens": budget}
+            try:
+                out = await rt.policy.generate(tr.token_ids, params)
+                if out.aborted and after_abort is not None and await after_abort():
+                    out = await rt.policy.generate(tr.token_ids, params)
+            except SGLangRejected as exc:  # prompt + max_new_tokens beyond the engine's context
+                log.warning("SGLang refused a turn of task %s: %s", task.get("task_id"), exc)
+                ep.termination = "context_budget"
+                return
+            if out.logprobs is None:
+                raise SGLangError("/generate answered without output_token_logprobs")
+            b.add_response(tr, out.output_ids, out.logprobs, out.text)
+            if out.aborted:
+                ep.termination = "aborted"
+                return
+            turn = {"response": out.text}
+            action = extract_action(out.text)
+            if action is not None:
+                turn["action"] = str(action)
+            ep.turns.append(turn)
+            step = await slot.interact(out.text)
+            if step.done or step.over:
+                ep.termination = "done" if step.done else "over"
+                ep.scores = step.scores
+                ep.reward = step.scores.value(s.reward)
+                ep.reward_detail = step.reward_detail or None
+                return
+            observation = step.observation
+            if task.get("scenario") == "persona" and task.get("instruction_simple"):
+                observation = persona_observation(observation, task["instruction_simple"])
+            turn["observation"] = observation
+            try:
+                b.add_observation(tr, observation, max_context_len=s.rollout_max_context_len)
+            except ContextBudgetError:
+                ep.termination = "context_budget"
+                return
+        ep.termination = "max_turns"

@@ -1,0 +1,45 @@
+"""slime's per-step hook: `--rollout-function-path pyhelpers.rollout.rollout.generate_rollout`.
+
+slime's RolloutManager calls `generate_rollout(args, rollout_id, data_source, evaluation=False)`
+once per step (via slime.rollout.base_types.call_rollout_fn) and logs the returned
+`RolloutFnTrainOutput.metrics` with its own rollout/* figures on `rollout/step`
+(slime.observability.rollout_metrics.log_rollout_data). This wrapper:
+
+1. checks the round's plugin settings (a bad slime.yaml fails the first step, before any episode);
+2. opens the step's metrics (`metrics.begin`): generate calls add their episodes to it, and the
+   spool record ids take the step's rollout id from it;
+3. runs slime's own `slime.rollout.sglang_rollout.generate_rollout` unchanged: over-sampling,
+   the dynamic-sampling filter, the abort of the rest, all slime's, with our generate per Sample;
+4. drains the step's full-skill retries on slime's event loop (retry.drain), even when slime's
+   loop raised -- the engines are still up here; slime offloads them only after we return;
+5. adds rollout/shopsim/* to the output's metrics and appends them to rollout_metrics.jsonl.
+Evaluation calls go straight to slime's function (the toolkit's val/gate run outside slime).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import metrics, retry, runtime, settings, slime_compat
+
+
+def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: bool = False) -> Any:
+    default = slime_compat.default_generate_rollout()
+    if evaluation:
+        return default(args, rollout_id, data_source, evaluation=True)
+    s = settings.from_args(args)
+    step = metrics.begin(int(rollout_id))
+    try:
+        output = default(args, rollout_id, data_source, evaluation=False)
+    finally:
+        slime_compat.run_on_slime_loop(_finish(step, s.retry_drain_timeout_s))
+    figures = metrics.summarize(step)
+    metrics.append_jsonl(s.metrics_path, s.round, int(rollout_id), figures)
+    if not hasattr(output, "metrics"):  # a legacy bare list of groups
+        return slime_compat.train_output(output, figures)
+    output.metrics = {**(output.metrics or {}), **figures}
+    return output
+
+
+async def _finish(step: metrics.Step, timeout: float) -> None:
+    await retry.drain(runtime.current(), step, timeout)

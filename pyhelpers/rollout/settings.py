@@ -1,0 +1,187 @@
+"""The rollout plugin's per-round configuration: the YAML keys, defined once.
+
+The driver writes `rounds/round-NNN/slime.yaml` with `write_plugin_yaml` (values usually from
+`plugin_values(cfg, layout, round)`) and hands it to slime with `--custom-config-path`. slime
+`setattr`s every top-level key on its `args` (overriding a slime argument of the same name), so
+each key carries the prefix `shopsimrl_` and can never shadow one of slime's own arguments.
+Inside the actor, `from_args(args)` reads them back and checks them. No environment variables.
+
+Stdlib + PyYAML only (both are in slime's environment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import ToolkitError
+
+PREFIX = "shopsimrl_"
+REWARDS = ("strict", "loose", "success")
+WHERE = "the round's slime.yaml (--custom-config-path)"
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """One round's plugin configuration. YAML key = PREFIX + field name."""
+
+    round: int                         # 0-based round number (spool ids, metrics)
+    round_dir: str                     # rounds/round-NNN: spool/ and rollout_metrics.jsonl go here
+    bank_path: str                     # the bank injected into this round; "" = an empty bank
+    tasks_path: str                    # TRAIN_TASKS: task_id (slime's label) -> shopsim_idx
+    shopsim_url: str                   # http://SHOPSIM_HOST:SHOPSIM_PORT
+    shopsim_slots: int                 # SHOPSIM_SLOTS
+    shopsim_episode_concurrency: int   # SHOPSIM_EPISODE_CONCURRENCY (training episodes in flight)
+    max_turns: int                     # MAX_TURNS
+    rollout_max_context_len: int       # ROLLOUT_MAX_CONTEXT_LEN (token budget of one episode)
+    rollout_max_response_len: int      # ROLLOUT_MAX_RESPONSE_LEN (max_new_tokens of one turn)
+    reward: str                        # REWARD: strict | loose | success
+    retry_trains: int                  # RETRY_TRAINS (only 0 is supported, see check())
+    skill_token_budget: int            # SKILL_TOKEN_BUDGET
+    tokenizer_path: str = ""           # HF model dir of the policy; "" = slime's --hf-checkpoint
+    policy_model: str = ""             # recorded in spool records (policy.model)
+    # Not knobs (defaults fit the real stack; tests shorten them):
+    shopsim_timeout_s: float = 60.0    # one interact/release request
+    shopsim_reset_timeout_s: float = 90.0  # one reset (> pack_api's own 5 x 5 s wait for a slot)
+    generate_timeout_s: float = 1800.0     # one /generate call (4096 tokens under full load)
+    episode_timeout_s: float = 7200.0      # one whole episode, slot wait excluded
+    retry_drain_timeout_s: float = 600.0   # at step end: longest wait for retries still playing
+
+    def check(self) -> PluginSettings:
+        """Rules a type cannot say; the message names the YAML key and the knob behind it."""
+        def bad(key: str, what: str, fix: str):
+            raise ToolkitError(what, f"{WHERE} key {PREFIX}{key}", fix)
+
+        if self.reward not in REWARDS:
+            bad("reward", f"REWARD must be one of {', '.join(REWARDS)}, got {self.reward!r}", "fix REWARD")
+        if self.retry_trains not in (0, 1):
+            bad("retry_trains", f"RETRY_TRAINS must be 0 or 1, got {self.retry_trains!r}", "fix RETRY_TRAINS")
+        if self.retry_trains == 1:
+            bad("retry_trains", "RETRY_TRAINS=1 (retries as training samples) is not supported yet",
+                "set RETRY_TRAINS=0; retries still reach the analyst through spool/ (docs/training.md)")
+        if not 1 <= self.shopsim_episode_concurrency <= self.shopsim_slots:
+            bad("shopsim_episode_concurrency",
+                f"SHOPSIM_EPISODE_CONCURRENCY={self.shopsim_episode_concurrency} must be in 1..SHOPSIM_SLOTS"
+                f" ({self.shopsim_slots})", "lower SHOPSIM_EPISODE_CONCURRENCY or raise SHOPSIM_SLOTS")
+        for key in ("max_turns", "rollout_max_context_len", "rollout_max_response_len"):
+            if getattr(self, key) < 1:
+                bad(key, f"{key.upper()} must be at least 1, got {getattr(self, key)}", f"fix {key.upper()}")
+        if self.rollout_max_response_len >= self.rollout_max_context_len:
+            bad("rollout_max_response_len", "ROLLOUT_MAX_RESPONSE_LEN must be below ROLLOUT_MAX_CONTEXT_LEN",
+                "raise ROLLOUT_MAX_CONTEXT_LEN or lower ROLLOUT_MAX_RESPONSE_LEN")
+        if self.skill_token_budget < 0:
+            bad("skill_token_budget", "SKILL_TOKEN_BUDGET must be >= 0", "fix SKILL_TOKEN_BUDGET")
+        if not self.round_dir or not self.tasks_path or not self.shopsim_url:
+            bad("round_dir", "round_dir, tasks_path and shopsim_url must be set", "rewrite the round's slime.yaml")
+        return self
+
+    @property
+    def spare_slots(self) -> int:
+        """Slots the full-skill retries may use: SHOPSIM_SLOTS - SHOPSIM_EPISODE_CONCURRENCY."""
+        return self.shopsim_slots - self.shopsim_episode_concurrency
+
+    @property
+    def spool_dir(self) -> Path:
+        return Path(self.round_dir) / "spool"
+
+    @property
+    def metrics_path(self) -> Path:
+        return Path(self.round_dir) / "rollout_metrics.jsonl"
+
+
+_TYPES = {f.name: f.type for f in fields(PluginSettings)}
+REQUIRED = tuple(f.name for f in fields(PluginSettings) if f.default is MISSING)
+
+
+def yaml_keys() -> list[str]:
+    """Every key the YAML may hold (documentation and tests)."""
+    return [PREFIX + name for name in _TYPES]
+
+
+def _coerce(name: str, value: Any) -> Any:
+    kind = _TYPES[name]
+    try:
+        if kind == "int":
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if kind == "float":
+            return float(value)
+        return "" if value is None else str(value)
+    except (TypeError, ValueError):
+        raise ToolkitError(f"{PREFIX}{name} must be {kind}, got {value!r}", WHERE,
+                           "rewrite the round's slime.yaml with pyhelpers (write_plugin_yaml)") from None
+
+
+def from_mapping(values: dict[str, Any]) -> PluginSettings:
+    """Settings from {field: value} (no prefix), type-coerced and checked."""
+    unknown = sorted(set(values) - set(_TYPES))
+    if unknown:
+        raise ToolkitError(f"unknown plugin setting(s) {', '.join(unknown)}", WHERE,
+                           f"known: {', '.join(_TYPES)}")
+    missing = [n for n in REQUIRED if n not in values]
+    if missing:
+        raise ToolkitError(f"missing plugin setting(s) {', '.join(PREFIX + n for n in missing)}", WHERE,
+                           "the driver writes them with write_plugin_yaml; rerun `make train`/`make resume`")
+    return PluginSettings(**{k: _coerce(k, v) for k, v in values.items()}).check()
+
+
+_CACHE: dict[int, PluginSettings] = {}
+
+
+def from_args(args: Any) -> PluginSettings:
+    """The settings slime put on `args` from the YAML (cached per args object), cross-checked
+    against slime's own --rollout-max-response-len / --rollout-max-context-len when set."""
+    cached = _CACHE.get(id(args))
+    if cached is not None:
+        return cached
+    values = {name: getattr(args, PREFIX + name) for name in _TYPES if hasattr(args, PREFIX + name)}
+    s = from_mapping(values)
+    for name in ("rollout_max_response_len", "rollout_max_context_len"):
+        theirs = getattr(args, name, None)
+        if theirs is not None and int(theirs) != getattr(s, name):
+            raise ToolkitError(f"slime --{name.replace('_', '-')}={theirs} differs from the plugin's "
+                               f"{PREFIX}{name}={getattr(s, name)}", WHERE,
+                               "build both from the same configuration (pyhelpers run argv slime)")
+    _CACHE[id(args)] = s
+    return s
+
+
+def write_plugin_yaml(path: Path, **values: Any) -> PluginSettings:
+    """Check `values` (PluginSettings fields) and write them, prefixed, to `path` atomically."""
+    import yaml
+
+    from ..jsonfiles import write_bytes_atomic
+
+    s = from_mapping(values)
+    doc = {PREFIX + k: v for k, v in asdict(s).items()}
+    header = "# The rollout plugin's settings for this round (pyhelpers/rollout/settings.py).\n"
+    write_bytes_atomic(Path(path), (header + yaml.safe_dump(doc, sort_keys=True)).encode("utf-8"))
+    return s
+
+
+def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
+    """The YAML values of round r from the run's configuration (pyhelpers.config.Config) and
+    layout (pyhelpers.runlayout.RunLayout). The bank is the one injected into round r."""
+    bank = layout.bank_in(r)
+    if r > 0 and not bank.exists():
+        raise ToolkitError(f"round {r} has no injected bank", str(bank),
+                           f"finish round {r - 1}'s inject stage first (make resume)")
+    return {
+        "round": r,
+        "round_dir": str(layout.round_dir(r)),
+        "bank_path": str(bank) if bank.exists() else "",
+        "tasks_path": str(cfg.path("TRAIN_TASKS")),
+        "shopsim_url": f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}",
+        "shopsim_slots": cfg.int("SHOPSIM_SLOTS"),
+        "shopsim_episode_concurrency": cfg.int("SHOPSIM_EPISODE_CONCURRENCY"),
+        "max_turns": cfg.int("MAX_TURNS"),
+        "rollout_max_context_len": cfg.int("ROLLOUT_MAX_CONTEXT_LEN"),
+        "rollout_max_response_len": cfg.int("ROLLOUT_MAX_RESPONSE_LEN"),
+        "reward": cfg["REWARD"],
+        "retry_trains": 1 if cfg.flag("RETRY_TRAINS") else 0,
+        "skill_token_budget": cfg.int("SKILL_TOKEN_BUDGET"),
+        "tokenizer_path": str(cfg.path("HF_MODEL")),
+        "policy_model": Path(cfg["HF_MODEL"]).name,
+    }

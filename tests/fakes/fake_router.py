@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Stand-in for slime's SGLang router (sglang_router) in front of one engine, with fault injection.
+
+    python tests/fakes/fake_router.py --host 127.0.0.1 --port P --worker http://127.0.0.1:W \
+        [--slow-share 0.1 --slow-s 30] [--seed 0]
+
+What the rollout plugin and slime's rollout loop use of the router, and no more:
+- POST /generate: forwarded to the worker as is (the answer comes back unchanged);
+- GET /workers: {"workers": [{"url": <this router>}]} -- slime's abort() reads it, then POSTs
+  /abort_request {"abort_all": true} to every worker; here the router is its own "worker";
+- POST /abort_request: every /generate in flight answers at once with finish_reason "abort"
+  (SGLang answers an aborted request with what it generated so far: here the first half of the
+  output, with its log-probs);
+- GET /health, GET /v1/loads (num_reqs in flight).
+Faults (fake only): a deterministic share (--slow-share, by hash of (seed, input_ids)) of
+/generate calls waits --slow-s seconds before being forwarded: a policy that is too slow. An abort
+ends that wait too. GET /debug/counts: requests, slowed, aborted. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Router:
+    def __init__(self, worker: str, slow_share: float, slow_s: float, seed: int):
+        self.worker, self.slow_share, self.slow_s, self.seed = worker.rstrip("/"), slow_share, slow_s, seed
+        self.cond = threading.Condition()
+        self.generation = 0  # bumped by every abort
+        self.inflight = 0
+        self.counts = {"requests": 0, "slowed": 0, "aborted": 0, "aborts": 0}
+        self.url = ""
+
+    def _slow(self, input_ids) -> bool:
+        h = hashlib.sha256(f"{self.seed}:{json.dumps(input_ids)}".encode()).digest()
+        return int.from_bytes(h[:8], "big") / 2 ** 64 < self.slow_share
+
+    def abort(self) -> None:
+        with self.cond:
+            self.generation += 1
+            self.counts["aborts"] += 1
+            self.cond.notify_all()
+
+    def generate(self, raw: bytes) -> tuple[int, bytes]:
+        body = json.loads(raw or b"{}")
+        with self.cond:
+            start = self.generation
+            self.inflight += 1
+            self.counts["requests"] += 1
+        try:
+            if self._slow(body.get("input_ids")):
+                with self.cond:
+                    self.counts["slowed"] += 1
+                    self.cond.wait_for(lambda: self.generation != start, timeout=self.slow_s)
+                    if self.generation != start:
+                        return 200, self._aborted(body, None)
+            req = urllib.request.Request(self.worker + "/generate", data=raw, method="POST",
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=600) as resp:
+                    code, out = resp.status, resp.read()
+            except urllib.error.HTTPError as exc:
+                code, out = exc.code, exc.read()
+            with self.cond:
+                aborted = self.generation != start
+            if aborted and code == 200:
+                return 200, self._aborted(body, json.loads(out))
+            return code, out
+        finally:
+            with self.cond:
+                self.inflight -= 1
+
+    def _aborted(self, body: dict, answer: dict | None) -> bytes:
+        with self.cond:
+            self.counts["aborted"] += 1
+        meta = dict((answer or {}).get("meta_info") or {})
+        lps = list(meta.get("output_token_logprobs") or [])[: len((answer or {}).get("output_ids") or []) // 2]
+        meta.update({"finish_reason": {"type": "abort", "message": "Abort before prefill" if answer is None
+                                       else "Abort in waiting queue"},
+                     "prompt_tokens": len(body.get("input_ids") or []), "completion_tokens": len(lps),
+                     "output_token_logprobs": lps})
+        return json.dumps({"text": "", "output_ids": [t[1] for t in lps], "meta_info": meta}).encode()
+
+
+def make_handler(router: Router):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _send(self, code: int, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self):  # noqa: N802
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path == "/generate":
+                return self._send(*router.generate(raw))
+            if self.path == "/abort_request":
+                router.abort()
+                return self._send(200, b"{}")
+            self._send(404, b'{"detail": "Not Found"}')
+
+        def do_GET(self):  # noqa: N802
+            if self.path == "/health":
+                return self._send(200, b"{}")
+            if self.path == "/workers":
+                return self._send(200, json.dumps({"workers": [{"url": router.url}]}).encode())
+            if self.path.startswith("/v1/loads"):
+                return self._send(200, json.dumps({"num_reqs": router.inflight}).encode())
+            if self.path == "/debug/counts":
+                with router.cond:
+                    return self._send(200, json.dumps(router.counts).encode())
+            self._send(404, b'{"detail": "Not Found"}')
+
+        def log_message(self, fmt, *args):
+            pass
+
+    return Handler
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--worker", required=True, help="the engine's base URL (fake_sglang)")
+    ap.add_argument("--slow-share", type=float, default=0.0)
+    ap.add_argument("--slow-s", type=float, default=30.0)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    router = Router(args.worker, args.slow_share, args.slow_s, args.seed)
+    ThreadingHTTPServer.request_queue_size = 1024
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(router))
+    server.daemon_threads = True
+    router.url = f"http://{args.host}:{server.server_address[1]}"
+    sys.stderr.write(f"fake_router: {router.url} -> {args.worker}\n")
+    sys.stderr.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

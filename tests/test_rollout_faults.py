@@ -1,0 +1,173 @@
+"""Slot release on every path, and the acceptance run: 200 concurrent episodes with injected
+ShopSimulator errors, policy timeouts, cancellations and slime's end-of-step abort (issue 5)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from fakes.shop_fixture import write_shop_fixture
+from rollout_support import Stack, assert_aligned, sampling_params, use_slime_stub
+from skillbank_util import bank_of
+from tokenizer_fixture import build_tokenizer
+
+from pyhelpers import jsonfiles
+from pyhelpers.rollout import metrics, retry, runtime
+from pyhelpers.skills.bank import write_bank
+
+use_slime_stub()
+from slime.rollout.sglang_rollout import GenerateState  # noqa: E402  (the stand-in)
+from slime.utils.types import Sample  # noqa: E402
+
+
+def _samples(tasks: list[dict], n_groups: int, per_group: int) -> list[Sample]:
+    out = []
+    for g in range(n_groups):
+        t = tasks[g % len(tasks)]
+        for _ in range(per_group):
+            out.append(Sample(group_index=g, index=len(out), prompt=t["instruction"], label=f"t{t['idx']:04d}"))
+    return out
+
+
+def _bank(tmp_path):
+    path = tmp_path / "skillbank.json"
+    write_bank(path, bank_of([("搜索结果很多时", "先核对类别再点击"), ("选择规格时", "先选颜色再购买")],
+                             ["active", "candidate"]))
+    return path
+
+
+def test_no_free_slot_is_an_infra_error_and_leaks_nothing(tmp_path):
+    """The plugin believes in 6 slots, the simulator has 2: four resets find none (NoSlotError)."""
+    from pyhelpers.rollout.generate import generate
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0, base_success=0.5)
+    st = Stack(tmp_path, slots=2, fixture=fx, tokenizer=build_tokenizer(tmp_path / "tok"),
+               reset_retries=2, reset_delay=0.05)
+    try:
+        args = st.args(tmp_path / "round-000", concurrency=6, yaml_extra={"shopsim_slots": 6})
+
+        async def main():
+            step = metrics.begin(0)
+            out = await asyncio.gather(*(generate(args, s, sampling_params(args)) for s in _samples(fx["tasks"], 3, 2)))
+            await retry.drain(runtime.current(), step, 10.0)
+            await runtime.close_all()
+            return out, step
+
+        out, step = asyncio.run(main())
+        infra = [s for s in out if s.metadata["shopsim"]["termination"] == "infra_error"]
+        assert infra and all(s.status == Sample.Status.FAILED and s.remove_sample and s.reward == 0.0 for s in infra)
+        assert "no free environment slot" in infra[0].metadata["shopsim"]["error"]
+        for s in out:
+            assert_aligned(s)
+        assert metrics.summarize(step)["rollout/shopsim/infra_errors"] == len(infra)
+        assert not list((tmp_path / "round-000" / "spool").glob("*.json"))  # infra failures are not spooled
+        assert st.slot_state()["taken"] == []
+    finally:
+        st.close()
+
+
+def test_200_concurrent_episodes_with_faults_leave_no_slot_and_one_spool_file_per_failure(tmp_path):
+    from pyhelpers.rollout.generate import generate
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=16, n_eval=0, base_success=0.4, seed=11)
+    st = Stack(tmp_path, slots=24, fixture=fx, tokenizer=build_tokenizer(tmp_path / "tok"),
+               error_rate=0.15, slow_share=0.15, slow_s=30.0, seed=11)
+    args = st.args(tmp_path / "round-000", bank_path=_bank(tmp_path), concurrency=16,
+                   yaml_extra={"generate_timeout_s": 2.0, "retry_drain_timeout_s": 10.0})
+    samples = _samples(fx["tasks"], 50, 4)
+    state = GenerateState(args)
+    state.reset()
+
+    async def main():
+        step = metrics.begin(9)
+        tasks = [asyncio.ensure_future(generate(args, s, sampling_params(args))) for s in samples]
+
+        async def cancel_some():  # every 9th episode is cancelled at a different moment
+            for n, t in enumerate(tasks):
+                if n % 9 == 4:
+                    await asyncio.sleep(0.01 * (n % 5))
+                    t.cancel()
+
+        async def slime_abort():  # slime's end of step: enough groups kept, abort the rest
+            while sum(t.done() for t in tasks) < 150:
+                await asyncio.sleep(0.05)
+            state.aborted = True
+            async with httpx.AsyncClient() as http:
+                await http.post(st.router_url + "/abort_request", json={"abort_all": True})
+
+        await asyncio.gather(cancel_some(), slime_abort())
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        await retry.drain(runtime.current(), step, args.shopsimrl_retry_drain_timeout_s)
+        await runtime.close_all()
+        return results, step
+
+    try:
+        results, step = asyncio.run(main())
+        state.reset()
+        done = [r for r in results if isinstance(r, Sample)]
+        cancelled = [r for r in results if isinstance(r, asyncio.CancelledError)]
+        assert len(done) + len(cancelled) == 200, [r for r in results if isinstance(r, BaseException)][:3]
+        assert cancelled
+        for s in done:
+            assert_aligned(s)
+        terms = {t: sum(s.metadata["shopsim"]["termination"] == t for s in done) for t in metrics.TERMINATIONS}
+        assert terms["infra_error"] and terms["timeout"] and terms["aborted"], terms
+        for s in done:
+            t = s.metadata["shopsim"]["termination"]
+            assert s.remove_sample == (t not in metrics.SCORED)
+            assert s.status == {"aborted": Sample.Status.ABORTED, "timeout": Sample.Status.FAILED,
+                                "infra_error": Sample.Status.FAILED}.get(t, s.status)
+        # zero slots left taken
+        assert st.slot_state()["taken"] == []
+        # every failure has exactly one spool file, named by its id, schema-valid; nothing else
+        failures = [s for s in done if s.metadata["shopsim"]["termination"] in metrics.SCORED
+                    and not s.metadata["shopsim"]["success"]]
+        assert failures
+        files = sorted((tmp_path / "round-000" / "spool").iterdir())
+        assert [f.name for f in files] == sorted(f"r0-s9-g{s.group_index}-i{s.index}.json" for s in failures)
+        for f in files:
+            jsonfiles.load_validated(f, "spool")
+        figures = metrics.summarize(step)
+        assert figures["rollout/shopsim/spool_written"] == len(failures)
+        assert figures["rollout/shopsim/termination/aborted"] == terms["aborted"] + len(cancelled)
+        assert figures["rollout/shopsim/infra_errors"] == terms["infra_error"] + terms["timeout"]
+    finally:
+        state.reset()
+        st.close()
+
+
+def test_retry_hit_by_slimes_engine_abort_resends_after_the_step_loop(tmp_path):
+    """slime aborts every in-flight /generate at the end of a step, the retries' too: a retry turn
+    that comes back aborted is sent again once the step's loop is over (Step.closed)."""
+    from pyhelpers.rollout.generate import generate
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0, base_success=0.0)  # every episode fails
+    st = Stack(tmp_path, slots=12, fixture=fx, tokenizer=build_tokenizer(tmp_path / "tok"),
+               slow_share=1.0, slow_s=0.3)  # every /generate waits 0.3 s in the router (or until an abort)
+    args = st.args(tmp_path / "round-000", bank_path=_bank(tmp_path), concurrency=4)
+
+    async def main():
+        step = metrics.begin(2)
+        out = await asyncio.gather(*(generate(args, s, sampling_params(args)) for s in _samples(fx["tasks"], 2, 2)))
+        async with httpx.AsyncClient() as http:  # slime's abort while the retries are playing
+            # Wait (bounded) until a retry turn is really in flight, so the abort cannot miss it
+            # on a loaded machine.
+            for _ in range(200):
+                load = (await http.get(st.router_url + "/v1/loads")).json()
+                if load.get("num_reqs", 0) > 0:
+                    break
+                await asyncio.sleep(0.02)
+            await http.post(st.router_url + "/abort_request", json={"abort_all": True})
+        await retry.drain(runtime.current(), step, 30.0)
+        await runtime.close_all()
+        return out, step
+
+    try:
+        out, step = asyncio.run(main())
+        assert st.router_counts()["aborted"] >= 1  # some retry turn was hit
+        recs = [jsonfiles.load_validated(f, "spool") for f in (tmp_path / "round-000" / "spool").iterdir()]
+        assert len(recs) == 4 and all(r["retry"] is not None for r in recs)
+        assert all(r["retry"]["termination"] != "aborted" for r in recs)
+        assert st.slot_state()["taken"] == []
+    finally:
+        st.close()
