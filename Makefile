@@ -26,6 +26,18 @@ config: setup ## Print the resolved configuration (secrets as ***)
 check: setup ## Validate the configuration; names each bad knob and the fix
 	@.venv/bin/python -m pyhelpers config check
 
+.PHONY: doctor
+doctor: setup ## Preflight this machine: PASS/WARN/FAIL/SKIP per check + fix (PROFILE=rehearse on a CPU box)
+	@bin/doctor
+
+.PHONY: install-hooks
+install-hooks: setup ## Install the cuDNN activate/deactivate hooks into the slime env (DRY_RUN=1: plan only)
+	@bin/install-hooks
+
 .PHONY: readme-knobs
 readme-knobs: setup ## Regenerate README.md's knob table from env/defaults.env
 	@bin/readme-knobs
+
+.PHONY: plan-memory
+plan-memory: setup ## Per-GPU peak memory of a training micro-batch (vocab logits); WARNs with the knob to turn
+	@.venv/bin/python -m pyhelpers plan memory

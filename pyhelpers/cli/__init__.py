@@ -16,6 +16,8 @@ from ..errors import ToolkitError
 # command name -> (module, attribute, one-line help shown by `pyhelpers --help`)
 GROUPS: dict[str, tuple[str, str, str]] = {
     "config": ("pyhelpers.cli.config_cmd", "config", "Show, check and export the resolved configuration."),
+    "doctor": ("pyhelpers.cli.doctor_cmd", "doctor", "Preflight this machine (PASS/WARN/FAIL/SKIP per check)."),
+    "data": ("pyhelpers.cli.data_cmd", "data", "Task files: build train/val from ShopSimulator's dataset, check them."),
     "plan": ("pyhelpers.cli.plan_cmd", "plan", "Plan a launch without starting anything (e.g. memory)."),
     "proc": ("pyhelpers.cli.proc_cmd", "proc", "Start, stop and wait for services in their own process groups; the run lock."),
     "analyst": ("pyhelpers.cli.analyst_cmd", "analyst", "Failure Analyst sidecar: spool records -> candidate skills."),

@@ -1,0 +1,83 @@
+"""`pyhelpers doctor [--json] [--profile full|rehearse]` and `pyhelpers doctor install-hooks`."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from .. import config as config_mod
+from ..doctor import hooks
+from ..doctor.base import PROFILES
+from ..errors import ToolkitError
+
+
+def _line(r) -> list[str]:
+    fix = f"  (fix: {r.fix})" if r.fix else ""
+    return [f"{r.status}  {r.name:<16} {r.found}{fix}"] + [f"      | {d}" for d in r.details]
+
+
+@click.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
+@click.option("--profile", type=click.Choice(PROFILES), default=None,
+              help="full (a GPU machine) or rehearse (a CPU machine); default DOCTOR_PROFILE.")
+@click.option("-v", "--verbose", is_flag=True, help="Also print every check's detail lines.")
+@click.pass_context
+def doctor(ctx, as_json, profile, verbose):
+    """Preflight this machine: one PASS/WARN/FAIL/SKIP line per check with what was found and
+    the fix; exit 1 if any check FAILs. Details (arithmetic, listings) come with FAIL/WARN
+    lines, or with every line under -v.
+
+    \b
+    Example:
+      pyhelpers doctor
+      pyhelpers doctor --profile rehearse --json
+    """
+    if ctx.invoked_subcommand:
+        return
+    from ..doctor.runner import counts, run_checks
+
+    try:
+        cfg = config_mod.load()
+    except ToolkitError:
+        raise  # the root group prints it as `<what>: <where> (<fix>)`
+    except Exception as exc:  # e.g. an unreadable .env: say so, no traceback
+        raise click.ClickException(f"cannot read the configuration: {type(exc).__name__}: {exc}") from exc
+    profile = profile or cfg.get("DOCTOR_PROFILE") or "full"
+    if profile not in PROFILES:
+        raise click.UsageError(f"DOCTOR_PROFILE={profile!r} is not one of {', '.join(PROFILES)}")
+    results = run_checks(cfg, dict(os.environ), profile)
+    n = counts(results)
+    if as_json:
+        click.echo(json.dumps({"profile": profile, "ok": not n["FAIL"], "counts": n,
+                               "checks": [r.as_dict() for r in results]}, indent=2))
+    else:
+        click.echo(f"doctor: profile {profile}, run {cfg.run_name}, configuration from env/defaults.env < "
+                   f"{cfg.env_file} < environment")
+        for r in results:
+            lines = _line(r)
+            click.echo("\n".join(lines if verbose or r.status in ("FAIL", "WARN") else lines[:1]))
+        summary = ", ".join(f"{v} {k}" for k, v in n.items())
+        tail = " — fix the FAIL lines, then run `make doctor` again" if n["FAIL"] else ""
+        click.echo(f"doctor: {summary}{tail}")
+    ctx.exit(1 if n["FAIL"] else 0)
+
+
+@doctor.command("install-hooks")
+@click.option("--dry-run", is_flag=True, help="Print what would be copied; change nothing.")
+def install_hooks(dry_run):
+    """Copy the cuDNN activate.d/deactivate.d hooks into the slime env (M4): the only thing the
+    toolkit writes into a conda env. A different file of the same name is kept as .orig.
+
+    \b
+    Example:
+      pyhelpers doctor install-hooks --dry-run
+    """
+    cfg = config_mod.load()
+    steps = hooks.plan(cfg)
+    for step in steps:
+        click.echo(step.describe(dry_run))
+    if not dry_run:
+        hooks.apply(steps)
+        click.echo(f"install-hooks: done; activate again (conda activate {cfg['SLIME_ENV']}) and run `make doctor`")

@@ -1,0 +1,99 @@
+"""What a doctor check returns (Result), and what every check reads (Context).
+
+A check is a function `check(ctx) -> list[Result]`. It reads the resolved Config and the base
+environment the CLI handed over (for child processes: PATH, HOME, LD_LIBRARY_PATH), never
+os.environ. Results that several checks need (the slime env probe, the GPU list) are computed
+once and cached on the Context, errors included.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import Config, is_secret
+
+PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
+STATUSES = (PASS, WARN, FAIL, SKIP)
+PROFILES = ("full", "rehearse")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One line of `make doctor`: status, check name, what was found, the fix, and detail lines."""
+
+    name: str
+    status: str
+    found: str
+    fix: str = ""
+    details: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "found": self.found, "fix": self.fix,
+                "details": list(self.details)}
+
+
+def result(name: str, status: str, found: str, fix: str = "", details=()) -> Result:
+    return Result(name, status, found, fix, tuple(details))
+
+
+class CheckError(Exception):
+    """A prerequisite of a check could not be obtained (e.g. nvidia-smi failed): found + fix."""
+
+    def __init__(self, found: str, fix: str = "", details=()):
+        super().__init__(found)
+        self.found, self.fix, self.details = found, fix, tuple(details)
+
+
+@dataclass
+class Context:
+    cfg: Config
+    environ: Mapping[str, str]  # the CLI's process environment: base of every child's env
+    profile: str = "full"
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def child_env(self, **extra: str) -> dict[str, str]:
+        """Environment for a child process: the base environment without any secret."""
+        secrets = self.cfg.secret_names
+        env = {k: v for k, v in self.environ.items() if k not in secrets and not is_secret(k)}
+        env.update(extra)
+        return env
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """compute() once; a CheckError it raises is cached and re-raised to every caller."""
+        if key not in self._cache:
+            try:
+                self._cache[key] = ("ok", compute())
+            except CheckError as exc:
+                self._cache[key] = ("error", exc)
+        kind, value = self._cache[key]
+        if kind == "error":
+            raise value
+        return value
+
+    def run(self, argv: list[str], timeout: float, stdin: str | None = None,
+            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run a program (argv list, never a shell string) with the secret-free environment;
+        a missing program or a timeout becomes a CheckError naming it."""
+        try:
+            return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout,
+                                  env=dict(env) if env is not None else self.child_env(), check=False)
+        except FileNotFoundError:
+            raise CheckError(f"{argv[0]} not found",
+                             "install it, or point its knob in .env (see env/defaults.env) at it") from None
+        except PermissionError:
+            raise CheckError(f"{argv[0]} is not executable", f"chmod +x {argv[0]}, or point its knob elsewhere") from None
+        except subprocess.TimeoutExpired:
+            raise CheckError(f"{' '.join(argv[:2])} did not finish within {timeout:.0f} s") from None
+
+    def path(self, name: str) -> Path:
+        return self.cfg.path(name)
+
+
+def tail(text: str, lines: int = 5) -> str:
+    """The last lines of a program's output, joined with ' | ' for one-line messages."""
+    kept = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-lines:]
+    return " | ".join(kept)

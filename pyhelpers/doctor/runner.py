@@ -1,0 +1,100 @@
+"""The doctor's check list, the rehearse profile, and running every check without a crash escaping.
+
+Order = the order a user fixes things in: toolchain (conda, versions, cuDNN), hardware (GPUs,
+architecture), disks, secrets, inputs (models, data), services (ShopSimulator, exposure).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from ..config import Config
+from ..errors import ToolkitError
+from . import arch, conda, cudnn, data, disks, envfile, gpus, models, shopsim, versions
+from .base import FAIL, SKIP, STATUSES, CheckError, Context, Result, result
+
+Check = Callable[[Context], list[Result]]
+
+# (family, names of the results it produces, function, prerequisites that must not have failed)
+CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
+    ("conda", ("conda",), conda.check_conda, ()),
+    ("versions", ("versions",), versions.check_versions, ("conda",)),
+    ("cudnn", ("cudnn",), cudnn.check_cudnn, ("conda",)),
+    ("gpus", ("gpus",), gpus.check_gpus, ()),
+    ("arch", ("arch",), arch.check_arch, ("conda", "gpus")),
+    ("system-disk", ("system-disk",), disks.check_system_disk, ()),
+    ("disk-space", ("disk-space",), disks.check_disk_space, ()),
+    ("legacy-symlinks", ("legacy-symlinks",), disks.check_legacy_symlinks, ()),
+    ("dotenv", ("dotenv",), envfile.check_dotenv, ()),
+    ("secrets", ("secrets",), envfile.check_secrets, ()),
+    ("models", ("model-hf", "model-torch-dist"), models.check_models, ()),
+    ("data", ("train-tasks", "val-tasks"), data.check_data, ()),
+    ("shopsim", ("shopsim-dir", "shopsim-port"), shopsim.check_shopsim, ()),
+    ("exposure", ("exposure",), shopsim.check_exposure, ()),
+)
+# What `make rehearse`'s stand-ins replace on a CPU machine (design.md §9).
+REHEARSE_SKIPS = {
+    "conda": "the conda stand-in replaces conda in a rehearsal",
+    "versions": "the rehearsal does not use the slime env",
+    "cudnn": "no cuDNN is loaded in a rehearsal",
+    "gpus": "the rehearsal runs on the CPU",
+    "arch": "no GPU kernels run in a rehearsal",
+    "system-disk": "a rehearsal writes only small stand-in files to its scratch TRAIN_SAVE",
+}
+NAMES = tuple(n for _, names, _, _ in CHECKS for n in names)
+
+
+def _skips(ctx: Context) -> dict[str, str]:
+    skips = {}
+    if ctx.profile == "rehearse":
+        skips.update({k: f"profile rehearse: {v}" for k, v in REHEARSE_SKIPS.items()})
+    for name in (s.strip() for s in ctx.cfg.get("DOCTOR_SKIP").split(",")):
+        if name:
+            skips[name] = f"listed in DOCTOR_SKIP={ctx.cfg['DOCTOR_SKIP']}"
+    return skips
+
+
+def _run_one(ctx: Context, family: str, fn: Check) -> list[Result]:
+    """A check's results; whatever it raises becomes one FAIL line that names the check."""
+    try:
+        return fn(ctx)
+    except CheckError as exc:
+        return [result(family, FAIL, exc.found, exc.fix, exc.details)]
+    except ToolkitError as exc:
+        return [result(family, FAIL, f"{exc.what}: {exc.where}" if exc.where else exc.what, exc.fix)]
+    except Exception as exc:  # a bug in a check must not hide the others, nor print a traceback
+        return [result(family, FAIL, f"the {family} check crashed: {type(exc).__name__}: {exc}",
+                       f"a bug in pyhelpers/doctor/{fn.__module__.rsplit('.', 1)[-1]}.py: report it with "
+                       "this line; the other checks still ran")]
+
+
+def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full") -> list[Result]:
+    ctx = Context(cfg, environ, profile)
+    skips = _skips(ctx)
+    unknown = sorted(set(skips) - set(NAMES) - {f for f, *_ in CHECKS})
+    out: list[Result] = []
+    status: dict[str, str] = {}
+    for family, names, fn, needs in CHECKS:
+        if family in skips or all(n in skips for n in names):
+            out.append(result(family, SKIP, skips.get(family) or skips[names[0]],
+                              "run `make doctor` without PROFILE=rehearse on the GPU machine"
+                              if ctx.profile == "rehearse" and family in REHEARSE_SKIPS else ""))
+            status[family] = SKIP
+            continue
+        failed = [n for n in needs if status.get(n) in (FAIL, SKIP)]
+        if failed:
+            out.append(result(family, SKIP, f"needs {' and '.join(failed)}, which did not pass",
+                              f"fix the {' / '.join(failed)} line(s) above, then run `make doctor` again"))
+            status[family] = SKIP
+            continue
+        got = [r for r in _run_one(ctx, family, fn) if r.name not in skips]
+        status[family] = FAIL if any(r.status == FAIL for r in got) else "ok"
+        out.extend(got)
+    if unknown:
+        out.append(result("doctor", FAIL, f"DOCTOR_SKIP names unknown check(s): {', '.join(unknown)}",
+                          f"use names from: {', '.join(NAMES)}"))
+    return out
+
+
+def counts(results: list[Result]) -> dict[str, int]:
+    return {s: sum(r.status == s for r in results) for s in STATUSES}

@@ -1,0 +1,63 @@
+"""ShopSimulator (M6) and exposure (design.md §5): the checkout is there, its port is free, and
+which ports the run opens on which addresses."""
+
+from __future__ import annotations
+
+from .. import ports
+from .base import FAIL, PASS, WARN, Context, Result, result
+
+PACK_API = "shop_env/shop_env/pack_api.py"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def check_shopsim(ctx: Context) -> list[Result]:
+    out = []
+    api = ctx.path("SHOPSIM_DIR") / PACK_API
+    if api.is_file():
+        out.append(result("shopsim-dir", PASS, f"{api}"))
+    else:
+        out.append(result("shopsim-dir", FAIL, f"{api} is missing (SHOPSIM_DIR={ctx.cfg['SHOPSIM_DIR']})",
+                          "clone ShopAgent-Team/ShopSimulator into SHOPSIM_DIR (or copy it from the old machine), "
+                          "or set SHOPSIM_DIR to the checkout"))
+    host, port = ctx.cfg["SHOPSIM_HOST"], ctx.cfg.int("SHOPSIM_PORT")
+    if ports.port_free(host, port):
+        out.append(result("shopsim-port", PASS, f"{host}:{port} is free (SHOPSIM_PORT)"))
+    else:
+        held = ports.describe_holders(port, ports.who_holds_port(port))
+        out.append(result("shopsim-port", FAIL, f"{host}:{port}: {held}",
+                          "if it is a simulator left from an earlier run: `make stop`; otherwise stop that "
+                          "process or set SHOPSIM_PORT to a free port"))
+    return out
+
+
+def check_exposure(ctx: Context) -> list[Result]:
+    cfg = ctx.cfg
+    opened = [
+        ("ShopSimulator", cfg["SHOPSIM_HOST"], "SHOPSIM_PORT"),
+        ("SGLang eval server", "127.0.0.1", "EVAL_PORT"),
+        ("Ray dashboard + job API", "127.0.0.1", "RAY_DASHBOARD_PORT"),
+        ("Ray GCS", "0.0.0.0", "RAY_PORT"),
+    ]
+    lines, held, public = [], [], []
+    for what, host, knob in opened:
+        port = cfg.int(knob)
+        state = "free"
+        if knob != "SHOPSIM_PORT" and not ports.port_free("127.0.0.1" if host == "0.0.0.0" else host, port):
+            state = ports.describe_holders(port, ports.who_holds_port(port))
+            held.append(f"{knob}={port}")
+        lines.append(f"{what}: {host}:{port} ({knob}) {state}")
+        if knob == "SHOPSIM_PORT" and host not in LOOPBACK:
+            public.append(f"SHOPSIM_HOST={host}")
+    lines.append("Ray internals (GCS, raylet, object manager, workers, dashboard agent gRPC) listen on all "
+                 "interfaces by design, even with --node-ip-address 127.0.0.1: keep them closed in the "
+                 "firewall / security group")
+    lines.append("slime's rollout engines (SGLang, inside the Ray job) pick their own ports on this host")
+    found = (f"the run opens {', '.join(f'{h}:{cfg[k]}' for _, h, k in opened[:3])} (loopback) and Ray's "
+             "internal ports on all interfaces (by design; the dashboard/job API stays on 127.0.0.1, CVE-2023-48022)")
+    if public:
+        return [result("exposure", WARN, f"{', '.join(public)} exposes ShopSimulator to the network; " + found,
+                       "set SHOPSIM_HOST=127.0.0.1", lines)]
+    if held:
+        return [result("exposure", WARN, f"{', '.join(held)} already in use; " + found,
+                       "stop what holds them (a leftover run: `make stop`) or choose other ports", lines)]
+    return [result("exposure", PASS, found, details=lines)]
