@@ -35,3 +35,25 @@ def test_rehearse_profile_skips_what_stand_ins_replace(toolkit_env, tmp_path):
         assert status.get(name) == "SKIP", (name, status)
     for key in FAKE_KEYS:
         assert key not in text and key not in r.stderr
+
+
+def _with_fixtures(toolkit_env, tmp_path, **extra):
+    from conftest import FAKES
+
+    return {**_env(toolkit_env, tmp_path), "CONDA_ROOT": str(FAKES / "conda"),
+            "NVIDIA_SMI": str(FAKES / "bin" / "nvidia-smi"), "CUOBJDUMP": str(FAKES / "bin" / "cuobjdump"), **extra}
+
+
+def _status(r):
+    return {line.split()[1]: line.split()[0] for line in r.stdout.splitlines() if line[:4] in ("PASS", "WARN", "FAIL", "SKIP")}
+
+
+def test_conda_and_gpu_checks_against_the_stand_ins(toolkit_env, tmp_path):
+    ok = run_pyhelpers(["doctor"], _with_fixtures(toolkit_env, tmp_path), timeout=120)
+    assert _status(ok)["conda"] == "PASS" and _status(ok)["gpus"] == "PASS", ok.stdout
+    assert "ids 0,1,2,3" in ok.stdout
+    short = run_pyhelpers(["doctor"], _with_fixtures(toolkit_env, tmp_path, FAKE_GPUS="2:NVIDIA A800-SXM4-80GB:8.0:81920"),
+                          timeout=120)
+    assert _status(short)["gpus"] == "FAIL" and "Traceback" not in short.stderr
+    gone = run_pyhelpers(["doctor"], _with_fixtures(toolkit_env, tmp_path, SLIME_ENV="nope"), timeout=120)
+    assert _status(gone)["conda"] == "FAIL" and "SLIME_ENV=nope" in gone.stdout
