@@ -13,6 +13,7 @@ in code that does not check launches, silently compute garbage.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -34,14 +35,17 @@ def _num(sm: str) -> int:
 
 def resolve_cuobjdump(ctx: Context) -> str:
     exe = ctx.cfg["CUOBJDUMP"]
+    fix = "set CUOBJDUMP=/path/to/cuobjdump (it ships with the CUDA toolkit, e.g. /usr/local/cuda/bin/cuobjdump)"
     if "/" in exe:
-        return exe
+        if os.path.isfile(exe) and os.access(exe, os.X_OK):
+            return exe
+        raise CheckError(f"cuobjdump not found: CUOBJDUMP={exe} is not an executable file", fix)
     for path in (ctx.environ.get("PATH"), str(env_prefix(ctx, "SLIME_ENV") / "bin"), "/usr/local/cuda/bin"):
         found = shutil.which(exe, path=path)
         if found:
             return found
     raise CheckError(f"cuobjdump not found (CUOBJDUMP={exe}; also looked in the slime env and /usr/local/cuda/bin)",
-                     "set CUOBJDUMP=/path/to/cuobjdump (it ships with the CUDA toolkit)")
+                     fix)
 
 
 def archs(ctx: Context, exe: str, lib: str) -> tuple[set[str], set[str]] | None:
@@ -51,7 +55,8 @@ def archs(ctx: Context, exe: str, lib: str) -> tuple[set[str], set[str]] | None:
     if "does not contain device code" in text:
         return None
     if elf.returncode != 0:
-        raise CheckError(f"{exe} --list-elf {lib} failed (exit {elf.returncode}): {tail(text)}")
+        raise CheckError(f"{exe} --list-elf {lib} failed (exit {elf.returncode}): {tail(text)}",
+                         f"run `{exe} --list-elf {lib}` by hand; reinstall the library if it is damaged")
     ptx = ctx.run([exe, "--list-ptx", lib], timeout=120)
     return set(_ELF.findall(text)), set(_PTX.findall(ptx.stdout + ptx.stderr))
 

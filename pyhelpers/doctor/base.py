@@ -87,7 +87,8 @@ class Context:
         except PermissionError:
             raise CheckError(f"{argv[0]} is not executable", f"chmod +x {argv[0]}, or point its knob elsewhere") from None
         except subprocess.TimeoutExpired:
-            raise CheckError(f"{' '.join(argv[:2])} did not finish within {timeout:.0f} s") from None
+            raise CheckError(f"{' '.join(argv[:2])} did not finish within {timeout:.0f} s",
+                             "run it by hand to see where it hangs (a stuck driver or a slow disk)") from None
 
     def path(self, name: str) -> Path:
         return self.cfg.path(name)

@@ -70,7 +70,7 @@ def run_in_env(ctx: Context, knob: str, argv: list[str], stdin: str | None = Non
 def _probe(ctx: Context) -> dict:
     why = missing_env(ctx, "SLIME_ENV")
     if why:
-        raise CheckError(why)
+        raise CheckError(why, "fix the conda check first (CONDA_ROOT, SLIME_ENV)")
     try:
         dists = lockfile.dists(lockfile.read_lock(ctx.path("SLIME_LOCK")))
     except ToolkitError:

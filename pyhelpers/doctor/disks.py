@@ -82,7 +82,7 @@ def check_disk_space(ctx: Context) -> list[Result]:
     if not dist.exists():
         need("MODELS_DIR", "torch_dist base model, to convert", sz.params * diskplan.WEIGHT_BYTES)
     need("RUNS_DIR", "run state", RUN_STATE_BYTES)
-    details = [f"TRAIN_SAVE={save}: " + line for line in plan.lines()]
+    details = [f"TRAIN_SAVE={save}:"] + [f"  {line}" for line in plan.lines()]
     short, summary = [], []
     for parts in needs.values():
         mount = parts[0][2]

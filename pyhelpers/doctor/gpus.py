@@ -7,6 +7,7 @@ Parses `--query-gpu=index,name,compute_cap,memory.total --format=csv,noheader,no
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 
@@ -52,7 +53,7 @@ def parse_gpus(text: str) -> list[Gpu]:
 def _smi(ctx: Context, args: list[str]) -> str:
     exe = ctx.cfg["NVIDIA_SMI"]
     resolved = shutil.which(exe, path=ctx.environ.get("PATH")) if "/" not in exe else exe
-    if not resolved:
+    if not resolved or not (os.path.isfile(resolved) and os.access(resolved, os.X_OK)):
         raise CheckError(f"nvidia-smi not found (NVIDIA_SMI={exe})", NO_GPU_FIX)
     proc = ctx.run([resolved, *args], timeout=60)
     if proc.returncode != 0:

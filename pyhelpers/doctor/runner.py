@@ -54,7 +54,7 @@ def _skips(ctx: Context) -> dict[str, str]:
     return skips
 
 
-def _run_one(ctx: Context, family: str, fn: Check) -> list[Result]:
+def run_one(ctx: Context, family: str, fn: Check) -> list[Result]:
     """A check's results; whatever it raises becomes one FAIL line that names the check."""
     try:
         return fn(ctx)
@@ -87,7 +87,7 @@ def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full") -
                               f"fix the {' / '.join(failed)} line(s) above, then run `make doctor` again"))
             status[family] = SKIP
             continue
-        got = [r for r in _run_one(ctx, family, fn) if r.name not in skips]
+        got = [r for r in run_one(ctx, family, fn) if r.name not in skips]
         status[family] = FAIL if any(r.status == FAIL for r in got) else "ok"
         out.extend(got)
     if unknown:
