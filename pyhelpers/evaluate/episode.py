@@ -1,0 +1,290 @@
+"""One evaluation episode: the turn loop on the shared prompt builder, and its infra retries.
+
+The prompt is pyhelpers.prompting's (the chat template rendered once, then each turn's response
+tokens and observation tokens appended exactly as training does), generation is SGLang's native
+/generate with max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of
+ROLLOUT_MAX_CONTEXT_LEN, and the simulator is driven through ShopSimClient.episode_slot (the slot
+is released on every path). Terminations are the rollout plugin's (pyhelpers.rollout.metrics):
+
+  done, over, max_turns, context_budget   the policy's episodes: scored
+  infra_error                             ShopSimulator or SGLang failed EVAL_EPISODE_RETRIES + 1
+                                          times (or an attempt ran past its time limit): not scored,
+                                          excluded from every rate, reported
+
+An infra error (TransportError, NoSlotError after the server's own retries, a `result.error`
+answer, SGLang unreachable / 5xx / aborted, a timeout) restarts the episode from scratch after a
+back-off and after the failing service answers its readiness probe again (a restarted simulator
+takes minutes to build its envs); the failed attempt is never counted as a policy failure. A 4xx
+from SGLang (prompt + max_new_tokens beyond the server's context) ends the episode as
+context_budget, as in training.
+
+Slots across a simulator restart: pack_api has no lease token, and a restarted simulator hands
+out the same slot numbers again, so a slot taken before the restart may belong to another
+episode after it. Releasing it, or sending it another interact, would put two episodes on one
+env. Hence an *epoch*: when a request finds the simulator gone (connection refused or dropped,
+not a timeout), Context.simulator_down() starts a new epoch; an episode whose slot is from an
+older epoch stops before its next interact and leaves the slot alone (abandon: no release; the
+ledger keeps it and the runner's end-of-run clean-up releases it when nothing is in flight).
+An interact answer for another task (`idx`) means the same and is treated the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+import httpx
+
+from ..prompting import ContextBudgetError, PromptBuilder
+from ..sglang_client import SGLangClient, SGLangError, SGLangRejected, SGLangUnavailable
+from ..shopsim.client import EpisodeSlot, ShopSimClient
+from ..shopsim.protocol import ShopSimError, TransportError, extract_action, persona_observation
+from ..skills.render import Rendered
+from ..system_prompt import PROMPT_VERSION
+from .settings import EvalSettings
+
+log = logging.getLogger(__name__)
+
+SCORED = ("done", "over", "max_turns", "context_budget")
+TERMINATIONS = SCORED + ("infra_error",)
+NO_SKILLS = Rendered("")
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """What to play: a stable id (the resume key), the task record, the arm and the skills."""
+
+    id: str
+    task: dict
+    arm: str = "bare"
+    pair: int | None = None
+    mask: tuple[str, ...] = ()      # the gate's mask (skills under test switched on)
+    skills: Rendered = NO_SKILLS    # the block actually shown (mask + background, within budget)
+
+
+class SlotLost(ShopSimError):
+    """An interact answer belongs to another task: the slot is no longer this episode's (the
+    simulator restarted, or someone released and re-took it)."""
+
+
+def _gone(exc: Exception) -> bool:
+    """The simulator was not there (refused or dropped connection), as opposed to slow (timeout)
+    or answering with an error. ShopSimClient chains httpx's exception as the cause."""
+    cause = exc.__cause__
+    return isinstance(exc, TransportError) and isinstance(cause, httpx.TransportError) \
+        and not isinstance(cause, httpx.TimeoutException)
+
+
+def _abandon(ctx: Context, slot: EpisodeSlot) -> bool:
+    """Never release this slot from here (EpisodeSlot.over means exactly that); the ledger keeps
+    it as not freed, for the runner's clean-up. Found necessary by tests/test_eval.py's restart
+    test: without it two episodes ended up on one env."""
+    slot.over = True
+    ctx.shopsim.held.discard(slot.env_idx)
+    return True
+
+
+class InfraError(Exception):
+    """An attempt failed for a reason that is not the policy's (see module doc)."""
+
+    def __init__(self, service: str, message: str):
+        self.service = service  # "shopsim" | "server"
+        super().__init__(f"{service}: {message}")
+
+
+class Hooks:
+    """Called around a slot's lifetime (the runner's slot ledger implements them)."""
+
+    def reset_sent(self, key: str) -> None:
+        """A reset (which pops a slot server-side) is about to be sent for attempt `key`."""
+
+    def slot_held(self, key: str, env_idx: int) -> None:
+        """The reset answered: attempt `key` holds slot env_idx."""
+
+    def slot_done(self, key: str, env_idx: int | None, freed: bool) -> None:
+        """The attempt is over; freed=False when the slot may still be taken (release failed, or
+        the reset's answer was lost so env_idx is unknown)."""
+
+
+@dataclass
+class Attempt:
+    termination: str = "infra_error"
+    turns: int = 0
+    reward: float = 0.0
+    strict: float = 0.0
+    success: bool = False
+    reward_detail: dict | None = None
+    purchase: dict | None = None
+    generate_s: float = 0.0
+    interact_s: float = 0.0
+    slot_wait_s: float = 0.0
+    actions: list[str] = field(default_factory=list)
+
+
+class Context:
+    """What every episode of one evaluation shares: the two clients, the prompt builder."""
+
+    def __init__(self, settings: EvalSettings, builder: PromptBuilder, *, hooks: Hooks | None = None):
+        s = self.settings = settings
+        self.builder, self.hooks = builder, hooks or Hooks()
+        self.shopsim = ShopSimClient(s.shopsim_url, timeout=s.request_timeout_s, reset_timeout=s.reset_timeout_s,
+                                     max_slots=s.slots, max_connections=max(64, 2 * s.in_flight))
+        self.server = SGLangClient(s.server_url, timeout=s.generate_timeout_s, max_connections=max(64, 2 * s.in_flight))
+        self._ready = {"shopsim": asyncio.Lock(), "server": asyncio.Lock()}
+        self.epoch = 0  # bumped when the simulator was found gone (see module doc)
+
+    def simulator_down(self) -> None:
+        self.epoch += 1
+
+    async def aclose(self) -> None:
+        await self.shopsim.aclose()
+        await self.server.aclose()
+
+    async def wait_ready(self, service: str) -> bool:
+        """Poll the service's readiness probe (one poller at a time) until it answers or its wait
+        (SHOPSIM_START_TIMEOUT / the server's) runs out. The simulator's probe consumes no slot."""
+        s = self.settings
+        limit = s.shopsim_ready_s if service == "shopsim" else s.server_ready_s
+        probe = self.shopsim.probe if service == "shopsim" else self.server.health
+        async with self._ready[service]:
+            deadline = time.monotonic() + limit
+            while True:
+                try:
+                    if await probe():
+                        return True
+                except ShopSimError:
+                    pass
+                if time.monotonic() >= deadline:
+                    return False
+                await asyncio.sleep(0.5)
+
+
+async def play(ctx: Context, spec: EpisodeSpec) -> dict:
+    """Play `spec` (retrying infra errors) and return its episodes.jsonl record."""
+    s = ctx.settings
+    t0 = time.monotonic()
+    errors: list[str] = []
+    retry_wait, service = 0.0, "shopsim"
+    att = Attempt()
+    for attempt in range(s.episode_retries + 1):
+        if attempt:
+            w0 = time.monotonic()
+            await asyncio.sleep(min(s.retry_delay_max_s, s.retry_delay_s * 2 ** (attempt - 1)))
+            await ctx.wait_ready(service)
+            retry_wait += time.monotonic() - w0
+        key = f"{spec.id}#{attempt}"
+        try:
+            att = await asyncio.wait_for(_attempt(ctx, spec, key), timeout=s.episode_timeout_s)
+            break
+        except InfraError as exc:
+            service = exc.service
+            errors.append(str(exc))
+        except asyncio.TimeoutError:
+            service = "server"
+            errors.append(f"attempt ran past {s.episode_timeout_s:g} s")
+        log.info("episode %s: infra error on attempt %d: %s", spec.id, attempt + 1, errors[-1])
+        att = Attempt()
+    return {
+        "id": spec.id, "task_id": spec.task["task_id"], "shopsim_idx": int(spec.task["shopsim_idx"]),
+        "arm": spec.arm, "pair": spec.pair, "mask": list(spec.mask), "shown": list(spec.skills.skill_ids),
+        "dropped": list(spec.skills.dropped), "termination": att.termination, "turns": att.turns,
+        "reward": att.reward, "strict": att.strict, "success": att.success, "reward_detail": att.reward_detail,
+        "purchase": att.purchase, "actions": att.actions, "attempts": len(errors) + (att.termination != "infra_error"),
+        "infra_errors": errors, "prompt_version": PROMPT_VERSION,
+        "timing": {"episode_s": round(time.monotonic() - t0, 4), "generate_s": round(att.generate_s, 4),
+                   "interact_s": round(att.interact_s, 4), "slot_wait_s": round(att.slot_wait_s, 4),
+                   "retry_wait_s": round(retry_wait, 4)},
+    }
+
+
+async def _attempt(ctx: Context, spec: EpisodeSpec, key: str) -> Attempt:
+    s, b = ctx.settings, ctx.builder
+    att = Attempt()
+    try:
+        tr = b.start(spec.task, skills_block=spec.skills.text, max_context_len=s.max_context_len)
+    except ContextBudgetError:  # instruction + skills block alone fill the budget
+        att.termination = "context_budget"
+        return att
+    t0 = time.monotonic()
+    ctx.hooks.reset_sent(key)
+    slot = ctx.shopsim.episode_slot(int(spec.task["shopsim_idx"]))
+    entered, reset_error, abandoned = False, None, False
+    epoch = ctx.epoch  # taken before the reset: a slot answered across a restart counts as old
+    try:
+        async with slot:
+            entered = True
+            att.slot_wait_s = time.monotonic() - t0
+            ctx.hooks.slot_held(key, slot.env_idx)
+            try:
+                await _turns(ctx, spec, tr, slot, att, epoch)
+            except ShopSimError as exc:
+                if _gone(exc):
+                    ctx.simulator_down()
+                if _gone(exc) or isinstance(exc, SlotLost):
+                    abandoned = _abandon(ctx, slot)
+                raise
+            finally:
+                if ctx.epoch != epoch and not abandoned:  # the simulator went away meanwhile
+                    abandoned = _abandon(ctx, slot)
+    except ShopSimError as exc:
+        if not entered:
+            reset_error = exc
+            if _gone(exc):
+                ctx.simulator_down()
+        raise InfraError("shopsim", f"{type(exc).__name__}: {exc}") from exc
+    except SGLangError as exc:
+        raise InfraError("server", f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        if entered:
+            ctx.hooks.slot_done(key, slot.env_idx, freed=(slot.over or slot.released) and not abandoned)
+        else:  # the server refused the reset (no slot), or its answer was lost (slot unknown)
+            ctx.hooks.slot_done(key, None, freed=reset_error is not None
+                                and not isinstance(reset_error, TransportError))
+    return att
+
+
+async def _turns(ctx: Context, spec: EpisodeSpec, tr, slot: EpisodeSlot, att: Attempt, epoch: int) -> None:
+    s, b, task = ctx.settings, ctx.builder, spec.task
+    for _ in range(s.max_turns):
+        budget = b.max_new_tokens(tr, s.max_context_len, s.max_response_len)
+        if budget <= 0:
+            att.termination = "context_budget"
+            return
+        t0 = time.monotonic()
+        try:
+            out = await ctx.server.generate(tr.token_ids, {**s.sampling, "max_new_tokens": budget})
+        except SGLangRejected:  # prompt + max_new_tokens beyond the server's context length
+            att.termination = "context_budget"
+            return
+        att.generate_s += time.monotonic() - t0
+        if out.aborted:
+            raise SGLangUnavailable("/generate answered finish_reason abort")
+        b.add_response(tr, out.output_ids, out.logprobs, out.text)
+        att.turns += 1
+        action = extract_action(out.text)
+        att.actions.append(str(action) if action is not None else "")
+        if ctx.epoch != epoch:
+            raise SlotLost(f"the simulator went away since slot {slot.env_idx} was taken", action="interact")
+        t0 = time.monotonic()
+        step = await slot.interact(out.text)
+        att.interact_s += time.monotonic() - t0
+        owner = step.raw.get("idx")
+        if isinstance(owner, int) and owner != int(task["shopsim_idx"]):
+            raise SlotLost(f"slot {slot.env_idx} now plays task {owner}, not {task['shopsim_idx']}", action="interact")
+        if step.done or step.over:
+            att.termination = "done" if step.done else "over"
+            att.reward, att.strict, att.success = step.scores.loose, step.scores.strict, step.scores.success
+            att.reward_detail = step.reward_detail or None
+            att.purchase = step.purchase or None
+            return
+        observation = step.observation
+        if task.get("scenario") == "persona" and task.get("instruction_simple"):
+            observation = persona_observation(observation, task["instruction_simple"])
+        try:
+            b.add_observation(tr, observation, max_context_len=s.max_context_len)
+        except ContextBudgetError:
+            att.termination = "context_budget"
+            return
+    att.termination = "max_turns"

@@ -1,0 +1,85 @@
+"""EvalSettings: everything an evaluation needs to know, as values (read once, at the CLI edge).
+
+`EvalSettings.from_config(cfg, ...)` maps the knobs; library code only ever sees the dataclass.
+Sampling follows training: temperature 1.0, top_p 1.0 (slime's --rollout-temperature 1.0 in
+pyhelpers/launch_args.py), max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of
+ROLLOUT_MAX_CONTEXT_LEN, special tokens kept as slime keeps them, so val and gate see the
+distribution the policy is trained under.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ToolkitError
+
+# What slime's GenerateState sends besides max_new_tokens (its defaults for our launch flags).
+SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "skip_special_tokens": False,
+            "no_stop_trim": True, "spaces_between_special_tokens": False}
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    shopsim_url: str                      # http://SHOPSIM_HOST:SHOPSIM_PORT
+    server_url: str                       # SGLang eval server, http://127.0.0.1:EVAL_PORT
+    tokenizer_dir: str                    # HF dir of the policy (TRAIN_SAVE/RUN_NAME/hf or --model-dir)
+    concurrency: int = 32                 # EVAL_CONCURRENCY
+    slots: int = 48                       # SHOPSIM_SLOTS: never more episodes in flight than this
+    max_turns: int = 20                   # MAX_TURNS
+    max_context_len: int = 24576          # ROLLOUT_MAX_CONTEXT_LEN
+    max_response_len: int = 4096          # ROLLOUT_MAX_RESPONSE_LEN
+    skill_token_budget: int = 1024        # SKILL_TOKEN_BUDGET
+    episode_retries: int = 3              # EVAL_EPISODE_RETRIES (infra errors only)
+    max_infra_share: float = 0.05         # EVAL_MAX_INFRA_SHARE: above it no summary is written
+    reset_timeout_s: float = 60.0         # > SHOPSIM_RESET_RETRIES x SHOPSIM_RESET_DELAY
+    shopsim_ready_s: float = 900.0        # SHOPSIM_START_TIMEOUT: wait for a restarted simulator
+    server_ready_s: float = 120.0         # wait for the SGLang server's /health before a retry
+    # Not knobs (defaults fit the real stack; tests and the benchmark shorten them):
+    request_timeout_s: float = 60.0       # one interact / release
+    generate_timeout_s: float = 1800.0    # one /generate (4096 tokens under full load)
+    episode_timeout_s: float = 7200.0     # one attempt of one episode
+    retry_delay_s: float = 1.0            # first back-off before an infra retry (doubles, capped)
+    retry_delay_max_s: float = 30.0
+    sampling: dict = field(default_factory=lambda: dict(SAMPLING))
+
+    @property
+    def in_flight(self) -> int:
+        """Episodes played at once: EVAL_CONCURRENCY, never more than the slot allowance."""
+        return max(1, min(self.concurrency, self.slots))
+
+    def check(self) -> EvalSettings:
+        bad = []
+        if self.concurrency < 1 or self.slots < 1:
+            bad.append("EVAL_CONCURRENCY and SHOPSIM_SLOTS must be >= 1")
+        if self.max_turns < 1 or self.max_response_len < 1 or self.max_response_len >= self.max_context_len:
+            bad.append("MAX_TURNS >= 1 and 1 <= ROLLOUT_MAX_RESPONSE_LEN < ROLLOUT_MAX_CONTEXT_LEN")
+        if self.episode_retries < 0:
+            bad.append("EVAL_EPISODE_RETRIES must be >= 0")
+        if not 0.0 <= self.max_infra_share <= 1.0:
+            bad.append("EVAL_MAX_INFRA_SHARE must be in [0, 1]")
+        if bad:
+            raise ToolkitError("invalid evaluation knobs", "; ".join(bad), "fix them in .env")
+        return self
+
+    @classmethod
+    def from_config(cls, cfg, *, shopsim_url: str | None = None, server_url: str | None = None,
+                    tokenizer_dir: str | None = None) -> EvalSettings:
+        """The knob values of `cfg` (a pyhelpers.config.Config), with the CLI's overrides."""
+        reset_wait = cfg.int("SHOPSIM_RESET_RETRIES") * cfg.float("SHOPSIM_RESET_DELAY")
+        return cls(
+            shopsim_url=shopsim_url or f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}",
+            server_url=server_url or f"http://127.0.0.1:{cfg.int('EVAL_PORT')}",
+            tokenizer_dir=str(tokenizer_dir or (cfg.save_dir / "hf")),
+            concurrency=cfg.int("EVAL_CONCURRENCY"), slots=cfg.int("SHOPSIM_SLOTS"),
+            max_turns=cfg.int("MAX_TURNS"), max_context_len=cfg.int("ROLLOUT_MAX_CONTEXT_LEN"),
+            max_response_len=cfg.int("ROLLOUT_MAX_RESPONSE_LEN"),
+            skill_token_budget=cfg.int("SKILL_TOKEN_BUDGET"), episode_retries=cfg.int("EVAL_EPISODE_RETRIES"),
+            max_infra_share=cfg.float("EVAL_MAX_INFRA_SHARE"), reset_timeout_s=reset_wait + 30.0,
+            shopsim_ready_s=cfg.float("SHOPSIM_START_TIMEOUT"),
+        ).check()
+
+    def public(self) -> dict:
+        """What summaries record about how the episodes were played (no URLs, no paths)."""
+        return {"max_turns": self.max_turns, "max_context_len": self.max_context_len,
+                "max_response_len": self.max_response_len, "skill_token_budget": self.skill_token_budget,
+                "episode_retries": self.episode_retries, "sampling": dict(sorted(self.sampling.items()))}

@@ -1,0 +1,237 @@
+"""`pyhelpers eval val|gate` end to end: real fake ShopSimulator + fake SGLang processes on loopback,
+the real CLI in subprocesses, the test tokenizer, wandb offline read back.
+
+One module-scoped world (120 val tasks, base success 0.3, a planted helpful and harmful skill)
+and one reference run (val + gate with --wandb) are shared by the tests below; the fault tests
+start their own ShopSimulator so that they can kill it and count its slots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+from conftest import ROOT
+from eval_support import HARM, HELP, eval_env, make_world, outcomes, planted_success, read_episodes, round_dir
+from fakes.procs import free_port, slots, start_fake_sglang, start_fake_shopsim, stop
+
+from pyhelpers.jsonfiles import validation_errors
+from pyhelpers.skills.bank import bank_sha256, empty_bank, load_bank, write_bank
+
+pytestmark = pytest.mark.timeout(120)
+SHOP_SEED = 1
+
+
+def cli(args, env, timeout=90):
+    return subprocess.run([sys.executable, "-m", "pyhelpers", *args], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def popen(args, env):
+    return subprocess.Popen([sys.executable, "-m", "pyhelpers", *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def wait_lines(path, n, proc, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= n:
+            return
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never reached {n} lines")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("evalworld")
+    w = make_world(root / "world", n_tasks=120, base=0.3, seed=3)
+    sg = start_fake_sglang(w.tokenizer, policy=w.policy)
+    yield w, sg
+    stop(sg)
+
+
+@pytest.fixture(scope="module")
+def reference(world, tmp_path_factory):
+    """The undisturbed run: val then gate, both with --wandb, on a fresh simulator."""
+    w, sg = world
+    tmp = tmp_path_factory.mktemp("evalref")
+    shop = start_fake_shopsim(w.catalog, slots=48, seed=SHOP_SEED, retries=3, delay=0.2)
+    env = eval_env(tmp, w, shop.port, sg.port)
+    rd = round_dir(tmp)
+    rd.mkdir(parents=True)
+    write_bank(rd / "compiled.json", w.bank)
+    args = ["--round-dir", str(rd), "--model-dir", str(w.tokenizer), "--wandb"]
+    val = cli(["eval", "val", *args], env)
+    gate = cli(["eval", "gate", *args], env)
+    yield {"tmp": tmp, "env": env, "rd": rd, "args": args, "val": val, "gate": gate, "shop": shop}
+    stop(shop)
+
+
+def test_gate_accepts_helpful_rejects_harmful_and_val_reports_base_rate(world, reference):
+    w, _ = world
+    val, gate, rd = reference["val"], reference["gate"], reference["rd"]
+    assert val.returncode == 0, val.stdout + val.stderr
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+
+    summ = json.loads((rd / "val" / "summary.json").read_text())
+    assert summ["episodes"] == 120 and summ["n"] == 120 and summ["infra_errors"] == 0
+    s = summ["success"]
+    assert s["method"] == "wilson" and s["ci_low"] <= w.base <= s["ci_high"], s
+    assert s["ci_high"] - s["ci_low"] < 0.2
+    assert {tid: v["success"] for tid, v in summ["per_task"].items()} == \
+        {t["task_id"]: planted_success(w, t) for t in w.tasks}  # each task's planted outcome, exactly
+    assert sum(summ["terminations"].values()) == 120 and "wall" not in json.dumps(summ)
+    assert "Wilson" in val.stdout
+
+    doc = json.loads((rd / "gate" / "decisions.json").read_text())
+    assert validation_errors(doc, "gate_decisions") == []
+    assert doc["bank_sha256"] == bank_sha256(load_bank(rd / "compiled.json")) and doc["round"] == 0
+    assert doc["decisions"][HELP]["decision"] == "accept", doc
+    assert doc["decisions"][HARM]["decision"] == "reject", doc
+    gs = json.loads((rd / "gate" / "summary.json").read_text())
+    plan = json.loads((rd / "gate" / "plan.json").read_text())
+    assert gs["episodes"]["pairs_used"] == 96 and gs["infra"]["infra_errors"] == 0
+    assert gs["plan_fingerprint"] == plan["fingerprint"]
+    assert "MDE (80% power)" in gate.stdout and "accept" in gate.stdout
+
+    eps = read_episodes(rd / "gate" / "episodes.jsonl")
+    assert sorted(e["id"] for e in eps) == sorted(e["id"] for e in plan["episodes"])
+    planned = {e["id"]: e for e in plan["episodes"]}
+    for e in eps:  # every episode showed exactly its mask (no background here), within budget
+        assert e["shown"] == sorted(planned[e["id"]]["show"]) and e["dropped"] == []
+    assert slots(reference["shop"])["taken"] == []
+    assert (rd / "gate" / "slots.jsonl").read_text() == ""
+
+
+def offline_runs(run_dir, rid):
+    return sorted((run_dir / "wandb" / "wandb").glob(f"offline-run-*-{rid}"))
+
+
+def inspect(run_dir) -> list[dict]:
+    out = subprocess.run([str(ROOT / ".venv" / "bin" / "wandb"), "leet", "inspect", "--json", str(run_dir)],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_wandb_logs_val_and_gate_once_across_resume(reference):
+    env, rd, args = reference["env"], reference["rd"], reference["args"]
+    before = {p: (rd / p).read_bytes() for p in ("val/summary.json", "gate/summary.json", "gate/decisions.json")}
+    for cmd in ("val", "gate"):
+        again = cli(["eval", cmd, *args, "--resume"], env)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "already logged, nothing sent" in again.stdout
+    for p, data in before.items():  # nothing replayed, byte-identical outputs
+        assert (rd / p).read_bytes() == data, p
+    run_dir = reference["tmp"] / "runs" / "evaltest"
+    for rid, job in (("evalgrp-val-r0", "val"), ("evalgrp-gate-r0", "gate")):
+        dirs = offline_runs(run_dir, rid)
+        assert len(dirs) == 1, dirs
+        recs = inspect(dirs[0])
+        run = next(r["run"] for r in recs if r["type"] == "run")
+        assert run["job_type"] == job and run["run_group"] == "evalgrp" and run["run_id"] == rid
+        hist = [r["history"]["item"] for r in recs if r["type"] == "history"]
+        if job == "val":
+            assert len(hist) == 1
+            val = json.loads((rd / "val" / "summary.json").read_text())
+            assert hist[0]["val/success_rate"] == pytest.approx(val["success"]["rate"])
+            assert hist[0]["val/n"] == 120 and hist[0]["val/infra_errors"] == 0
+        else:
+            assert any(f"gate/skill/{HELP}/estimate" in h for h in hist)
+
+
+def test_no_skills_to_gate_writes_empty_decisions(world, reference, tmp_path):
+    rd = round_dir(tmp_path, 1)
+    (rd / "val").mkdir(parents=True)
+    shutil.copy(reference["rd"] / "val" / "summary.json", rd / "val" / "summary.json")
+    write_bank(rd / "compiled.json", empty_bank(1))
+    res = cli(["eval", "gate", "--round-dir", str(rd)], reference["env"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no skills to test" in res.stdout
+    doc = json.loads((rd / "gate" / "decisions.json").read_text())
+    assert doc["decisions"] == {} and doc["round"] == 1 and validation_errors(doc, "gate_decisions") == []
+    assert json.loads((rd / "gate" / "summary.json").read_text())["episodes"]["planned"] == 0
+
+
+def test_sigkill_then_resume_plays_every_episode_once_and_frees_all_slots(world, reference, tmp_path):
+    w, sg = world
+    shop = start_fake_shopsim(w.catalog, slots=48, seed=SHOP_SEED, retries=3, delay=0.2)
+    try:
+        env = eval_env(tmp_path, w, shop.port, sg.port)
+        rd = round_dir(tmp_path)
+        args = ["eval", "val", "--round-dir", str(rd), "--model-dir", str(w.tokenizer)]
+        proc = popen(args, env)
+        eps_path = rd / "val" / "episodes.jsonl"
+        wait_lines(eps_path, 10, proc)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert proc.returncode == -signal.SIGKILL
+        done_before = len(read_episodes(eps_path))
+        assert done_before < 120
+        assert slots(shop)["taken"], "the killed run should have left slots taken"
+        with open(eps_path, "ab") as fh:  # a torn last line, as a kill mid-write leaves it
+            fh.write(b'{"id": "val-v00')
+        refused = cli(args, env)
+        assert refused.returncode == 1 and "--resume" in refused.stderr
+        res = cli([*args, "--resume"], env)
+        assert res.returncode == 0, res.stdout + res.stderr
+        recs = read_episodes(eps_path)
+        counts = Counter(r["id"] for r in recs)
+        assert set(counts) == {f"val-{t['task_id']}" for t in w.tasks} and set(counts.values()) == {1}
+        assert slots(shop)["taken"] == []
+        timing = json.loads((rd / "val" / "timing.json").read_text())
+        assert timing["resumed"] == done_before and timing["played"] == 120 - done_before
+        assert timing["slot_cleanup"]["released"] or timing["slot_cleanup"]["release_all"]
+        ref = outcomes(read_episodes(reference["rd"] / "val" / "episodes.jsonl"))
+        assert outcomes(recs) == ref  # the same episodes as the uninterrupted run
+    finally:
+        stop(shop)
+
+
+def test_shopsim_restart_mid_run_is_retried_and_does_not_bias_success(world, reference, tmp_path):
+    w, sg = world
+    port = free_port()
+    shop = start_fake_shopsim(w.catalog, slots=48, seed=SHOP_SEED, retries=3, delay=0.2, port=port)
+    try:
+        env = eval_env(tmp_path, w, port, sg.port)
+        rd = round_dir(tmp_path)
+        proc = popen(["eval", "val", "--round-dir", str(rd), "--model-dir", str(w.tokenizer)], env)
+        wait_lines(rd / "val" / "episodes.jsonl", 15, proc)
+        stop(shop)  # kill the simulator's process group ...
+        shop = start_fake_shopsim(w.catalog, slots=48, seed=SHOP_SEED, retries=3, delay=0.2, port=port)  # ... and restart
+        out, _ = proc.communicate(timeout=90)
+        assert proc.returncode == 0, out
+        summ = json.loads((rd / "val" / "summary.json").read_text())
+        assert summ["infra_errors"] == 0 and summ["retried"] > 0, summ
+        recs = read_episodes(rd / "val" / "episodes.jsonl")
+        assert any(r["attempts"] > 1 for r in recs)
+        ref_recs = read_episodes(reference["rd"] / "val" / "episodes.jsonl")
+        assert outcomes(recs) == outcomes(ref_recs)  # same per-episode outcomes: no bias from the restart
+        ref = json.loads((reference["rd"] / "val" / "summary.json").read_text())
+        assert summ["success"] == ref["success"] and summ["per_task"] == ref["per_task"]
+        assert slots(shop)["taken"] == []
+    finally:
+        stop(shop)
+
+
+def test_context_budget_ends_episodes_without_an_infra_error(world, reference, tmp_path):
+    w, sg = world
+    tasks = tmp_path / "val12.jsonl"
+    tasks.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in w.tasks[:12]), encoding="utf-8")
+    env = eval_env(tmp_path, w, reference["shop"].port, sg.port, ROLLOUT_MAX_CONTEXT_LEN=2600,
+                   ROLLOUT_MAX_RESPONSE_LEN=128)
+    out = tmp_path / "short"
+    res = cli(["eval", "val", "--out-dir", str(out), "--tasks", str(tasks), "--model-dir", str(w.tokenizer),
+               "--quiet"], env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    summ = json.loads((out / "summary.json").read_text())
+    assert summ["label"] == "baseline" and summ["round"] is None and summ["infra_errors"] == 0
+    assert summ["terminations"]["context_budget"] >= 1 and summ["n"] == 12, summ["terminations"]
+    assert summ["settings"]["max_context_len"] == 2600
