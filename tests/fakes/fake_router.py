@@ -26,7 +26,12 @@ import sys
 import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+try:  # imported as tests' `fakes.<name>`, or run as a script from tests/fakes/
+    from fakes.httpserve import serve
+except ImportError:
+    from httpserve import serve
 
 
 class Router:
@@ -137,17 +142,11 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     router = Router(args.worker, args.slow_share, args.slow_s, args.seed)
-    ThreadingHTTPServer.request_queue_size = 1024
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(router))
-    server.daemon_threads = True
-    router.url = f"http://{args.host}:{server.server_address[1]}"
-    sys.stderr.write(f"fake_router: {router.url} -> {args.worker}\n")
-    sys.stderr.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    def banner(url: str) -> str:
+        router.url = url
+        return f"fake_router: {url} -> {args.worker}"
+
+    return serve(args.host, args.port, make_handler(router), banner)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,13 @@ import os
 import re
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+try:  # imported as tests' `fakes.<name>`, or run as a script from tests/fakes/
+    from fakes.httpserve import serve
+except ImportError:
+    from httpserve import serve
 
 HERE = Path(__file__).resolve().parent
 FLAGS_FILE = HERE.parents[2] / "shared" / "reference" / "flags" / "sglang_server_flags.txt"
@@ -246,17 +251,8 @@ def make_handler(model: Model):
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     model = Model(args)
-    ThreadingHTTPServer.request_queue_size = 1024
-    server = ThreadingHTTPServer((args.host or "127.0.0.1", args.port or 30000), make_handler(model))
-    server.daemon_threads = True
-    sys.stderr.write(f"fake_sglang: tp={args.tp_size or 1} dp={args.dp_size or 1} "
-                     f"serving on http://{args.host or '127.0.0.1'}:{server.server_address[1]}\n")
-    sys.stderr.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return serve(args.host or "127.0.0.1", args.port or 30000, make_handler(model),
+                 lambda url: f"fake_sglang: tp={args.tp_size or 1} dp={args.dp_size or 1} serving on {url}")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,12 @@ import re
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+try:  # imported as tests' `fakes.<name>`, or run as a script from tests/fakes/
+    from fakes.httpserve import serve
+except ImportError:
+    from httpserve import serve
 
 NO_SLOT = "Unable to get available environment resource, please try again later"
 NO_INDEX = "No valid environment index provided"
@@ -388,17 +393,8 @@ def main(argv=None) -> int:
     time.sleep(args.startup_delay)
     pool = Pool([Env(catalog, args.max_history) for _ in range(slots)], retries, delay, args.seed,
                 args.inject_error_rate)
-    ThreadingHTTPServer.request_queue_size = 1024  # hundreds of clients connect at once
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(pool, args.verbose))
-    server.daemon_threads = True
-    sys.stderr.write(f" * fake_shopsim: {len(catalog.goals)} tasks, {slots} slots, "
-                     f"running on http://{args.host}:{server.server_address[1]}\n")
-    sys.stderr.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return serve(args.host, args.port, make_handler(pool, args.verbose),
+                 lambda url: f" * fake_shopsim: {len(catalog.goals)} tasks, {slots} slots, running on {url}")
 
 
 if __name__ == "__main__":
