@@ -161,19 +161,14 @@ svc_alive() {
 # ensure_shopsim: start ShopSimulator in its conda env and own process group unless it is up,
 # then wait until the no-slot probe answers (it builds every env first; SHOPSIM_START_TIMEOUT).
 # The launcher sets pool size, port, host and seed before the envs are built (M6).
-# Globals: SHOPSIM_*, ROOT, RUN_DIR.
+# The argv comes from `pyhelpers run argv shopsim`. Globals: SHOPSIM_*, ROOT, RUN_DIR.
 ensure_shopsim() {
   svc_alive shopsim && return 0
   local -a launcher
-  if [[ -n "${SHOPSIM_LAUNCHER:-}" ]]; then
-    read -ra launcher <<<"$SHOPSIM_LAUNCHER"
-  else
-    launcher=(python3 "$ROOT/pyhelpers/shopsim/launcher.py" --shopsim-dir "$SHOPSIM_DIR")
-  fi
+  mapfile -d '' -t launcher < <(py run argv shopsim)
   log "starting ShopSimulator on $SHOPSIM_HOST:$SHOPSIM_PORT ($SHOPSIM_SLOTS slots, seed $SHOPSIM_SEED)"
   SHOPSIM_ENV_MAX_NUM="$SHOPSIM_SLOTS" svc_start shopsim --port "$SHOPSIM_HOST:$SHOPSIM_PORT" -- \
-    "$ROOT/bin/in-env" "$SHOPSIM_ENV" "${launcher[@]}" --host "$SHOPSIM_HOST" --port "$SHOPSIM_PORT" \
-    --slots "$SHOPSIM_SLOTS" --seed "$SHOPSIM_SEED" >/dev/null
+    "$ROOT/bin/in-env" "$SHOPSIM_ENV" "${launcher[@]}" >/dev/null
   svc_wait shopsim "$SHOPSIM_START_TIMEOUT" --knob SHOPSIM_START_TIMEOUT --cmd -- \
     "$VENV_PY" -m pyhelpers shopsim probe --url "http://$SHOPSIM_HOST:$SHOPSIM_PORT"
 }

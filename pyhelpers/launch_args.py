@@ -87,3 +87,12 @@ def eval_server(cfg: Config, model_path: str) -> list[str]:
             "--host", "127.0.0.1", "--port", cfg["EVAL_PORT"], "--context-length", cfg["ROLLOUT_MAX_CONTEXT_LEN"]]
     slime_flags.check(argv, slime_flags.SGLANG_SERVER_FLAGS, "sglang.launch_server")
     return [*shlex.split(cfg["SGLANG_LAUNCHER"]), *argv]
+
+
+def shopsim(cfg: Config) -> list[str]:
+    """ShopSimulator through a launcher that fixes pool size, port, host, seed and reset retries
+    before the envs are built (M6): SHOPSIM_LAUNCHER, or the project's own launcher."""
+    launcher = shlex.split(cfg["SHOPSIM_LAUNCHER"]) if cfg.get("SHOPSIM_LAUNCHER") else [
+        "python3", str(cfg.root / "pyhelpers" / "shopsim" / "launcher.py"), "--shopsim-dir", str(cfg.path("SHOPSIM_DIR"))]
+    return [*launcher, "--host", cfg["SHOPSIM_HOST"], "--port", cfg["SHOPSIM_PORT"],
+            "--slots", cfg["SHOPSIM_SLOTS"], "--seed", cfg["SHOPSIM_SEED"]]

@@ -21,6 +21,7 @@ GROUPS: dict[str, tuple[str, str, str]] = {
     "plan": ("pyhelpers.cli.plan_cmd", "plan", "Plan a launch without starting anything (e.g. memory)."),
     "proc": ("pyhelpers.cli.proc_cmd", "proc", "Start, stop and wait for services in their own process groups; the run lock."),
     "analyst": ("pyhelpers.cli.analyst_cmd", "analyst", "Failure Analyst sidecar: spool records -> candidate skills."),
+    "shopsim": ("pyhelpers.cli.shopsim_cmd", "shopsim", "Ask a running ShopSimulator: the no-slot probe, release all slots."),
     "run": ("pyhelpers.cli.run_cmd", "run", "Where a run stands and what the driver does next."),
     "skillbank": ("pyhelpers.cli.skillbank_cmd", "skillbank", "SkillBank: compile, inject gate decisions, show, diff, render."),
     "eval": ("pyhelpers.cli.eval_cmd", "eval_group", "Evaluate a round: bare val, then the random-masked gate."),

@@ -142,7 +142,7 @@ def _nul(argv: list[str]) -> None:
 
 
 @run.command("argv")
-@click.argument("program", type=click.Choice(["slime", "ray-head", "eval-server"]))
+@click.argument("program", type=click.Choice(["slime", "ray-head", "eval-server", "shopsim"]))
 @click.option("--round", "round_", type=int, default=0)
 def run_argv(program, round_):
     """Print a launch command, NUL-separated for `mapfile -d ''` (no secret is ever in it).
@@ -158,6 +158,8 @@ def run_argv(program, round_):
         _nul(launch_args.slime_train(cfg, lay, round_, plugin_flags()))
     elif program == "ray-head":
         _nul(launch_args.ray_head(cfg))
+    elif program == "shopsim":
+        _nul(launch_args.shopsim(cfg))
     else:
         _nul(launch_args.eval_server(cfg, str(lay.hf_link)))
 

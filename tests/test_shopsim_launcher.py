@@ -1,0 +1,56 @@
+"""The project's ShopSimulator launcher (M6) and the `pyhelpers shopsim` commands the driver uses."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+from conftest import FAKES, ROOT, run_pyhelpers
+from fakes.procs import free_port, stop_proc
+from fakes.shop_fixture import write_shop_fixture
+
+from pyhelpers import config, launch_args
+
+
+def test_launcher_sets_pool_port_seed_and_retries_before_the_envs_are_built(toolkit_env, tmp_path):
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0)
+    port, record = free_port(), tmp_path / "record.json"
+    env = {**toolkit_env, "SHOPSIM_DIR": str(FAKES / "shopsim_checkout"), "SHOPSIM_PORT": str(port),
+           "SHOPSIM_SLOTS": "12", "SHOPSIM_EPISODE_CONCURRENCY": "8", "EVAL_CONCURRENCY": "8",
+           "SHOPSIM_SEED": "77", "SHOPSIM_RESET_RETRIES": "2", "SHOPSIM_RESET_DELAY": "0.1"}
+    argv = launch_args.shopsim(config.load(env))
+    assert argv[0] == "python3" and argv[1].endswith("pyhelpers/shopsim/launcher.py")
+    proc = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, start_new_session=True,
+                            env={**env, "FAKE_PACK_API_RECORD": str(record), "FAKE_SHOPSIM_DIR": str(FAKES),
+                                 "FAKE_SHOPSIM_TASKS": str(fx["server_file"])},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        probe = ["shopsim", "probe", "--url", url]
+        for _ in range(100):
+            if run_pyhelpers(probe, env).returncode == 0:
+                break
+        else:
+            raise AssertionError(proc.stderr.read1().decode() if proc.poll() is not None else "never answered")
+        got = json.loads(record.read_text())
+        assert (got["env_max_num"], got["max_retries"], got["retry_delay"]) == (12, 2, 0.1)
+        assert got["first_price_draw"] == random.Random(77).random(), "prices must be drawn after seeding"
+        assert (got["host"], got["port"]) == ("127.0.0.1", port)
+        assert got["cwd"].endswith("shop_env/shop_env")
+        released = run_pyhelpers(["shopsim", "release-all", "--url", url], env)
+        assert released.returncode == 0 and "All environments" in released.stdout
+    finally:
+        stop_proc(proc)
+
+
+def test_launcher_names_a_missing_checkout(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "pyhelpers/shopsim/launcher.py"), "--shopsim-dir", str(tmp_path),
+                        "--port", "1", "--slots", "1", "--seed", "1"], capture_output=True, text=True)
+    assert r.returncode == 1 and "set SHOPSIM_DIR" in r.stderr
+
+
+def test_probe_of_a_dead_port_fails_with_exit_1(toolkit_env):
+    r = run_pyhelpers(["shopsim", "probe", "--url", f"http://127.0.0.1:{free_port()}"], toolkit_env)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
