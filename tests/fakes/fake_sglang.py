@@ -3,12 +3,14 @@
 
     python tests/fakes/fake_sglang.py --model-path TOKDIR --tp-size 1 --dp-size 2 \
         --host 127.0.0.1 --port P --context-length 32768 [--random-seed S] \
-        [--fake-policy POLICY.json] [--latency-ms 20]
+        [--fake-policy POLICY.json] [--latency-ms 20] [--fake-group-size N]
 
 Flags: every server flag of SGLang 0.5.15.post1 is accepted (the list in
 ../shared/reference/flags/sglang_server_flags.txt, or $FAKE_SGLANG_FLAGS_FILE), unknown ones are
 rejected with argparse's "unrecognized arguments" and exit 2, as the real parser does (prefix
-abbreviations such as --tp included). Fake-only: --fake-policy, --latency-ms.
+abbreviations such as --tp included). Fake-only: --fake-policy (default: MODEL_PATH/fake_policy.json
+when it exists: the policy is the fake model's "weights", so an HF export carries its own),
+--latency-ms, --fake-group-size.
 
 Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /generate with SGLang's
 answer shape (text, output_ids, meta_info: id, finish_reason, prompt_tokens, completion_tokens,
@@ -23,6 +25,12 @@ system message, and the turn by the number of assistant turns so far. The episod
 hash(seed, task, sorted shown skills) < base_success + sum of the shown skills' deltas; it plays
 search[query] -> click[gold asin] -> click[gold option] -> click[buy now]. A failing episode
 takes one failure mode: wrong_product, wrong_option, or dawdle (no action until the turn limit).
+Sampling: slime sends each member of a group its own `sampling_params.sampling_seed` (rollout_seed
++ member index) under deterministic inference; the fake's stand-in for temperature sampling is
+stratification: with --fake-group-size N, member k's draw is shifted by (seed mod N)/N, so a
+group's success count is floor or ceil of N x p and a group is never all-equal while
+1/N <= p <= 1 - 1/N (slime's non-zero-std filter keeps it). Requests without a seed (val, gate)
+draw as before.
 Policy file (JSON): {"base_success": 0.3, "marker_regex": "...", "effects": [{"skill": "ID",
 "delta": 0.4}, {"text": "planted text", "delta": -0.3}], "failure_modes": {"wrong_product": 0.5,
 "wrong_option": 0.3, "dawdle": 0.2}, "tasks": [{"instruction", "query", "asin", "options":
@@ -69,6 +77,8 @@ def parser() -> argparse.ArgumentParser:
             ap.add_argument(flag, nargs="?", const=True, dest="x_" + flag[2:].replace("-", "_"))
     ap.add_argument("--fake-policy", help="fake only: policy JSON")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="fake only: fixed delay per /generate")
+    ap.add_argument("--fake-group-size", type=int, default=1,
+                    help="fake only: stratify draws over sampling_seed mod N (slime's group members)")
     return ap
 
 
@@ -95,7 +105,7 @@ class Policy:
         self.modes = spec.get("failure_modes", {"wrong_product": 0.5, "wrong_option": 0.3, "dawdle": 0.2})
         self.tasks = sorted(spec.get("tasks", []), key=lambda t: -len(t["instruction"]))
 
-    def decide(self, prompt: str) -> str:
+    def decide(self, prompt: str, sampling_seed: int | None = None, group_size: int = 1) -> str:
         system = between(prompt, "<|im_start|>system\n")
         first_user = between(prompt, "<|im_start|>user\n")
         task = next((t for t in self.tasks if t["instruction"] in first_user), None)
@@ -107,7 +117,10 @@ class Policy:
             if ("skill" in eff and eff["skill"] in shown) or ("text" in eff and eff["text"] in system):
                 p += float(eff.get("delta", 0.0))
                 planted.append(eff.get("skill") or eff.get("text"))
-        success = unit(self.seed, key, shown, sorted(planted)) < p
+        u = unit(self.seed, key, shown, sorted(planted))
+        if sampling_seed is not None and group_size > 1:
+            u = (u + (int(sampling_seed) % group_size) / group_size) % 1.0
+        success = u < p
         mode = "success" if success else self._mode(unit(self.seed, key, shown, "mode"))
         turn = prompt.count("<|im_start|>assistant") - 1
         return self._act(task, mode, turn, prompt)
@@ -160,8 +173,10 @@ class Model:
         self.eos = self.tok.token_to_id("<|im_end|>")
         self.context_length = args.context_length or 32768
         self.latency = args.latency_ms / 1000.0
-        spec = json.loads(Path(args.fake_policy).read_text(encoding="utf-8")) if args.fake_policy else {}
+        policy_file = args.fake_policy or Path(args.model_path) / "fake_policy.json"
+        spec = json.loads(Path(policy_file).read_text(encoding="utf-8")) if Path(policy_file).is_file() else {}
         self.policy = Policy(spec, args.random_seed or 0)
+        self.group_size = max(1, args.fake_group_size)
         self.model_path = args.model_path
 
     def generate_one(self, input_ids: list[int], params: dict, return_logprob: bool) -> tuple[int, dict]:
@@ -177,7 +192,8 @@ class Model:
                 f"messages and {max_new} tokens for the completion. Please reduce the number of tokens in "
                 "the input messages or the completion to fit within the limit.")}}
         prompt = self.tok.decode(input_ids, skip_special_tokens=False)
-        ids = self.tok.encode(self.policy.decide(prompt), add_special_tokens=False).ids + [self.eos]
+        action = self.policy.decide(prompt, params.get("sampling_seed"), self.group_size)
+        ids = self.tok.encode(action, add_special_tokens=False).ids + [self.eos]
         finish = {"type": "stop", "matched": self.eos}
         if len(ids) > max_new:
             ids, finish = ids[:max_new], {"type": "length", "length": max_new}

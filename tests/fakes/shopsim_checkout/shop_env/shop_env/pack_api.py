@@ -2,7 +2,9 @@
 module globals it sets (env_max_num, MAX_RETRIES, RETRY_DELAY_SECONDS), initialize_environments()
 and a Flask-like `app.run(host, port, threaded)`. It records what the launcher set (and the first
 number `random` gives after seeding, standing in for upstream's price draws) in
-$FAKE_PACK_API_RECORD, then serves the fake ShopSimulator (tests/fakes/fake_shopsim.py) there."""
+$FAKE_PACK_API_RECORD, then serves the fake ShopSimulator (tests/fakes/fake_shopsim.py) there, its
+prices drawn from that first number: the same launcher seed gives the same prices at every start,
+as the launcher's seeding does for upstream."""
 
 import json
 import os
@@ -29,7 +31,8 @@ class _App:
                        "cwd": os.getcwd()}, fh)
         os.environ["SHOPSIM_ENV_MAX_NUM"] = str(env_max_num)
         fake = os.path.join(os.environ["FAKE_SHOPSIM_DIR"], "fake_shopsim.py")
-        sys.argv = [fake, "--host", host, "--port", str(port), "--seed", "1", "--tasks", os.environ["FAKE_SHOPSIM_TASKS"]]
+        seed = str(int(_first_price_draw * 1e9))
+        sys.argv = [fake, "--host", host, "--port", str(port), "--seed", seed, "--tasks", os.environ["FAKE_SHOPSIM_TASKS"]]
         sys.path.insert(0, os.environ["FAKE_SHOPSIM_DIR"])
         runpy.run_path(fake, run_name="__main__")
 

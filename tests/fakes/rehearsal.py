@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""The rehearsal's world and configuration: `make rehearse` runs the real toolkit on stand-ins.
+
+    eval "$(.venv/bin/python tests/fakes/rehearsal.py env)"
+
+builds (once; rebuilt when this file or a fixture changes) a world of stand-ins under
+RUNS_DIR/.rehearsal/world and prints the `export` lines that point the toolkit at it:
+
+- a conda stand-in root (etc/profile.d/conda.sh of tests/fakes/conda) whose `slime` env runs the
+  toolkit's own python and ray (they have what the stand-ins import), with the project's cuDNN
+  activate.d hook installed as `make install-hooks` would, and a `shopsim` env;
+- the fake slime checkout (tests/fakes/slime_stub: train.py, tools/, scripts/models/) as SLIME_DIR;
+- the pack_api stand-in as SHOPSIM_DIR, so the project's own ShopSimulator launcher starts it;
+- a base model: the test tokenizer + config + fake weights + fake_policy.json (HF_MODEL) and its
+  torch_dist "release" (TORCH_DIST_MODEL); task files made by `pyhelpers data build`;
+- the fake SGLang server as SGLANG_LAUNCHER.
+
+Knobs fall in two classes. Stand-ins (programs, models, data) are always overridden: a rehearsal
+never touches the real stack. Scale and place (ROUNDS, batch sizes, ports, RUN_NAME, TRAIN_SAVE,
+timeouts ...) get small rehearsal values unless given on the command line / in the environment,
+so `make rehearse ROUNDS=3` works; the rest of the user's .env applies as in a real run. Keys: the
+user's .env keys are used when present (they only reach local stand-ins: W&B runs offline, the
+analyst model is the fake on loopback); otherwise obvious fake keys are exported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+FAKES = Path(__file__).resolve().parent
+ROOT = FAKES.parents[1]
+sys.path[:0] = [str(FAKES), str(ROOT / "tests"), str(ROOT)]
+
+WORLD_VERSION = 3  # bump when the world's layout changes
+N_TASKS, N_VAL = 48, 24
+BASE_SUCCESS = 0.45
+# Every skill the fake analyst derives says this; showing one lifts success (a planted effect the
+# gate can find). The fake analyst: tests/fakes/openai_server.py derived_proposals().
+PLANTED_TEXT, PLANTED_DELTA = "Check every required option before buying", 0.2
+SKILL_MARKER = r"\[(sk-[0-9a-f]{12})\]"
+FAKE_KEYS = {"WANDB_API_KEY": "rehearsal-fake-wandb-key", "DASHSCOPE_API_KEY": "rehearsal-fake-dashscope-key"}
+
+# Scale and place: rehearsal values unless set in the environment.
+SCALE = {
+    "RUN_NAME": "rehearsal", "ROUNDS": "2", "STEPS_PER_ROUND": "2",
+    "OVER_SAMPLING_GROUPS": "4", "ROLLOUT_GROUPS": "4", "SAMPLES_PER_GROUP": "4", "GLOBAL_BATCH_SIZE": "8",
+    "MAX_TURNS": "8", "ROLLOUT_MAX_CONTEXT_LEN": "32000", "ROLLOUT_MAX_RESPONSE_LEN": "256",
+    "SKILL_TOKEN_BUDGET": "512", "SHOPSIM_SLOTS": "48", "SHOPSIM_EPISODE_CONCURRENCY": "16",
+    "EVAL_CONCURRENCY": "16", "GATE_PAIRS": "12", "GATE_ARM_EPISODES": "4", "GATE_MAX_SKILLS": "4",
+    # Not the real run's ports, and outside Ray's worker port range (10002-19999).
+    "SHOPSIM_PORT": "25700", "EVAL_PORT": "31000", "RAY_PORT": "26380", "RAY_DASHBOARD_PORT": "28265",
+    "SHOPSIM_START_TIMEOUT": "60", "SGLANG_START_TIMEOUT": "60", "JOB_START_TIMEOUT": "180",
+    "SHOPSIM_RESET_RETRIES": "3", "SHOPSIM_RESET_DELAY": "0.2", "STOP_GRACE": "3", "READY_BACKOFF_MAX": "0.5",
+    # One record per analyst request: batches then do not depend on when the analyst polls, so a
+    # killed and resumed rehearsal yields the same candidates as an uninterrupted one.
+    "ANALYST_BATCH_SIZE": "1", "ANALYST_MAX_RPM": "100000", "ANALYST_POLL_INTERVAL": "0.2",
+    "ANALYST_DRAIN_TIMEOUT": "60", "ANALYST_TIMEOUT": "10", "ANALYST_MAX_CALLS": "400", "DISK_MARGIN_GB": "1",
+    "WANDB_MODE": "offline", "BASELINE_VAL": "0",
+}
+
+
+def _stamp() -> str:
+    h = hashlib.sha256(str(WORLD_VERSION).encode())
+    for f in (Path(__file__), FAKES / "shop_fixture.py", FAKES / "megatron_layout.py", ROOT / "tests" /
+              "tokenizer_fixture.py", ROOT / "env" / "activate.d" / "cudnn_ldpath.sh"):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _script(path: Path, body: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/usr/bin/env bash\n# Rehearsal conda stand-in (tests/fakes/rehearsal.py).\n" + body + "\n")
+    path.chmod(0o755)
+
+
+def _conda(root: Path) -> None:
+    (root / "etc" / "profile.d").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(FAKES / "conda" / "etc" / "profile.d" / "conda.sh", root / "etc" / "profile.d" / "conda.sh")
+    for env in ("slime", "shopsim"):
+        (root / "envs" / env / "conda-meta").mkdir(parents=True, exist_ok=True)
+        (root / "envs" / env / "conda-meta" / "history").write_text("# rehearsal stand-in env\n")
+        for name in ("python3", "python"):
+            _script(root / "envs" / env / "bin" / name,
+                    'exec "${SHOPSIMRL_FAKE_PYTHON:?set by bin/rehearse}" "$@"')
+    _script(root / "envs" / "slime" / "bin" / "ray", 'exec "$(dirname "${SHOPSIMRL_FAKE_PYTHON:?}")/ray" "$@"')
+    for kind in ("activate.d", "deactivate.d"):
+        hook = root / "envs" / "slime" / "etc" / "conda" / kind
+        hook.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / "env" / kind / "cudnn_ldpath.sh", hook / "cudnn_ldpath.sh")
+
+
+def _models(models: Path, fixture: dict) -> None:
+    from megatron_layout import write_hf_export, write_release
+    from tokenizer_fixture import build_tokenizer
+
+    origin = build_tokenizer(models / "tokenizer")
+    (origin / "config.json").write_text(json.dumps({"model_type": "qwen3_5", "fake": True, "torch_dtype": "bfloat16",
+                                                    "vocab_size": 248320}) + "\n")
+    policy = json.loads(Path(fixture["policy"]).read_text(encoding="utf-8"))
+    policy.update(marker_regex=SKILL_MARKER, base_success=BASE_SUCCESS,
+                  effects=[{"text": PLANTED_TEXT, "delta": PLANTED_DELTA}])
+    (origin / "fake_policy.json").write_text(json.dumps(policy, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_hf_export(models / "Qwen3.5-4B", origin, -1)  # the base model: "iteration -1", nothing learned
+    shutil.rmtree(origin)
+    write_release(models / "Qwen3.5-4B_torch_dist")
+
+
+def build(world: Path) -> Path:
+    """Build the world into `world` (atomically: a temp dir renamed into place)."""
+    from shop_fixture import write_shop_fixture
+
+    stamp = world / ".stamp"
+    if stamp.is_file() and stamp.read_text().strip() == _stamp():
+        return world
+    tmp = world.with_name(world.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    fx = write_shop_fixture(tmp / "shop", n_tasks=N_TASKS, n_eval=N_VAL, seed=3)
+    _models(tmp / "models", fx)
+    subprocess.run([sys.executable, "-m", "pyhelpers", "data", "build", "--source", str(fx["eval_file"]),
+                    "--source", str(fx["train_file"]), "--server-file", str(fx["server_file"]),
+                    "--out-dir", str(tmp / "data")], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    _conda(tmp / "conda")
+    (tmp / "Megatron-LM").mkdir()
+    (tmp / ".stamp").write_text(_stamp() + "\n")
+    shutil.rmtree(world, ignore_errors=True)
+    world.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(world)
+    return world
+
+
+def exports(environ: dict[str, str]) -> dict[str, str]:
+    """The rehearsal's environment: stand-ins always, scale unless given, fake keys if none."""
+    from pyhelpers import config as config_mod
+
+    runs = config_mod.load(environ).path("RUNS_DIR")
+    base = runs / ".rehearsal"
+    world = build(base / "world")
+    slime = FAKES / "slime_stub"
+    venv_py = Path(sys.executable)
+    out = {
+        "DOCTOR_PROFILE": "rehearse",
+        "SHOPSIMRL_FAKE_PYTHON": str(venv_py),
+        "CONDA_ROOT": str(world / "conda"), "SLIME_ENV": "slime", "SHOPSIM_ENV": "shopsim",
+        "SLIME_DIR": str(slime), "MEGATRON_DIR": str(world / "Megatron-LM"),
+        "SHOPSIM_DIR": str(FAKES / "shopsim_checkout"), "SHOPSIM_LAUNCHER": "", "SHOPSIM_HOST": "127.0.0.1",
+        "MODEL_ARGS_SCRIPT": str(slime / "scripts" / "models" / "qwen3.5-4B.sh"),
+        "SLIME_TRAIN": str(slime / "train.py"),
+        "CONVERT_TO_HF": str(slime / "tools" / "convert_torch_dist_to_hf.py"),
+        "CONVERT_TO_TORCH_DIST": str(slime / "tools" / "convert_hf_to_torch_dist.py"),
+        "SGLANG_LAUNCHER": f"{shlex.quote(str(venv_py))} {shlex.quote(str(FAKES / 'fake_sglang.py'))}",
+        "MODELS_DIR": str(world / "models"), "HF_MODEL": str(world / "models" / "Qwen3.5-4B"),
+        "TORCH_DIST_MODEL": str(world / "models" / "Qwen3.5-4B_torch_dist"),
+        "DATA_DIR": str(world / "data"), "TRAIN_TASKS": str(world / "data" / "train.jsonl"),
+        "VAL_TASKS": str(world / "data" / "val.jsonl"), "SEED_BANK": "",
+        "FAKE_SHOPSIM_DIR": str(FAKES), "FAKE_SHOPSIM_TASKS": str(world / "shop" / "items_eval_train.json"),
+        "FAKE_PACK_API_RECORD": str(base / "pack_api.json"),
+        "REHEARSAL_DIR": str(base),
+    }
+    scale = {**SCALE, "TRAIN_SAVE": str(base / "train_save")}
+    out.update({k: v for k, v in scale.items() if k not in environ})
+    cfg = config_mod.load({**environ, **out})
+    out.update({k: v for k, v in FAKE_KEYS.items() if not cfg.get(k)})
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] != ["env"]:
+        print("usage: rehearsal.py env", file=sys.stderr)
+        return 2
+    for name, value in exports(dict(os.environ)).items():
+        print(f"export {name}={shlex.quote(value)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Stand-in for slime's train.py (v0.3.1, 624b824) inside a real (CPU) Ray job, for rehearsals.
+
+Submitted by the training loop exactly as the real one: `python3 train.py ${MODEL_ARGS[@]} <flags>`
+as a Ray job. What it does, in slime's order (slime-interface.md §1.4, §4, §5):
+
+1. Flags: every name must be in the pinned flag list (../shared/reference/flags/
+   slime_train_flags.txt) — the real parser ignores unknown names silently; the stand-in exits 2,
+   so a toolkit bug shows up in a rehearsal. `--custom-config-path` YAML keys are set on args.
+2. Load: with --load holding a tracker, continue at its iteration + 1 (the data-source counters
+   from rollout/global_dataset_state_dict_<it>.pt); a checkpoint saved without optimizer state
+   needs --no-load-optim (Megatron fails otherwise). Without one, weights come from --ref-load
+   (its tracker must say "release").
+3. Placement: a PACK placement group of actor_num_nodes x actor_num_gpus_per_node {"GPU": 1}
+   bundles on the job's Ray cluster; like slime it waits forever, logging "Waiting for placement
+   group" (the toolkit applies its own deadline).
+4. Engines: one fake SGLang engine (tests/fakes/fake_sglang.py, policy = the loaded weights'
+   fake_policy.json) behind the fake router, as slime's colocated engines + router; stopped on exit.
+5. Per rollout id in [start, --num-rollout): slime.rollout.sample_hooks.set_current_rollout_id,
+   then the --rollout-function-path function (the project's real rollout plugin around slime's
+   default loop, tests/fakes/slime_stub/slime) with the data source; every sample is checked as
+   slime's trainer would (token/mask/logprob lengths, a float reward); W&B logs rollout/* (with the
+   function's metrics) on rollout/step and train/* on train/step when --use-wandb.
+6. Save when (rollout_id + 1) % --save-interval == 0 or at the last rollout: iter_XXXXXXX/, the
+   rollout state, then the tracker (tests/fakes/megatron_layout.py); --save-hf writes HF weights.
+
+Deterministic sampling: slime's deterministic inference gives group member k the seed
+rollout_seed + k; the engine stratifies on it (fake_sglang --fake-group-size), the stand-in for
+temperature sampling (groups keep reward variance, so no group is dropped by a fair coin).
+
+Test-only environment: FAKE_SLIME_CRASH_AT=<rollout id> (with FAKE_SLIME_CRASH_KIND nccl | oom |
+flag, and FAKE_SLIME_CRASH_ONCE=<marker file>: crash only while the marker is absent, then create
+it) exits 1 after printing the failure's real signature; FAKE_SLIME_STEP_DELAY=<s> sleeps per
+step; FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
+comes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from argparse import Namespace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FAKES = HERE.parent
+sys.path.insert(0, str(FAKES))  # megatron_layout
+sys.path.insert(0, str(HERE))  # the slime stand-in package
+FLAGS_FILE = FAKES.parents[2] / "shared" / "reference" / "flags" / "slime_train_flags.txt"
+
+INTS = ("actor_num_nodes", "actor_num_gpus_per_node", "num_gpus_per_node", "rollout_num_gpus_per_engine",
+        "tensor_model_parallel_size", "save_interval", "num_rollout", "rollout_batch_size",
+        "n_samples_per_prompt", "over_sampling_batch_size", "global_batch_size", "max_tokens_per_gpu",
+        "rollout_max_response_len", "rollout_max_context_len", "sglang_context_length", "rollout_seed",
+        "start_rollout_id")
+FLOATS = ("rollout_temperature", "lr")
+CRASHES = {
+    "nccl": "torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+    "oom": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.37 GiB. GPU 1 has a total "
+           "capacity of 79.33 GiB of which 1.20 GiB is free.",
+    "flag": "ValueError: --rollout-batch-size must be divisible by --n-samples-per-prompt",
+}
+_children: list[subprocess.Popen] = []
+
+
+def log(msg: str) -> None:
+    print(f"fake slime: {msg}", flush=True)
+
+
+def parse(argv: list[str]) -> Namespace:
+    known = set(FLAGS_FILE.read_text().split()) if FLAGS_FILE.is_file() else None
+    values: dict[str, object] = {}
+    i = 0
+    while i < len(argv):
+        flag = argv[i]
+        if not flag.startswith("--"):
+            sys.exit(f"fake slime: stray argument {flag!r} (every value follows its flag)")
+        if known is not None and flag not in known:
+            print(f"fake slime: unknown flag {flag} (real slime ignores it silently; the toolkit's flag list "
+                  "should have refused it)", file=sys.stderr)
+            sys.exit(2)
+        j = i + 1
+        while j < len(argv) and not argv[j].startswith("--"):
+            j += 1
+        vals = argv[i + 1:j]
+        values[flag[2:].replace("-", "_")] = True if not vals else vals[0] if len(vals) == 1 else vals
+        i = j
+    for k in INTS:
+        if k in values:
+            values[k] = int(values[k])
+    for k in FLOATS:
+        if k in values:
+            values[k] = float(values[k])
+    defaults = dict(rollout_top_p=1.0, rollout_top_k=-1, rollout_stop=None, rollout_stop_token_ids=None,
+                    rollout_skip_special_tokens=False, sglang_server_concurrency=512, rollout_seed=42,
+                    metadata_key="metadata", input_key="text", label_key=None, rollout_shuffle=False,
+                    over_sampling_batch_size=None, save_hf=None, use_wandb=False, load=None,
+                    no_load_optim=False, no_save_optim=False, start_rollout_id=None)
+    args = Namespace(**{**defaults, **values})
+    if getattr(args, "custom_config_path", None):
+        import yaml
+
+        for k, v in (yaml.safe_load(Path(args.custom_config_path).read_text()) or {}).items():
+            setattr(args, k, v)  # what slime does with --custom-config-path
+    # slime's deterministic inference: one sampling seed per group member (see the module doc).
+    args.sglang_enable_deterministic_inference = True
+    return args
+
+
+def load_start(args: Namespace) -> int:
+    """The first rollout id, after checking --load / --ref-load as Megatron would."""
+    from megatron_layout import OPTIM_SHARD
+
+    if args.load and (Path(args.load) / "latest_checkpointed_iteration.txt").is_file():
+        text = (Path(args.load) / "latest_checkpointed_iteration.txt").read_text().strip()
+        if text.isdigit():
+            it = int(text)
+            ckpt = Path(args.load) / f"iter_{it:07d}"
+            if not (ckpt / ".metadata").is_file():
+                sys.exit(f"fake slime: CheckpointingException: {ckpt} has no .metadata (incomplete save)")
+            if not (ckpt / OPTIM_SHARD).is_file() and not args.no_load_optim:
+                sys.exit(f"fake slime: KeyError: optimizer state missing in {ckpt} (saved with --no-save-optim; "
+                         "load it with --no-load-optim)")
+            log(f"loaded iteration {it} from {args.load}")
+            return it + 1 if args.start_rollout_id is None else args.start_rollout_id
+    ref = Path(args.ref_load or "")
+    if (ref / "latest_checkpointed_iteration.txt").read_text().strip() != "release" or not (ref / "release").is_dir():
+        sys.exit(f"fake slime: --ref-load {ref} is not a converted torch_dist model (no release/)")
+    log(f"no checkpoint in --load; initial weights from --ref-load {ref}")
+    return args.start_rollout_id or 0
+
+
+def place(args: Namespace) -> None:
+    import ray
+    from ray.util.placement_group import placement_group
+
+    ray.init(address="auto", logging_level="WARNING", log_to_driver=False)
+    gpus = args.actor_num_nodes * args.actor_num_gpus_per_node + int(os.environ.get("FAKE_SLIME_EXTRA_GPUS", "0"))
+    pg = placement_group([{"GPU": 1, "CPU": 0}] * gpus, strategy="PACK")
+    while not pg.wait(timeout_seconds=5):
+        log(f"Waiting for placement group of {gpus} GPUs to be ready ({ray.available_resources().get('GPU', 0):g} "
+            "GPUs free)")
+    log(f"placement group of {gpus} GPUs ready")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(argv: list[str]) -> str:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, *argv, "--host", "127.0.0.1", "--port", str(port)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    _children.append(proc)
+    url = f"http://127.0.0.1:{port}"
+    import urllib.request
+
+    for _ in range(400):
+        if proc.poll() is not None:
+            sys.exit(f"fake slime: engine {argv[0]} exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(url + "/health", timeout=1)
+            return url
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"fake slime: engine {argv[0]} did not answer /health")
+
+
+def start_engines(args: Namespace, iteration: int | None) -> None:
+    import tempfile
+
+    from megatron_layout import learned_policy
+
+    spec_file = Path(args.hf_checkpoint) / "fake_policy.json"
+    spec = json.loads(spec_file.read_text(encoding="utf-8")) if spec_file.is_file() else {}
+    policy = Path(tempfile.mkdtemp(prefix="fake-slime-")) / "policy.json"
+    policy.write_text(json.dumps(learned_policy(spec, iteration), ensure_ascii=False), encoding="utf-8")
+    engine = _serve([str(FAKES / "fake_sglang.py"), "--model-path", args.hf_checkpoint, "--tp-size", "1",
+                     "--context-length", str(args.sglang_context_length), "--fake-policy", str(policy),
+                     "--fake-group-size", str(args.n_samples_per_prompt)])
+    router = _serve([str(FAKES / "fake_router.py"), "--worker", engine])
+    args.sglang_router_ip, port = router.removeprefix("http://").split(":")
+    args.sglang_router_port = int(port)
+
+
+def stop_engines(*_):
+    for p in _children:
+        if p.poll() is None:
+            p.terminate()
+    for p in _children:
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def check_samples(groups: list, n: int) -> list:
+    samples = [s for g in groups for s in g]
+    for s in samples:
+        k = s.response_length
+        if not (len(s.loss_mask) == k == len(s.rollout_log_probs) and len(s.tokens) > k >= 1):
+            sys.exit(f"fake slime: sample {s.index}: response_length {k}, loss_mask {len(s.loss_mask)}, "
+                     f"rollout_log_probs {len(s.rollout_log_probs)}, tokens {len(s.tokens)} do not line up")
+        if not isinstance(s.reward, float):
+            sys.exit(f"fake slime: sample {s.index} has no float reward")
+    if any(len(g) != n for g in groups):
+        sys.exit("fake slime: a group does not hold --n-samples-per-prompt samples")
+    return samples
+
+
+def maybe_crash(rollout_id: int) -> None:
+    at = os.environ.get("FAKE_SLIME_CRASH_AT")
+    if at is None or int(at) != rollout_id:
+        return
+    once = os.environ.get("FAKE_SLIME_CRASH_ONCE")
+    if once and Path(once).exists():
+        return
+    if once:
+        Path(once).write_text(f"crashed at rollout {rollout_id}\n")
+    print(CRASHES[os.environ.get("FAKE_SLIME_CRASH_KIND", "nccl")], file=sys.stderr, flush=True)
+    os._exit(1)
+
+
+def wandb_run(args: Namespace):
+    if not args.use_wandb:
+        return None
+    import wandb
+
+    config = {k: v for k, v in sorted(vars(args).items()) if isinstance(v, (str, int, float, bool, type(None)))}
+    run = wandb.init(project=args.wandb_project, group=args.wandb_group, name=args.wandb_group,
+                     dir=args.wandb_dir, job_type="train", config=config)
+    run.define_metric("rollout/step")
+    run.define_metric("rollout/*", step_metric="rollout/step")
+    run.define_metric("train/step")
+    run.define_metric("train/*", step_metric="train/step")
+    return run
+
+
+def main(argv: list[str]) -> int:
+    from megatron_layout import write_checkpoint, write_hf_export
+    from slime.rollout.base_types import call_rollout_fn
+    from slime.rollout.data_source import RolloutDataSourceWithBuffer
+    from slime.rollout.sample_hooks import set_current_rollout_id
+    from slime.utils.misc import load_function
+
+    args = parse(argv)
+    signal.signal(signal.SIGTERM, lambda *_: (stop_engines(), os._exit(143)))
+    start = load_start(args)
+    place(args)
+    start_engines(args, start - 1 if start > 0 else None)
+    data = RolloutDataSourceWithBuffer(args)
+    if start > 0:
+        data.load(start - 1)
+    rollout_fn = load_function(args.rollout_function_path)
+    run = wandb_run(args)
+    updates = args.rollout_batch_size * args.n_samples_per_prompt // args.global_batch_size
+    delay = float(os.environ.get("FAKE_SLIME_STEP_DELAY", "0") or 0)
+    try:
+        for rollout_id in range(start, args.num_rollout):
+            maybe_crash(rollout_id)
+            set_current_rollout_id(rollout_id)
+            out = call_rollout_fn(rollout_fn, args, rollout_id, data, evaluation=False)
+            samples = check_samples(out.samples, args.n_samples_per_prompt)
+            rewards = [float(s.reward) for s in samples]
+            if run is not None:
+                run.log({"rollout/step": rollout_id, "rollout/raw_reward": sum(rewards) / len(rewards),
+                         "rollout/response_len/mean": sum(s.response_length for s in samples) / len(samples),
+                         **(out.metrics or {})})
+                for k in range(updates):
+                    run.log({"train/step": rollout_id * updates + k, "train/loss": 1.0 / (2 + rollout_id + k),
+                             "train/grad_norm": 0.5 + 0.01 * k})
+            log(f"rollout {rollout_id}: {len(samples)} samples, mean reward {sum(rewards) / len(rewards):.3f}")
+            if delay:
+                time.sleep(delay)
+            if (rollout_id + 1) % args.save_interval == 0 or rollout_id == args.num_rollout - 1:
+                state = {k: getattr(data, k) for k in ("sample_offset", "epoch_id", "sample_group_index",
+                                                       "sample_index")}
+                write_checkpoint(Path(args.save), rollout_id, optim=not args.no_save_optim,
+                                 rollout_state=json.dumps(state).encode())
+                if args.save_hf:
+                    write_hf_export(Path(args.save_hf.format(rollout_id=rollout_id)), Path(args.hf_checkpoint),
+                                    rollout_id)
+                log(f"saved iteration {rollout_id} to {args.save}")
+    finally:
+        stop_engines()
+        if run is not None:
+            run.finish()
+    log(f"done: rollouts {start}..{args.num_rollout - 1}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
