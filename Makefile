@@ -41,3 +41,15 @@ readme-knobs: setup ## Regenerate README.md's knob table from env/defaults.env
 .PHONY: plan-memory
 plan-memory: setup ## Per-GPU peak memory of a training micro-batch (vocab logits); WARNs with the knob to turn
 	@.venv/bin/python -m pyhelpers plan memory
+
+.PHONY: train
+train: setup ## The whole run: preflight, then ROUNDS x (train, export, evaluate, inject); continues a stopped run
+	@bin/train
+
+.PHONY: resume
+resume: setup ## Continue the run from its artifacts (stops what a killed driver left); ROUND=N asserts where
+	@bin/train --resume $(if $(ROUND),--round $(ROUND))
+
+.PHONY: rehearse
+rehearse: setup ## The whole run on stand-ins (CPU, ~2 min): check a machine or config before GPU hours
+	@bin/rehearse $(if $(RESUME),--resume $(if $(ROUND),--round $(ROUND)))

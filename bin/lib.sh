@@ -93,13 +93,14 @@ svc_start() {
 
 # svc_stop NAME...: stop the named services if still ours: TERM the group, wait, KILL after
 # STOP_GRACE s; one line per name (stopped / killed after N s / already gone / pid reused — left
-# alone). Globals: RUN_DIR, STOP_GRACE. Returns 1 if a group survived KILL.
+# alone); a name that was never started is skipped. Globals: RUN_DIR, STOP_GRACE. Returns 1 if a
+# group survived KILL.
 svc_stop() {
   _need_proc_knobs
   local -a opts=()
   local name
   for name in "$@"; do opts+=(--name "$name"); done
-  run_unlocked py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" "${opts[@]}"
+  run_unlocked py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" --missing-ok "${opts[@]}"
 }
 
 # svc_stop_all: svc_stop every service recorded in $RUN_DIR/pids, in reverse start order.
@@ -152,23 +153,8 @@ release_run_lock() {
   unset RUN_LOCK_FD
 }
 
-# svc_alive NAME: true while service NAME is recorded, ours and running.
-svc_alive() {
-  _need_proc_knobs
-  py proc alive --pids-dir "$RUN_DIR/pids" --name "$1"
-}
-
-# ensure_shopsim: start ShopSimulator in its conda env and own process group unless it is up,
-# then wait until the no-slot probe answers (it builds every env first; SHOPSIM_START_TIMEOUT).
-# The launcher sets pool size, port, host and seed before the envs are built (M6).
-# The argv comes from `pyhelpers run argv shopsim`. Globals: SHOPSIM_*, ROOT, RUN_DIR.
-ensure_shopsim() {
-  svc_alive shopsim && return 0
-  local -a launcher
-  mapfile -d '' -t launcher < <(py run argv shopsim)
-  log "starting ShopSimulator on $SHOPSIM_HOST:$SHOPSIM_PORT ($SHOPSIM_SLOTS slots, seed $SHOPSIM_SEED)"
-  SHOPSIM_ENV_MAX_NUM="$SHOPSIM_SLOTS" svc_start shopsim --port "$SHOPSIM_HOST:$SHOPSIM_PORT" -- \
-    "$ROOT/bin/in-env" "$SHOPSIM_ENV" "${launcher[@]}" >/dev/null
-  svc_wait shopsim "$SHOPSIM_START_TIMEOUT" --knob SHOPSIM_START_TIMEOUT --cmd -- \
-    "$VENV_PY" -m pyhelpers shopsim probe --url "http://$SHOPSIM_HOST:$SHOPSIM_PORT"
+# ensure_service NAME [--round N] [--model DIR]: start the run's service NAME (shopsim, ray-head,
+# eval-server; pyhelpers/services.py says how) unless it is up, and wait until it answers.
+ensure_service() {
+  run_unlocked py run service "$@"
 }

@@ -15,7 +15,7 @@ from pathlib import Path
 from .config import Config, read_knobs
 
 # Knobs that are 0/1 switches, and knobs that are counts that must be at least 1.
-FLAGS = ("RETRY_TRAINS", "BASELINE_VAL", "ANALYST_ENABLED", "SAVE_OPTIM")
+FLAGS = ("RETRY_TRAINS", "BASELINE_VAL", "ANALYST_ENABLED", "SAVE_OPTIM", "SAVE_HF")
 POSITIVE = ("ROUNDS", "STEPS_PER_ROUND", "NUM_GPUS", "TP_SIZE", "OVER_SAMPLING_GROUPS",
             "ROLLOUT_GROUPS", "SAMPLES_PER_GROUP", "GLOBAL_BATCH_SIZE", "MAX_TOKENS_PER_GPU",
             "ROLLOUT_MAX_CONTEXT_LEN", "ROLLOUT_MAX_RESPONSE_LEN", "MAX_TURNS", "SHOPSIM_SLOTS",
@@ -27,6 +27,8 @@ SHARES = ("GATE_FAILED_SHARE", "GATE_ALPHA", "SKILL_DUP_JACCARD")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
 # below the temp dir, and AF_UNIX paths stop at 107 bytes (interfaces.md).
 RAY_TEMP_MAX = 40
+# `ray start` gives its workers ports 10002-19999 by default and refuses a head port among them.
+RAY_WORKER_PORTS = (10002, 19999)
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -86,6 +88,10 @@ def _arithmetic(v: dict[str, int]) -> list[Problem]:
     def has(*names):
         return all(n in v and v[n] >= 1 for n in names)
 
+    for name in ("RAY_PORT", "RAY_DASHBOARD_PORT"):
+        if name in v and RAY_WORKER_PORTS[0] <= v[name] <= RAY_WORKER_PORTS[1]:
+            out.append(_err(name, f"{name}={v[name]} is inside Ray's worker port range "
+                            f"{RAY_WORKER_PORTS[0]}-{RAY_WORKER_PORTS[1]}; `ray start` refuses it (use e.g. 6380 / 8265)"))
     if has("NUM_GPUS", "TP_SIZE") and v["NUM_GPUS"] % v["TP_SIZE"]:
         out.append(_err("NUM_GPUS", f"NUM_GPUS={v['NUM_GPUS']} is not divisible by TP_SIZE={v['TP_SIZE']} "
                         f"(M15: use TP_SIZE=1 or 2 with NUM_GPUS=4, or NUM_GPUS a multiple of {v['TP_SIZE']})"))
@@ -147,7 +153,9 @@ def _disks(cfg: Config) -> list[Problem]:
                                     f"(set it to the mount point of the system disk, usually /)")]
     sys_dev = os.stat(system).st_dev
     dev, found = device_of(cfg.path("TRAIN_SAVE"))
-    if dev == sys_dev:
+    if dev == sys_dev and cfg.get("DOCTOR_PROFILE") != "rehearse":
+        # (Under the rehearse profile the checkpoints are a few KB of stand-in files; make doctor
+        # reports the rule as SKIP there.)
         return [_err("TRAIN_SAVE", f"TRAIN_SAVE={cfg['TRAIN_SAVE']!r} is on the system disk (its nearest existing "
                      f"directory {str(found)!r} shares a device with SYSTEM_DISK={str(system)!r}); checkpoints "
                      f"would fill it (M2: set TRAIN_SAVE to a directory on the data disk"

@@ -6,7 +6,6 @@ placed on a command line: the key reaches slime through the Ray head's environme
 
 from __future__ import annotations
 
-import json
 import shlex
 
 from . import slime_flags
@@ -41,8 +40,6 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         "--tensor-model-parallel-size", cfg["TP_SIZE"], "--sequence-parallel",
         "--hf-checkpoint", str(cfg.path("HF_MODEL")), "--ref-load", str(cfg.path("TORCH_DIST_MODEL")),
         "--load", megatron, "--save", megatron, "--save-interval", cfg["STEPS_PER_ROUND"],
-        # HF weights written from the GPUs at the round's final save (design.md §7).
-        "--save-hf", str(lay.save_dir / "hf-{rollout_id:07d}"),
         "--prompt-data", str(cfg.path("TRAIN_TASKS")),
         "--num-rollout", str(lay.num_rollout(r)), "--rollout-shuffle",
         "--rollout-batch-size", cfg["ROLLOUT_GROUPS"], "--n-samples-per-prompt", cfg["SAMPLES_PER_GROUP"],
@@ -58,6 +55,8 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         "--custom-config-path", str(lay.plugin_config(r)),
         *plugin_flags,
     ]
+    if cfg.flag("SAVE_HF"):  # HF weights written from the GPUs at the round's final save (design.md §7)
+        argv += ["--save-hf", str(lay.save_dir / "hf-{rollout_id:07d}")]
     if not cfg.flag("SAVE_OPTIM"):
         argv += ["--no-save-optim", "--no-load-optim"]
     if cfg["WANDB_MODE"] != "disabled":
@@ -66,11 +65,18 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
     return slime_flags.check(argv, slime_flags.SLIME_TRAIN_FLAGS, "slime train.py")
 
 
-def runtime_env(cfg: Config) -> str:
-    """--runtime-env-json for `ray job submit`: import paths only, never a secret (it is argv)."""
+def runtime_env(cfg: Config) -> dict:
+    """The job's runtime env: import paths only, never a secret (Ray shows it in the job's info;
+    the job inherits the Ray head's environment, which carries WANDB_API_KEY)."""
     pythonpath = ":".join([str(cfg.path("MEGATRON_DIR")), str(cfg.root), str(cfg.path("SLIME_DIR"))])
-    return json.dumps({"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1"}},
-                      sort_keys=True)
+    return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1"}}
+
+
+def slime_entrypoint(cfg: Config, model_args: list[str], slime_args: list[str]) -> str:
+    """The job's entrypoint, a shell command line as Ray runs it: `python3 train.py MODEL_ARGS flags`.
+    python3 is the slime env's (the Ray head runs activated). MODEL_ARGS come from slime's own
+    model script (MODEL_ARGS_SCRIPT), not from this toolkit, so they are passed as they are."""
+    return shlex.join(["python3", str(cfg.path("SLIME_TRAIN")), *model_args, *slime_args])
 
 
 def ray_head(cfg: Config) -> list[str]:

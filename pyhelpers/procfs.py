@@ -186,8 +186,10 @@ def marker_matches(marker: str | Path, *, open_files: bool = False) -> dict[int,
     """{pid: how} for processes that reference the path `marker`, found by scanning /proc.
 
     A process matches when the marker path (a directory we created, e.g. a Ray temp dir) is on
-    its command line or in its environment, or its stdout/stderr is a file under it (Ray's
-    workers rename themselves `ray::IDLE`, losing their argv, but log into the session dir).
+    its command line, a path under it is in its environment, or its stdout/stderr is a file under
+    it (Ray's workers rename themselves `ray::IDLE`, losing their argv, but log into the session
+    dir). The marker itself as an environment value does not count: the driver exports its
+    configuration (RAY_TEMP_DIR included) to everything it starts, Ray or not.
     With open_files=True any open file under the marker counts too. Matching is on the path we
     created, never on a process name; the marker must be followed by '/', '=', NUL, a space or
     the end, so /tmp/ray-ab never matches /tmp/ray-abc. This process and its ancestors never
@@ -195,21 +197,22 @@ def marker_matches(marker: str | Path, *, open_files: bool = False) -> dict[int,
     """
     text = str(marker).rstrip("/")
     pattern = re.compile(re.escape(os.fsencode(text)) + rb"(?![A-Za-z0-9._-])")
+    under = re.compile(re.escape(os.fsencode(text + "/")))
     skip = ancestors()
     found: dict[int, str] = {}
     for pid in all_pids():
         if pid in skip:
             continue
-        how = _match_one(pid, pattern, text, open_files)
+        how = _match_one(pid, pattern, under, text, open_files)
         if how:
             found[pid] = how
     return found
 
 
-def _match_one(pid: int, pattern: re.Pattern, text: str, open_files: bool) -> str:
-    for what in ("cmdline", "environ"):
+def _match_one(pid: int, pattern: re.Pattern, under: re.Pattern, text: str, open_files: bool) -> str:
+    for what, pat in (("cmdline", pattern), ("environ", under)):
         try:
-            if pattern.search((PROC / str(pid) / what).read_bytes()):
+            if pat.search((PROC / str(pid) / what).read_bytes()):
                 return what
         except OSError:
             continue

@@ -123,6 +123,13 @@ def start(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
     Refuses when a live service is recorded under the same name, or when a port in needs_ports
     cannot be bound (the error names the holder). env=None passes this process's environment.
     """
+    return spawn(name, argv, pids_dir, logs_dir, env=env, cwd=cwd, needs_ports=needs_ports)[0]
+
+
+def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
+          env: Mapping[str, str] | None = None, cwd: Path | None = None,
+          needs_ports: Iterable[tuple[str, int]] = ()) -> tuple[Record, subprocess.Popen]:
+    """`start()`, also returning the Popen, for a caller that waits for the service itself."""
     _check_name(name)
     if not argv:
         raise ToolkitError("no command given", f"service {name}", "put the command after `--`")
@@ -155,7 +162,7 @@ def start(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
                  argv=list(argv), log=str(log_path), order=max((r.order for r in existing), default=0) + 1,
                  started_at=started_at)
     write_json_atomic(path, asdict(rec))
-    return rec
+    return rec, child
 
 
 def stop_group(pgid: int, grace: float) -> tuple[str, str]:

@@ -70,6 +70,10 @@ class RunLayout:
     def plugin_config(self, r: int) -> Path:
         return self.round_dir(r) / "slime.yaml"
 
+    def started_marker(self, r: int) -> Path:
+        """Written by the rollout plugin at the job's first step: the job has its GPUs."""
+        return self.round_dir(r) / "plugin.started"
+
     def compiled(self, r: int) -> Path:
         return self.round_dir(r) / "compiled.json"
 

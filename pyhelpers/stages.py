@@ -77,3 +77,38 @@ def finish_export(lay: RunLayout, r: int) -> tuple[Path, list[Path]]:
         raise ToolkitError(f"HF export incomplete: {problems[0]}", str(target), "run `make resume` to retry")
     ck.flip_hf(lay.hf_link, target)
     return target, ck.remove_old_exports(lay.save_dir, target)
+
+
+def run_export(cfg, lay: RunLayout, r: int, log_path: Path, progress=lambda s: None) -> tuple[Path, list[Path]]:
+    """The export stage: plan, convert with CONVERT_TO_HF in the slime env when slime's --save-hf
+    did not already write a complete hf-<iter>/, verify, flip `hf`, remove older exports.
+    The converter's output goes to log_path; the checkpoint is only read."""
+    import subprocess
+
+    from . import events
+
+    plan = export_plan(lay, r)
+    if plan.action == "convert":
+        from . import diskguard
+
+        progress("disk: " + diskguard.check(cfg, lay, "export").explain())
+        argv = [str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], "env", f"PYTHONPATH={cfg.path('MEGATRON_DIR')}",
+                "python3", str(cfg.path("CONVERT_TO_HF")), "--input-dir", str(plan.source),
+                "--output-dir", str(plan.staging), "--origin-hf-dir", str(cfg.path("HF_MODEL"))]
+        progress(f"converting {plan.source.name} to HF weights (log: {log_path})")
+        events.append(lay.run_dir, "convert-start", round=r, iteration=plan.iteration)
+        with open(log_path, "ab") as log:
+            log.write(f"==> convert {plan.source.name}: {' '.join(argv)}\n".encode())
+            log.flush()
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        events.append(lay.run_dir, "convert-end", round=r, iteration=plan.iteration, status=done.returncode)
+        if done.returncode != 0:
+            from .procs import log_tail
+
+            tail = "\n".join(log_tail(log_path, 20))
+            raise ToolkitError(f"HF conversion of {plan.source.name} failed (exit {done.returncode})",
+                               f"{log_path}; last lines:\n{tail}\n",
+                               "the checkpoint is untouched; fix the cause, then `make resume`")
+    target, removed = finish_export(lay, r)
+    write_record(lay, r, "export", "ok", target=target, converted=plan.action == "convert")
+    return target, removed

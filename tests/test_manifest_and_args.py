@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import SHARED
 
@@ -90,7 +92,7 @@ def test_ray_head_binds_dashboard_to_loopback(toolkit_env):
 
 def test_runtime_env_has_no_secret(toolkit_env, tmp_path):
     (tmp_path / ".env").write_text("WANDB_API_KEY=wk-SECRET-2\n")
-    assert "wk-SECRET-2" not in launch_args.runtime_env(config.load())
+    assert "wk-SECRET-2" not in json.dumps(launch_args.runtime_env(config.load()))
 
 
 def test_eval_server_is_tp1_dp_all_gpus(toolkit_env):

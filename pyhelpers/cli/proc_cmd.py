@@ -46,13 +46,37 @@ def proc_start(pids_dir, logs_dir, name, needs, command):
     click.echo(rec.pid)
 
 
+@proc.command("run", context_settings={"ignore_unknown_options": True})
+@click.option("--pids-dir", type=_dir, required=True)
+@click.option("--logs-dir", type=_dir, required=True)
+@click.option("--name", required=True, help="Service name (letters, digits, . _ -).")
+@click.option("--grace", type=float, help="Seconds between TERM and KILL when stopped [default: STOP_GRACE].")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def proc_run(pids_dir, logs_dir, name, grace, command):
+    """Run COMMAND as service NAME in the foreground: own session and pidfile, its log streamed to
+    stderr, its exit status ours. TERM/INT stop its process group first. Dies with its parent
+    (the service then stays recorded for `make resume`/`make stop`).
+
+    \b
+    Example:
+      pyhelpers proc run --pids-dir runs/r/pids --logs-dir runs/r/logs --name stage-train -- bin/stage-train 0
+    """
+    from .. import foreground
+
+    foreground.die_with_parent()
+    grace = _knob(grace, "STOP_GRACE")
+    raise SystemExit(foreground.run(name, list(command), pids_dir, logs_dir, grace,
+                                    click.get_binary_stream("stderr")))
+
+
 @proc.command("stop")
 @click.option("--pids-dir", type=_dir, required=True)
 @click.option("--name", "names", multiple=True, help="Service to stop (repeatable).")
 @click.option("--all", "all_", is_flag=True, help="Every recorded service, in reverse start order.")
 @click.option("--grace", type=float, help="Seconds between TERM and KILL [default: STOP_GRACE].")
 @click.option("--dry-run", is_flag=True, help="Say what would be stopped; signal nothing.")
-def proc_stop(pids_dir, names, all_, grace, dry_run):
+@click.option("--missing-ok", is_flag=True, help="Skip a --name that was never started (no pidfile).")
+def proc_stop(pids_dir, names, all_, grace, dry_run, missing_ok):
     """Stop recorded services that are still ours: TERM the group, KILL it after the grace.
 
     A pid now used by another process (start time differs) is left alone. Exit 1 if a group
@@ -64,6 +88,10 @@ def proc_stop(pids_dir, names, all_, grace, dry_run):
     """
     if bool(names) == all_:
         raise click.UsageError("give --name NAME (repeatable) or --all")
+    if missing_ok:
+        names = tuple(n for n in names if procs.pidfile(pids_dir, n).exists())
+        if not names and not all_:
+            return
     results = procs.stop_all(pids_dir, _knob(grace, "STOP_GRACE"), None if all_ else names, dry_run)
     for r in results:
         click.echo(r.message)

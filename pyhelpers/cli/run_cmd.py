@@ -1,16 +1,26 @@
-"""`pyhelpers run ...`: the decisions the bin/ driver acts on, one small command each."""
+"""`pyhelpers run ...`: where the run stands and what the driver does next.
+
+This module holds the run's state commands (init, next, advance, check-resume, record, argv);
+run_stage_cmd.py the insides of the process stages (train, export) and run_ops_cmd.py what users
+call from another shell (status, plan, logs, stop, wandb-sync). All register on the `run` group.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 
 import click
 
-from .. import checkpoints as ck
 from .. import config as config_mod
-from .. import launch_args, runmanifest, runstate, stages
+from .. import events, launch_args, runmanifest, runstate, stages
+from .. import rehearsal as rehearsal_mod
+from ..errors import ToolkitError
 from ..runlayout import from_config
+
+# Stages the bash driver runs as processes; the others run inside `run advance`.
+PROCESS_STAGES = ("train", "export", "evaluate", "baseline")
 
 
 def _ctx():
@@ -25,7 +35,8 @@ def run():
 
 @run.command("init")
 @click.option("--rehearsal", is_flag=True, help="Mark the run as a rehearsal (stand-ins, scratch weights).")
-def run_init(rehearsal):
+@click.option("--resume", is_flag=True, help="Refuse unless the run exists (make resume).")
+def run_init(rehearsal, resume):
     """Create the run's directories and record run.json, or compare with it on a resume.
 
     \b
@@ -33,10 +44,15 @@ def run_init(rehearsal):
       pyhelpers run init
     """
     cfg, lay = _ctx()
+    if resume:
+        _require_run(cfg, lay)
+    rehearsal_mod.guard(lay, rehearsal)
     for d in (lay.run_dir, lay.pids, lay.logs, lay.wandb_dir, lay.megatron):
         d.mkdir(parents=True, exist_ok=True)
     for change in runmanifest.record_or_compare(cfg, lay.manifest, rehearsal=rehearsal):
         click.echo(f"config change recorded in run.json: {change}", err=True)
+    if rehearsal:
+        rehearsal_mod.mark(lay)
     click.echo(str(lay.run_dir))
 
 
@@ -60,66 +76,121 @@ def run_next(as_json):
     click.echo(f"next: {pos.detail}", err=True)
 
 
+@run.command("advance")
+@click.pass_context
+def run_advance(ctx):
+    """Run the in-process stages (rotate, compile, inject) that are next, then print the next
+    process stage as `ROUND STAGE`, or `done`. One call per gap between process stages keeps the
+    driver's own time per round small (design.md §10).
+
+    \b
+    Example:
+      read -r round stage < <(pyhelpers run advance)
+    """
+    cfg, lay = _ctx()
+    while True:
+        pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
+        if pos.finished or pos.stage in PROCESS_STAGES:
+            break
+        t0 = time.monotonic()
+        events.append(lay.run_dir, "stage-start", round=pos.round, stage=pos.stage)
+        click.echo(f"round {pos.round}: {pos.stage} ({pos.detail})", err=True)
+        _INLINE[pos.stage](ctx, cfg, lay, pos.round)
+        events.append(lay.run_dir, "stage-end", round=pos.round, stage=pos.stage, status=0,
+                      seconds=round(time.monotonic() - t0, 3))
+    if pos.finished:
+        click.echo("done")
+    else:
+        click.echo(f"{pos.round} {pos.stage}")
+
+
+def _rotate(ctx, cfg, lay, r):
+    from .. import checkpoints as ck
+
+    plan = ck.rotate(lay.megatron)
+    for p in plan.delete:
+        click.echo(f"rotate: deleted {p.relative_to(lay.save_dir)}", err=True)
+    for note in plan.notes:
+        click.echo(f"rotate: note: {note}", err=True)
+    stages.write_record(lay, r, "rotate", "ok", kept=plan.keep, deleted=[p.name for p in plan.delete])
+
+
+def _compile(ctx, cfg, lay, r):
+    from .skillbank_cmd import compile_cmd
+
+    d = lay.round_dir(r)
+    for sub in ("spool", "candidates"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    hf = cfg.path("HF_MODEL")
+    with _stdout_to_stderr():
+        ctx.invoke(compile_cmd, bank_path=lay.bank_in(r), cand_dir=d / "candidates", out=lay.compiled(r),
+                   round_=r, hf_dir=hf if hf.is_dir() else None, spool_dir=d / "spool", embedder=None,
+                   dry_run=False)
+    stages.write_record(lay, r, "compile", "ok", output=lay.compiled(r))
+
+
+def _inject(ctx, cfg, lay, r):
+    from .skillbank_cmd import inject_cmd
+
+    decisions = lay.round_dir(r) / "gate" / "decisions.json"
+    out = lay.bank_out(r, cfg.int("ROUNDS"))
+    with _stdout_to_stderr():
+        ctx.invoke(inject_cmd, compiled_path=lay.compiled(r), decisions_path=decisions if decisions.is_file() else None,
+                   out=out, round_=r, dry_run=False)
+    stages.write_record(lay, r, "inject", "ok", output=out)
+
+
+_INLINE = {"rotate": _rotate, "compile": _compile, "inject": _inject}
+
+
+class _stdout_to_stderr:
+    """The invoked commands' summaries are progress for people: keep stdout for the answer."""
+
+    def __enter__(self):
+        self.saved, sys.stdout = sys.stdout, sys.stderr
+
+    def __exit__(self, *exc):
+        sys.stdout = self.saved
+
+
+def _require_run(cfg, lay) -> None:
+    if not lay.manifest.is_file():
+        raise ToolkitError(f"there is no run named {cfg.run_name} to resume", str(lay.run_dir),
+                           "start it with `make train`, or set RUN_NAME to the run you mean (`ls "
+                           f"{lay.run_dir.parent}`)")
+
+
 @run.command("check-resume")
-@click.option("--round", "round_", type=int, required=True, help="The round the user asked for (0-based).")
+@click.option("--round", "round_", type=int, help="The round the user asked for (0-based).")
 def run_check_resume(round_):
-    """Refuse a `make resume ROUND=N` the disk contradicts, saying what was found.
+    """Refuse a `make resume [ROUND=N]` the disk contradicts, saying what was found: no such run,
+    or (with --round) a round other than the one the artifacts say. Changes nothing.
 
     \b
     Example:
       pyhelpers run check-resume --round 1
     """
     cfg, lay = _ctx()
-    pos = runstate.check_resume_round(lay, cfg.int("ROUNDS"), round_)
-    click.echo(f"resuming round {pos.round} at {pos.stage}: {pos.detail}")
+    _require_run(cfg, lay)
+    if round_ is None:
+        pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
+    else:
+        pos = runstate.check_resume_round(lay, cfg.int("ROUNDS"), round_)
+    where = "finished" if pos.finished else f"round {pos.round} at {pos.stage}"
+    click.echo(f"resuming {cfg.run_name}: {where} ({pos.detail})", err=True)
 
 
-@run.command("rotate")
-@click.option("--dry-run", is_flag=True, help="Print what would be deleted; delete nothing.")
-def run_rotate(dry_run):
-    """Delete Megatron checkpoints older than the newest complete one (never the tracked one).
-
-    \b
-    Example:
-      pyhelpers run rotate --dry-run
-    """
-    _, lay = _ctx()
-    plan = ck.rotate(lay.megatron, dry_run=dry_run)
-    verb = "would delete" if dry_run else "deleted"
-    for p in plan.delete:
-        click.echo(f"{verb} {p.relative_to(lay.save_dir)}")
-    for note in plan.notes:
-        click.echo(f"note: {note}", err=True)
-    click.echo(f"kept iter_{plan.keep:07d}" if plan.keep is not None else "no complete checkpoint")
-
-
-@run.command("export-plan")
+@run.command("round-dir")
 @click.option("--round", "round_", type=int, required=True)
-def run_export_plan(round_):
-    """Print the export decision: `flip` or `convert`, then the iter_* dir and the staging dir.
+def run_round_dir(round_):
+    """Print round ROUND's directory.
 
     \b
     Example:
-      pyhelpers run export-plan --round 0
+      pyhelpers run round-dir --round 0
     """
     _, lay = _ctx()
-    plan = stages.export_plan(lay, round_)
-    click.echo("\n".join([plan.action, str(plan.source), str(plan.staging)]))
-
-
-@run.command("export-finish")
-@click.option("--round", "round_", type=int, required=True)
-def run_export_finish(round_):
-    """Verify the export, rename it into place, flip `hf` atomically, remove older exports.
-
-    \b
-    Example:
-      pyhelpers run export-finish --round 0
-    """
-    _, lay = _ctx()
-    target, removed = stages.finish_export(lay, round_)
-    stages.write_record(lay, round_, "export", "ok", target=target)
-    click.echo(f"hf -> {target.name}" + (f" (removed {', '.join(p.name for p in removed)})" if removed else ""))
+    click.echo(str(lay.round_dir(round_)))
 
 
 @run.command("record")
@@ -137,6 +208,25 @@ def run_record(round_, stage, status):
     stages.write_record(lay, round_, stage, status)
 
 
+@run.command("event")
+@click.argument("kind")
+@click.option("--round", "round_", type=int)
+@click.option("--stage")
+@click.option("--status", type=int)
+@click.option("--seconds", type=float)
+def run_event(kind, round_, stage, status, seconds):
+    """Append one line to the run's events.jsonl (the driver's stage starts and ends).
+
+    \b
+    Example:
+      pyhelpers run event stage-end --round 0 --stage train --status 0 --seconds 812.4
+    """
+    _, lay = _ctx()
+    fields = {k: v for k, v in (("round", round_), ("stage", stage), ("status", status),
+                                ("seconds", seconds)) if v is not None}
+    events.append(lay.run_dir, kind, **fields)
+
+
 def _nul(argv: list[str]) -> None:
     sys.stdout.write("\0".join(argv) + "\0")
 
@@ -144,7 +234,8 @@ def _nul(argv: list[str]) -> None:
 @run.command("argv")
 @click.argument("program", type=click.Choice(["slime", "ray-head", "eval-server", "shopsim"]))
 @click.option("--round", "round_", type=int, default=0)
-def run_argv(program, round_):
+@click.option("--model", type=click.Path(), help="eval-server: model dir [default: TRAIN_SAVE/RUN_NAME/hf].")
+def run_argv(program, round_, model):
     """Print a launch command, NUL-separated for `mapfile -d ''` (no secret is ever in it).
 
     \b
@@ -161,144 +252,20 @@ def run_argv(program, round_):
     elif program == "shopsim":
         _nul(launch_args.shopsim(cfg))
     else:
-        _nul(launch_args.eval_server(cfg, str(lay.hf_link)))
+        _nul(launch_args.eval_server(cfg, model or str(lay.hf_link)))
 
 
 @run.command("runtime-env")
 def run_runtime_env():
-    """Print the --runtime-env-json for `ray job submit` (import paths; never a secret).
+    """Print the job's runtime env (import paths; never a secret).
 
     \b
     Example:
       pyhelpers run runtime-env
     """
     cfg, _ = _ctx()
-    click.echo(launch_args.runtime_env(cfg))
+    click.echo(json.dumps(launch_args.runtime_env(cfg), sort_keys=True))
 
 
-@run.command("watch-job")
-@click.option("--job-id", required=True)
-@click.option("--round", "round_", type=int, required=True)
-@click.option("--poll", type=float, default=2.0, show_default=True, help="Seconds between status polls.")
-def run_watch_job(job_id, round_, poll):
-    """Wait for a submitted slime job; stop it if it has not started training within
-    JOB_START_TIMEOUT (the rollout plugin marks its first episode). Exit 1 unless it succeeded.
-
-    \b
-    Example:
-      pyhelpers run watch-job --job-id myrun-r000-1 --round 0
-    """
-    from .. import rayjob
-
-    cfg, lay = _ctx()
-    api = rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT"))
-    outcome = rayjob.watch(job_id, api.info, api.stop, rayjob.marker_started(lay.round_dir(round_) / "plugin.started"),
-                           cfg.float("JOB_START_TIMEOUT"), poll=poll, progress=lambda s: click.echo(s, err=True))
-    if not outcome.ok:
-        raise click.ClickException(f"slime job {job_id} {outcome.status}: {outcome.message} "
-                                   f"(exit code {outcome.exit_code}; log: {lay.logs / 'slime.log'})")
-    click.echo(f"slime job {job_id} succeeded")
-
-
-@run.command("stop-job")
-@click.option("--job-id", required=True)
-def run_stop_job(job_id):
-    """Ask Ray to stop a job (the job's processes are Ray's; never killed by name).
-
-    \b
-    Example:
-      pyhelpers run stop-job --job-id myrun-r000-1
-    """
-    from .. import rayjob
-
-    cfg, _ = _ctx()
-    try:
-        rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT")).stop(job_id)
-    except Exception as exc:  # the head may already be gone; stopping the head ends the job anyway
-        click.echo(f"could not reach Ray to stop {job_id}: {exc}", err=True)
-
-
-@run.command("round-dir")
-@click.option("--round", "round_", type=int, required=True)
-def run_round_dir(round_):
-    """Print round ROUND's directory (created if missing, with spool/ and candidates/).
-
-    \b
-    Example:
-      pyhelpers run round-dir --round 0
-    """
-    _, lay = _ctx()
-    d = lay.round_dir(round_)
-    for sub in ("spool", "candidates", "stages"):
-        (d / sub).mkdir(parents=True, exist_ok=True)
-    click.echo(str(d))
-
-
-@run.command("compile")
-@click.option("--round", "round_", type=int, required=True)
-@click.pass_context
-def run_compile(ctx, round_):
-    """Compile round ROUND's analyst candidates into compiled.json (the skillbank compile).
-
-    \b
-    Example:
-      pyhelpers run compile --round 0
-    """
-    from .skillbank_cmd import compile_cmd
-
-    cfg, lay = _ctx()
-    d = lay.round_dir(round_)
-    for sub in ("spool", "candidates"):
-        (d / sub).mkdir(parents=True, exist_ok=True)
-    hf = cfg.path("HF_MODEL")
-    ctx.invoke(compile_cmd, bank_path=lay.bank_in(round_), cand_dir=d / "candidates", out=lay.compiled(round_),
-               round_=round_, hf_dir=hf if hf.is_dir() else None, spool_dir=d / "spool", embedder=None,
-               dry_run=False)
-    stages.write_record(lay, round_, "compile", "ok", output=lay.compiled(round_))
-
-
-@run.command("inject")
-@click.option("--round", "round_", type=int, required=True)
-@click.pass_context
-def run_inject(ctx, round_):
-    """Apply round ROUND's gate decisions: write the next round's bank (last round: the final bank).
-
-    \b
-    Example:
-      pyhelpers run inject --round 0
-    """
-    from .skillbank_cmd import inject_cmd
-
-    cfg, lay = _ctx()
-    decisions = lay.round_dir(round_) / "gate" / "decisions.json"
-    out = lay.bank_out(round_, cfg.int("ROUNDS"))
-    ctx.invoke(inject_cmd, compiled_path=lay.compiled(round_), decisions_path=decisions if decisions.is_file() else None,
-               out=out, round_=round_, dry_run=False)
-    stages.write_record(lay, round_, "inject", "ok", output=out)
-
-
-@run.command("plugin-config")
-@click.option("--round", "round_", type=int, required=True)
-def run_plugin_config(round_):
-    """Write the round's slime.yaml (--custom-config-path) for the rollout plugin; round 0's bank is
-    created first from SEED_BANK (or empty).
-
-    \b
-    Example:
-      pyhelpers run plugin-config --round 0
-    """
-    from ..rollout.settings import plugin_values, write_plugin_yaml
-    from ..skills import bank as bank_mod
-    from ..skills.tokens import counter_for
-
-    cfg, lay = _ctx()
-    if round_ == 0 and not lay.bank_in(0).is_file():
-        if cfg.get("SEED_BANK"):
-            seed = bank_mod.load_bank(cfg.path("SEED_BANK"))
-            bank_mod.write_bank(lay.bank_in(0), {**seed, "round": 0})
-        else:
-            hf = cfg.path("HF_MODEL")
-            name, count = counter_for(hf if hf.is_dir() else None)
-            bank_mod.write_bank(lay.bank_in(0), bank_mod.empty_bank(0, name, bank_mod.header_tokens(count)))
-    write_plugin_yaml(lay.plugin_config(round_), **plugin_values(cfg, lay, round_))
-    click.echo(str(lay.plugin_config(round_)))
+# The other modules add their commands to `run`.
+from . import run_ops_cmd, run_stage_cmd  # noqa: E402,F401

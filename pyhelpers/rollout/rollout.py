@@ -18,6 +18,7 @@ Evaluation calls go straight to slime's function (the toolkit's val/gate run out
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from . import metrics, retry, runtime, settings, slime_compat
@@ -28,6 +29,7 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     if evaluation:
         return default(args, rollout_id, data_source, evaluation=True)
     s = settings.from_args(args)
+    _mark_started(s, int(rollout_id))
     step = metrics.begin(int(rollout_id))
     try:
         output = default(args, rollout_id, data_source, evaluation=False)
@@ -39,6 +41,14 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
         return slime_compat.train_output(output, figures)
     output.metrics = {**(output.metrics or {}), **figures}
     return output
+
+
+def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
+    """The job is placed and its engines answer: the training loop's placement deadline
+    (JOB_START_TIMEOUT, pyhelpers/rayjob.py) waits for this file."""
+    marker = Path(s.round_dir) / "plugin.started"
+    if not marker.exists():
+        marker.write_text(f"{rollout_id}\n", encoding="utf-8")
 
 
 async def _finish(step: metrics.Step, timeout: float) -> None:
