@@ -53,3 +53,34 @@ resume: setup ## Continue the run from its artifacts (stops what a killed driver
 .PHONY: rehearse
 rehearse: setup ## The whole run on stand-ins (CPU, ~2 min): check a machine or config before GPU hours
 	@bin/rehearse $(if $(RESUME),--resume $(if $(ROUND),--round $(ROUND)))
+
+# The run's other commands; with REHEARSAL=1 they act on the rehearsal (its stand-in configuration).
+IN_RUN = $(if $(REHEARSAL),bin/rehearse --env )
+
+.PHONY: stop
+stop: setup ## Stop the run from any shell (driver, job, services, Ray) by process group; final until make resume
+	@$(IN_RUN).venv/bin/python -m pyhelpers run stop
+
+.PHONY: status
+status: setup ## Where the run stands: round, stage, step, services (pids, ports), disk, val/gate results, logs
+	@$(IN_RUN).venv/bin/python -m pyhelpers run status
+
+.PHONY: plan
+plan: setup ## What make train / make resume would do: resume point, stages, command lines, disk, ports
+	@$(IN_RUN)bin/plan
+
+.PHONY: logs
+logs: setup ## The tail of a log: SERVICE=driver|shopsim|slime|ray-head|eval-server|analyst|stage-train|...
+	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE))
+
+.PHONY: wandb-sync
+wandb-sync: setup ## Upload the run's offline W&B runs (key from .env or ~/.netrc); DRY_RUN=1 lists them
+	@.venv/bin/python -m pyhelpers run wandb-sync $(if $(DRY_RUN),--dry-run)
+
+.PHONY: convert-base
+convert-base: setup ## HF_MODEL -> TORCH_DIST_MODEL with slime's converter (M18; needs the GPUs)
+	@bin/convert-base
+
+.PHONY: smoke
+smoke: setup ## The memo's 1-GPU TP=1 smoke on the real stack: a few steps, checkpoint + HF export, no eval
+	@bin/smoke

@@ -50,27 +50,16 @@ load_config() {
 # Thin wrappers over `pyhelpers proc ...` (pyhelpers/procs.py, ready.py, runlock.py decide).
 # State lives in $RUN_DIR/pids/NAME.json (pid == process group id, start time, host, argv, log,
 # start order) and $RUN_DIR/logs/NAME.log. Knobs: STOP_GRACE, READY_BACKOFF_MAX.
-# The rule that keeps the run lock from leaking: every long-lived process goes through
-# svc_start (close_fds), every other child of the driver — a foreground `ray job submit`, a
-# background helper `cmd &` — goes through run_unlocked. Only short-lived `py` calls and
-# $(...) substitutions may run without it. Processes are stopped by group, never by name.
+# The run lock is held by a small coprocess that the kernel kills when the driver dies, never by
+# a descriptor of the driver shell: every $(...) and `&` of the driver is a forked shell that
+# would inherit such a descriptor and keep the run locked after the driver's death.
+# Processes are stopped by group, never by name.
 
 # _need_proc_knobs: fail with the fix unless load_config has exported RUN_DIR and the knobs.
 _need_proc_knobs() {
   : "${RUN_DIR:?RUN_DIR is not set (call load_config first)}"
   : "${STOP_GRACE:?STOP_GRACE is not set (call load_config first)}"
   : "${READY_BACKOFF_MAX:?READY_BACKOFF_MAX is not set (call load_config first)}"
-}
-
-# run_unlocked CMD...: run CMD (program or function) with the run lock's descriptor closed for
-# it, so CMD and whatever it starts cannot keep the lock after the driver dies.
-# Globals: RUN_LOCK_FD (unset: nothing to close). Returns CMD's status.
-run_unlocked() {
-  if [[ -n "${RUN_LOCK_FD:-}" ]]; then
-    "$@" {RUN_LOCK_FD}>&-
-  else
-    "$@"
-  fi
 }
 
 # svc_start NAME [--port HOST:PORT]... [--] CMD...: start CMD as service NAME in its own session
@@ -87,8 +76,7 @@ svc_start() {
     shift 2
   done
   if [[ "${1:-}" == -- ]]; then shift; fi
-  run_unlocked py proc start --pids-dir "$RUN_DIR/pids" --logs-dir "$RUN_DIR/logs" \
-    --name "$name" "${opts[@]}" -- "$@"
+  py proc start --pids-dir "$RUN_DIR/pids" --logs-dir "$RUN_DIR/logs" --name "$name" "${opts[@]}" -- "$@"
 }
 
 # svc_stop NAME...: stop the named services if still ours: TERM the group, wait, KILL after
@@ -100,13 +88,13 @@ svc_stop() {
   local -a opts=()
   local name
   for name in "$@"; do opts+=(--name "$name"); done
-  run_unlocked py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" --missing-ok "${opts[@]}"
+  py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" --missing-ok "${opts[@]}"
 }
 
 # svc_stop_all: svc_stop every service recorded in $RUN_DIR/pids, in reverse start order.
 svc_stop_all() {
   _need_proc_knobs
-  run_unlocked py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" --all
+  py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" --all
 }
 
 # svc_wait NAME TIMEOUT [--knob KNOB] (--http URL [--expect-status N] | --tcp HOST:PORT |
@@ -115,7 +103,7 @@ svc_stop_all() {
 # fix (naming KNOB, the timeout's knob). Globals: RUN_DIR, READY_BACKOFF_MAX.
 svc_wait() {
   _need_proc_knobs
-  run_unlocked py proc wait --pids-dir "$RUN_DIR/pids" --name "$1" --timeout "$2" \
+  py proc wait --pids-dir "$RUN_DIR/pids" --name "$1" --timeout "$2" \
     --backoff-max "$READY_BACKOFF_MAX" "${@:3}"
 }
 
@@ -124,37 +112,41 @@ svc_wait() {
 # KILL after STOP_GRACE s. Globals: STOP_GRACE. Returns 1 if one survived KILL.
 svc_sweep() {
   _need_proc_knobs
-  run_unlocked py proc sweep --marker "$1" --grace "$STOP_GRACE"
+  py proc sweep --marker "$1" --grace "$STOP_GRACE"
 }
 
-# take_run_lock: hold $RUN_DIR/lock (flock) for the life of this shell; this shell's pid, start
-# time, host, start date and command are written into it. Refused (returns 1, the holder named
-# on stderr with how to stop it) while another driver holds it; a stale lock whose holder is
-# gone is taken over with a note. Taking it twice in one shell is a no-op.
-# Globals: RUN_DIR; sets RUN_LOCK_FD (never pass it on: see run_unlocked).
+# take_run_lock: hold $RUN_DIR/lock (flock) for the life of this shell, through the coprocess
+# `pyhelpers proc hold-lock`, which records this shell's pid, start time, host, start date and
+# command in it. Refused (returns 1, the holder named on stderr with how to stop it) while another
+# driver holds it; a stale lock whose holder is gone is taken over with a note. Taking it twice in
+# one shell is a no-op. Globals: RUN_DIR; sets LOCK_HELPER_PID.
 take_run_lock() {
   _need_proc_knobs
-  if [[ -n "${RUN_LOCK_FD:-}" ]]; then return 0; fi
+  if [[ -n "${LOCK_HELPER_PID:-}" ]]; then return 0; fi
+  need_venv
   mkdir -p "$RUN_DIR"
-  exec {RUN_LOCK_FD}<>"$RUN_DIR/lock"
-  if ! py proc lock --fd "$RUN_LOCK_FD" --lock "$RUN_DIR/lock" --holder-pid "$$"; then
-    exec {RUN_LOCK_FD}>&-
-    unset RUN_LOCK_FD
+  local answer=""
+  coproc RUN_LOCK { exec "$VENV_PY" -m pyhelpers proc hold-lock --lock "$RUN_DIR/lock" --holder-pid "$$"; }
+  LOCK_HELPER_PID="$RUN_LOCK_PID"  # bash unsets RUN_LOCK_PID when the coprocess ends
+  read -r answer <&"${RUN_LOCK[0]}" || true
+  if [[ "$answer" != locked ]]; then
+    wait "$LOCK_HELPER_PID" 2>/dev/null || true
+    unset LOCK_HELPER_PID
     return 1
   fi
 }
 
-# release_run_lock: clear the holder record and release the lock (exiting releases it too).
-# Globals: RUN_DIR, RUN_LOCK_FD.
+# release_run_lock: clear the holder record and release the lock (the driver's death releases it
+# too). Globals: LOCK_HELPER_PID.
 release_run_lock() {
-  if [[ -z "${RUN_LOCK_FD:-}" ]]; then return 0; fi
-  : >"$RUN_DIR/lock"
-  exec {RUN_LOCK_FD}>&-
-  unset RUN_LOCK_FD
+  if [[ -z "${LOCK_HELPER_PID:-}" ]]; then return 0; fi
+  kill -TERM "$LOCK_HELPER_PID" 2>/dev/null || true
+  wait "$LOCK_HELPER_PID" 2>/dev/null || true
+  unset LOCK_HELPER_PID
 }
 
 # ensure_service NAME [--round N] [--model DIR]: start the run's service NAME (shopsim, ray-head,
 # eval-server; pyhelpers/services.py says how) unless it is up, and wait until it answers.
 ensure_service() {
-  run_unlocked py run service "$@"
+  py run service "$@"
 }

@@ -1,19 +1,16 @@
-"""The run lock: one driver per run, held with flock by the driver shell (design.md §5).
+"""The run lock: one driver per run, held with flock (design.md §5).
 
-The bash driver opens `runs/<RUN_NAME>/lock` on a descriptor (`exec {fd}<>lock`) and calls
-`take(fd, ...)` through `pyhelpers proc lock --fd`. flock locks belong to the open file
-description, which the driver shares with this short-lived process: the lock taken here stays
-held by the driver's descriptor after we exit, and is released when the driver's last copy of
-it closes — when the driver exits, however it dies. The holder's pid, start time, host, start
-date and command are written into the file itself (in place: a rename would swap the inode the
-lock lives on).
+The bash driver runs `pyhelpers proc hold-lock` as a coprocess (take_run_lock in bin/lib.sh),
+which opens `runs/<RUN_NAME>/lock`, takes the flock with `take()` and holds it until TERM, or
+until the driver dies: PR_SET_PDEATHSIG makes the kernel kill it with the driver. The lock is
+never a descriptor of the driver shell itself: every `$(...)` and `&` of the driver forks a shell
+that would inherit it and keep the run locked after the driver died. The holder recorded in the
+file (in place: a rename would swap the inode the lock lives on) is the driver: its pid, start
+time, host, start date and command; `make stop` signals that pid.
 
-A launched process that inherits the descriptor keeps the lock after the driver dies; that is
-why services start with close_fds and the driver runs every other child through
-`run_unlocked` (bin/lib.sh). If it happens anyway, the refusal names the inheriting process.
-
-flock rather than the filelock package (in the venv): filelock holds the lock inside the Python
-process that takes it, and here the holder must be the bash driver.
+flock rather than the filelock package (in the venv): the lock must follow the driver's life,
+which a coprocess with a parent-death signal gives and a lock object inside one Python call
+does not.
 """
 
 from __future__ import annotations

@@ -50,3 +50,85 @@ def run_pyhelpers(args: list[str], env: dict[str, str], **kw) -> subprocess.Comp
     """Run the real `python -m pyhelpers ...` in a subprocess, capturing text output."""
     return subprocess.run([sys.executable, "-m", "pyhelpers", *args], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=kw.pop("timeout", 60), **kw)
+
+
+# --- Rehearsals (tests/rehearsal_support.py) ------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def _fresh_slime_singletons():
+    """Tests of the rollout plugin each get their own slime GenerateState (rollout_support)."""
+    if "slime.utils.misc" in sys.modules:
+        from rollout_support import fresh_slime_singletons
+
+        fresh_slime_singletons()
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _stop_leftover_rehearsals():
+    """A failed rehearsal test must not leave its services holding the rehearsal's ports."""
+    yield
+    import rehearsal_support
+
+    rehearsal_support.stop_all_created()
+
+
+@pytest.fixture(scope="session")
+def rehearsal_world(tmp_path_factory) -> Path:
+    """Where the rehearsals of this session share their stand-in world (built by the first)."""
+    return tmp_path_factory.mktemp("rehearsal-world") / "world"
+
+
+class _CmdlineWatch:
+    """Reads every process's /proc/<pid>/cmdline every 0.1 s while a rehearsal runs and keeps
+    what contains one of `needles` (a secret must never be on a command line)."""
+
+    def __init__(self, needles):
+        import threading
+
+        self.needles = [n.encode() for n in needles]
+        self.hits: list[str] = []
+        self.scans = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.wait(0.1):
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    raw = open(f"/proc/{entry}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if any(n in raw for n in self.needles):
+                    shown = raw.replace(b"\x00", b" ")[:300]
+                    self.hits.append(f"{entry}: {shown!r}")
+            self.scans += 1
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory, rehearsal_world):
+    """One uninterrupted rehearsal (ROUNDS=2, fake keys in .env), shared by every test that reads
+    a finished run; the fault and self-healing tests compare their results with it."""
+    from types import SimpleNamespace
+
+    from rehearsal_support import KEYS, Run, rehearse, rehearse_env
+
+    tmp = tmp_path_factory.mktemp("reference")
+    env = rehearse_env(tmp, rehearsal_world, track=False)
+    with _CmdlineWatch(KEYS) as watch:
+        res = rehearse(env)
+    if res.returncode != 0:
+        rehearse_env(tmp, rehearsal_world)  # tracked now: the teardown stops what it left running
+    assert res.returncode == 0, res.stdout[-6000:]
+    return SimpleNamespace(env=env, run=Run(tmp / "runs"), result=res, cmdline_hits=watch.hits,
+                           cmdline_scans=watch.scans, tmp=tmp)

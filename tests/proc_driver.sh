@@ -4,9 +4,9 @@
 #
 #   take  take the run lock, print "locked", exit.
 #   hold  take the lock, start service `svc` (svc_start), wait for it (svc_wait), then run a
-#         foreground child through run_unlocked, as the training driver runs `ray job submit`.
-#   leak  take the lock, then start a background child WITHOUT run_unlocked (the mistake the
-#         lock's refusal must name).
+#         foreground child, as the training driver runs its stages.
+#   leak  take the lock, then start a background child of the driver shell (a forked shell that
+#         must not keep the lock after the driver dies).
 # The long-running child touches $RUN_DIR/<mode>.ready once it runs.
 # shellcheck source=../bin/lib.sh
 source "$(dirname "$0")/../bin/lib.sh"
@@ -20,7 +20,7 @@ case "$mode" in
     svc_start svc -- sleep 300 >/dev/null
     svc_wait svc 10 --cmd -- true >/dev/null
     # shellcheck disable=SC2016  # $0 must expand in the child, not here
-    run_unlocked bash -c 'touch "$0"; exec sleep 300' "$RUN_DIR/hold.ready"
+    bash -c 'touch "$0"; exec sleep 300' "$RUN_DIR/hold.ready"
     ;;
   leak)
     # shellcheck disable=SC2016  # $0 must expand in the child, not here

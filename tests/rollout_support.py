@@ -35,6 +35,15 @@ def use_slime_stub() -> None:
         sys.path.insert(0, str(STUB))
 
 
+def fresh_slime_singletons() -> None:
+    """slime builds GenerateState once per process, from the first args it sees (its stand-in does
+    the same). One slime process trains one run; a test process plays many, each with its own
+    args and stack, so every test starts without the previous test's singleton."""
+    from slime.utils.misc import SingletonMeta
+
+    SingletonMeta._instances.clear()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

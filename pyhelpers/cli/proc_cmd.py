@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
@@ -217,20 +218,35 @@ def proc_port(address, knob):
     click.echo(f"{host}:{port} is free")
 
 
-@proc.command("lock")
-@click.option("--fd", type=int, required=True, help="The driver's descriptor open on --lock.")
+@proc.command("hold-lock")
 @click.option("--lock", "lock_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@click.option("--holder-pid", type=int, required=True, help="The driver shell's pid ($$).")
-def proc_lock(fd, lock_path, holder_pid):
-    """Take the run lock on the caller's descriptor (called by take_run_lock in bin/lib.sh).
-
-    The lock stays held by the caller's descriptor after this exits. Exit 1 naming the holder
-    (pid, host, since, command) when it is held; a stale lock is taken over with a note.
+@click.option("--holder-pid", type=int, required=True, help="The driver's pid ($$), recorded as the holder.")
+def proc_hold_lock(lock_path, holder_pid):
+    """Take the run lock for the driver and hold it until TERM, or until the driver dies (the
+    kernel then kills this process: PR_SET_PDEATHSIG). Prints `locked` once held; exit 1 naming the
+    holder when another driver has it. Run by take_run_lock (bin/lib.sh) as a coprocess.
 
     \b
     Example:
-      exec {fd}<>runs/r/lock; pyhelpers proc lock --fd "$fd" --lock runs/r/lock --holder-pid $$
+      coproc LOCK { exec pyhelpers proc hold-lock --lock runs/r/lock --holder-pid $$; }
     """
+    import os
+    import signal
+    import threading
+
+    from .. import foreground
+
+    foreground.die_with_parent()
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: done.set())
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     note = runlock.take(fd, lock_path, holder_pid)
     if note:
         click.echo(note, err=True)
+    click.echo("locked")
+    sys.stdout.flush()
+    done.wait()
+    os.ftruncate(fd, 0)  # an orderly release: no holder recorded
+    os.close(fd)

@@ -77,11 +77,13 @@ def run_next(as_json):
 
 
 @run.command("advance")
+@click.option("--stop-before", type=click.Choice(["train", "rotate", "export", "compile", "evaluate", "inject"]),
+              help="Print `stop` instead of running or naming this stage (make smoke stops before compile).")
 @click.pass_context
-def run_advance(ctx):
+def run_advance(ctx, stop_before):
     """Run the in-process stages (rotate, compile, inject) that are next, then print the next
-    process stage as `ROUND STAGE`, or `done`. One call per gap between process stages keeps the
-    driver's own time per round small (design.md §10).
+    process stage as `ROUND STAGE`, or `done` (or `stop`, see --stop-before). One call per gap
+    between process stages keeps the driver's own time per round small (design.md §10).
 
     \b
     Example:
@@ -90,6 +92,9 @@ def run_advance(ctx):
     cfg, lay = _ctx()
     while True:
         pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
+        if not pos.finished and pos.stage == stop_before:
+            click.echo("stop")
+            return
         if pos.finished or pos.stage in PROCESS_STAGES:
             break
         t0 = time.monotonic()
@@ -178,6 +183,22 @@ def run_check_resume(round_):
         pos = runstate.check_resume_round(lay, cfg.int("ROUNDS"), round_)
     where = "finished" if pos.finished else f"round {pos.round} at {pos.stage}"
     click.echo(f"resuming {cfg.run_name}: {where} ({pos.detail})", err=True)
+
+
+@run.command("check-lock")
+def run_check_lock():
+    """Exit 1, naming the holder, while a driver holds this run's lock (changes nothing).
+
+    \b
+    Example:
+      pyhelpers run check-lock && echo "no driver is running"
+    """
+    from .. import runlock
+    from ..runstop import lock_free
+
+    _, lay = _ctx()
+    if not lock_free(lay.lock):
+        raise runlock.refusal(lay.lock)
 
 
 @run.command("round-dir")

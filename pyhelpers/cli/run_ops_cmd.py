@@ -81,3 +81,141 @@ def run_summary():
     cfg, lay = _ctx()
     for line in runstatus.summary_lines(cfg, lay):
         click.echo(line)
+
+
+@run.command("status")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object, for machines.")
+def run_status(as_json):
+    """Where the run stands: driver, round and stage, training step, services (pids, ports, logs),
+    disk free vs the next save, val/gate results, restarts, logs. Read-only.
+
+    \b
+    Example:
+      pyhelpers run status
+    """
+    import json
+
+    from .. import runstatus
+
+    cfg, lay = _ctx()
+    st = runstatus.gather(cfg, lay)
+    if as_json:
+        click.echo(json.dumps(st, indent=1, sort_keys=True, default=str))
+        return
+    for line in runstatus.render(st):
+        click.echo(line)
+
+
+@run.command("logs")
+@click.option("--service", default="", help="Whose log (e.g. driver, shopsim, slime, stage-train, eval-server).")
+@click.option("--lines", "-n", type=int, default=40, show_default=True)
+@click.option("--follow", "-f", is_flag=True, help="Keep printing as the log grows (tail -F).")
+def run_logs(service, lines, follow):
+    """The tail of a service's log; without --service, every log of the run and the driver's tail.
+
+    \b
+    Example:
+      pyhelpers run logs --service shopsim -n 100
+    """
+    import os
+    import time
+
+    from .. import procs
+    from ..errors import ToolkitError
+
+    _, lay = _ctx()
+    logs = sorted(lay.logs.glob("*.log")) if lay.logs.is_dir() else []
+    if not service:
+        for p in logs:
+            st = p.stat()
+            click.echo(f"{p.stem:<16} {st.st_size:>10} bytes  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(st.st_mtime))}"
+                       f"  {p}")
+        service = "driver"
+    alias = {"slime": "slime-log", "job": "slime-log", "ray": "ray-head", "eval": "eval-server"}
+    path = lay.logs / f"{alias.get(service, service)}.log"
+    if not path.is_file():
+        raise ToolkitError(f"no log named {path.name}", str(lay.logs),
+                           f"choose one of: {', '.join(p.stem for p in logs) or '(none yet)'}")
+    if follow:
+        os.execvp("tail", ["tail", "-n", str(lines), "-F", str(path)])
+    click.echo(f"--- {path} (last {lines} lines) ---")
+    for line in procs.log_tail(path, lines):
+        click.echo(line)
+
+
+@run.command("plan", context_settings={"ignore_unknown_options": True})
+@click.argument("model_args", nargs=-1, type=click.UNPROCESSED)
+def run_plan(model_args):
+    """What `make train` / `make resume` would do: resume point, stages left, every command line
+    (secrets masked; none is ever on a command line), disk arithmetic, opened addresses. Changes
+    nothing. MODEL_ARGS: the flags of slime's model script, when bin/plan could source it.
+
+    \b
+    Example:
+      pyhelpers run plan
+    """
+    from .. import runplan
+
+    cfg, lay = _ctx()
+    for line in runplan.plan(cfg, lay, list(model_args) or None):
+        click.echo(line)
+
+
+@run.command("wandb-sync")
+@click.option("--dry-run", is_flag=True, help="List what would be uploaded; upload nothing.")
+def run_wandb_sync(dry_run):
+    """Upload the run's offline W&B runs (runs/<RUN>/wandb) with `wandb sync`, skipping those
+    already synced. The key comes from WANDB_API_KEY (.env) or ~/.netrc through the environment.
+
+    \b
+    Example:
+      pyhelpers run wandb-sync --dry-run
+    """
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from .. import wandbsync
+    from ..errors import ToolkitError
+
+    cfg, lay = _ctx()
+    todo = wandbsync.pending(lay.run_dir)
+    done = len(wandbsync.offline_runs(lay.run_dir)) - len(todo)
+    click.echo(f"{len(todo)} offline W&B run(s) to upload, {done} already synced ({lay.wandb_dir})")
+    for p in todo:
+        click.echo(f"  {p.relative_to(lay.run_dir)}")
+    if dry_run or not todo:
+        return
+    netrc = Path(os.path.expanduser("~/.netrc"))
+    if not cfg.get("WANDB_API_KEY") and not (netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore")):
+        raise ToolkitError("no W&B key: WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry",
+                           str(cfg.env_file), "put WANDB_API_KEY=... in .env (or run `wandb login`), then again")
+    env = {**os.environ, "WANDB_MODE": "online"}
+    if cfg.get("WANDB_API_KEY"):
+        env["WANDB_API_KEY"] = cfg["WANDB_API_KEY"]
+    wandb_cli = str(Path(sys.executable).with_name("wandb"))
+    done = subprocess.run([wandb_cli, "sync", *map(str, todo)], env=env)
+    if done.returncode != 0:
+        raise ToolkitError(f"wandb sync failed (exit {done.returncode}); its output is above", str(lay.wandb_dir),
+                           "check the network (AutoDL: turn on the network proxy) and the key; running "
+                           "`make wandb-sync` again uploads only what is left")
+    click.echo(f"uploaded {len(todo)} run(s)")
+
+
+@run.command("convert-base", context_settings={"ignore_unknown_options": True})
+@click.argument("model_args", nargs=-1, type=click.UNPROCESSED)
+def run_convert_base(model_args):
+    """HF_MODEL -> TORCH_DIST_MODEL with slime's converter (M18; needs the GPUs): staged in
+    <TORCH_DIST_MODEL>.partial, verified, renamed. MODEL_ARGS: the flags of slime's model script.
+
+    \b
+    Example:
+      pyhelpers run convert-base -- "${MODEL_ARGS[@]}"
+    """
+    from .. import basemodel
+    from .. import config as config_mod
+
+    cfg = config_mod.load()
+    log = cfg.path("MODELS_DIR") / "convert-base.log"
+    basemodel.convert(cfg, list(model_args), log, progress=lambda s: click.echo(s, err=True))

@@ -3,8 +3,20 @@ which ports the run opens on which addresses."""
 
 from __future__ import annotations
 
-from .. import ports
+from .. import ports, procfs, procs
 from .base import FAIL, PASS, WARN, Context, Result, result
+
+
+def _ours(ctx: Context) -> set[int]:
+    """Pids of this run's own live services: a port they hold is not a conflict (`make resume`
+    stops them first; a second `make train` is refused by the run lock, naming the driver)."""
+    recs = procs.records(ctx.cfg.run_dir / "pids")
+    return {p for r in recs if procs.state(r) == "alive" for p in procfs.group_members(r.pgid)}
+
+
+def _held_by_us(port: int, ours: set[int]) -> bool:
+    holders = ports.who_holds_port(port)
+    return bool(holders) and all(h.pid in ours for h in holders)
 
 PACK_API = "shop_env/shop_env/pack_api.py"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -22,6 +34,9 @@ def check_shopsim(ctx: Context) -> list[Result]:
     host, port = ctx.cfg["SHOPSIM_HOST"], ctx.cfg.int("SHOPSIM_PORT")
     if ports.port_free(host, port):
         out.append(result("shopsim-port", PASS, f"{host}:{port} is free (SHOPSIM_PORT)"))
+    elif _held_by_us(port, _ours(ctx)):
+        out.append(result("shopsim-port", PASS, f"{host}:{port} is held by this run's own ShopSimulator "
+                          "(make resume stops it first)"))
     else:
         held = ports.describe_holders(port, ports.who_holds_port(port))
         out.append(result("shopsim-port", FAIL, f"{host}:{port}: {held}",
@@ -39,10 +54,12 @@ def check_exposure(ctx: Context) -> list[Result]:
         ("Ray GCS", "0.0.0.0", "RAY_PORT"),
     ]
     lines, held, public = [], [], []
+    ours = _ours(ctx)
     for what, host, knob in opened:
         port = cfg.int(knob)
         state = "free"
-        if knob != "SHOPSIM_PORT" and not ports.port_free("127.0.0.1" if host == "0.0.0.0" else host, port):
+        if knob != "SHOPSIM_PORT" and not ports.port_free("127.0.0.1" if host == "0.0.0.0" else host, port) \
+                and not _held_by_us(port, ours):
             state = ports.describe_holders(port, ports.who_holds_port(port))
             held.append(f"{knob}={port}")
         lines.append(f"{what}: {host}:{port} ({knob}) {state}")

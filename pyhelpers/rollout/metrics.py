@@ -54,6 +54,7 @@ class Step:
     spool_written: int = 0
     spool_existing: int = 0    # a replayed step: the record id was written before (first wins)
     spool_errors: int = 0
+    spool_deferred: int = 0    # the retry hit an infra error: no record (retry.py says why)
     closing: bool = False      # set when slime's loop is done: queued retries give up
     tasks: set = field(default_factory=set)  # background retry tasks (asyncio.Task)
     closed: asyncio.Event = field(default_factory=asyncio.Event)  # set with `closing`
@@ -103,7 +104,8 @@ def summarize(step: Step) -> dict[str, float]:
                              "infra_errors": sum(e.termination in INFRA for e in eps),
                              "failures": step.failures, "retries": len(step.retries),
                              "retry_skipped": step.retry_skipped, "spool_written": step.spool_written,
-                             "spool_existing": step.spool_existing, "spool_errors": step.spool_errors}
+                             "spool_existing": step.spool_existing, "spool_errors": step.spool_errors,
+                             "spool_deferred": step.spool_deferred}
     for reason in TERMINATIONS:
         out[f"termination/{reason}"] = sum(e.termination == reason for e in eps)
     optional = {

@@ -17,6 +17,10 @@ group (and the dynamic-sampling loop) waits for its slowest Sample. The retry is
 sample (RETRY_TRAINS=0; settings refuses 1).
 slime's end-of-step engine abort can hit a retry's /generate; that turn is sent again once the
 step's loop has finished (`Step.closed`).
+A retry that ends in an infra error (ShopSimulator or the engines failing -- typically the job
+being stopped, which kills engines before this loop) writes no record: it would win over the
+complete record that the replayed step writes after a resume. It is counted (spool_deferred);
+in a run that is not resumed, that failure does not reach the analyst.
 """
 
 from __future__ import annotations
@@ -99,6 +103,10 @@ async def _retry(rt: Runtime, step: Step, rid: str, group: int, index: int, task
                                 skip=lambda: step.closing, aborted=lambda: False, after_abort=step.wait_closed)
         if ep.termination == "aborted" and not ep.turns:
             step.retry_skipped += 1  # never got a spare slot before the step ended
+        elif ep.termination == "infra_error":
+            step.spool_deferred += 1
+            log.warning("full-skill retry of %s hit an infra error; no spool record (a replay writes it)", rid)
+            return
         else:
             retried = ep
             step.retries.append(ep.stats())

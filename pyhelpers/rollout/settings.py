@@ -127,15 +127,17 @@ def from_mapping(values: dict[str, Any]) -> PluginSettings:
     return PluginSettings(**{k: _coerce(k, v) for k, v in values.items()}).check()
 
 
-_CACHE: dict[int, PluginSettings] = {}
+# id(args) -> (a weak reference to that args object, its settings). The reference is checked on
+# every hit: ids are reused once an object is gone, and a new args must never get another's settings.
+_CACHE: dict[int, tuple[Any, PluginSettings]] = {}
 
 
 def from_args(args: Any) -> PluginSettings:
     """The settings slime put on `args` from the YAML (cached per args object), cross-checked
     against slime's own --rollout-max-response-len / --rollout-max-context-len when set."""
     cached = _CACHE.get(id(args))
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0]() is args:
+        return cached[1]
     values = {name: getattr(args, PREFIX + name) for name in _TYPES if hasattr(args, PREFIX + name)}
     s = from_mapping(values)
     for name in ("rollout_max_response_len", "rollout_max_context_len"):
@@ -144,7 +146,9 @@ def from_args(args: Any) -> PluginSettings:
             raise ToolkitError(f"slime --{name.replace('_', '-')}={theirs} differs from the plugin's "
                                f"{PREFIX}{name}={getattr(s, name)}", WHERE,
                                "build both from the same configuration (pyhelpers run argv slime)")
-    _CACHE[id(args)] = s
+    import weakref
+
+    _CACHE[id(args)] = (weakref.ref(args), s)
     return s
 
 

@@ -10,7 +10,7 @@ Flags: every server flag of SGLang 0.5.15.post1 is accepted (the list in
 rejected with argparse's "unrecognized arguments" and exit 2, as the real parser does (prefix
 abbreviations such as --tp included). Fake-only: --fake-policy (default: MODEL_PATH/fake_policy.json
 when it exists: the policy is the fake model's "weights", so an HF export carries its own),
---latency-ms, --fake-group-size.
+--latency-ms (default $FAKE_SGLANG_LATENCY_MS), --fake-group-size.
 
 Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /generate with SGLang's
 answer shape (text, output_ids, meta_info: id, finish_reason, prompt_tokens, completion_tokens,
@@ -76,7 +76,8 @@ def parser() -> argparse.ArgumentParser:
         if flag.startswith("--") and flag not in taken:
             ap.add_argument(flag, nargs="?", const=True, dest="x_" + flag[2:].replace("-", "_"))
     ap.add_argument("--fake-policy", help="fake only: policy JSON")
-    ap.add_argument("--latency-ms", type=float, default=0.0, help="fake only: fixed delay per /generate")
+    ap.add_argument("--latency-ms", type=float, default=float(os.environ.get("FAKE_SGLANG_LATENCY_MS", "0") or 0),
+                    help="fake only: fixed delay per /generate (default $FAKE_SGLANG_LATENCY_MS or 0)")
     ap.add_argument("--fake-group-size", type=int, default=1,
                     help="fake only: stratify draws over sampling_seed mod N (slime's group members)")
     return ap

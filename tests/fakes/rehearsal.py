@@ -141,7 +141,8 @@ def exports(environ: dict[str, str]) -> dict[str, str]:
 
     runs = config_mod.load(environ).path("RUNS_DIR")
     base = runs / ".rehearsal"
-    world = build(base / "world")
+    # Tests share one world between their rehearsals (it is read-only once built).
+    world = build(Path(environ.get("SHOPSIMRL_REHEARSAL_WORLD") or base / "world"))
     slime = FAKES / "slime_stub"
     venv_py = Path(sys.executable)
     out = {

@@ -1,0 +1,207 @@
+"""Running `bin/rehearse` (the real toolkit on the stand-ins) from tests.
+
+    env = rehearse_env(tmp, world)          # isolated RUNS_DIR, shared stand-in world, fake keys in .env
+    res = rehearse(env)                      # a whole rehearsal, as `make rehearse` runs it
+    p = start(env); wait_for(...); kill_driver(env); rehearse(env, "--resume")
+
+Each rehearsal runs in its own session (so a test can kill the driver alone, as an OOM killer
+would), writes its output to <tmp>/rehearse-N.log, and is identified by its RUNS_DIR (which also
+gives it its own Ray temp dir). The world of stand-ins (tokenizer, catalog, models, task files,
+conda) is built once per session and shared: it is read-only once built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from conftest import ROOT, _knob_names
+
+WANDB_KEY = "wk-rehearsal-SECRET-7f3a9c21e5"
+DASHSCOPE_KEY = "sk-rehearsal-SECRET-b81e44d0aa"
+KEYS = (WANDB_KEY, DASHSCOPE_KEY)
+
+
+@dataclass
+class Run:
+    """Where one rehearsal's files are."""
+
+    runs: Path
+    name: str = "rehearsal"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.runs / self.name
+
+    @property
+    def save_dir(self) -> Path:
+        return self.runs / ".rehearsal" / "train_save" / self.name
+
+    def round_dir(self, r: int) -> Path:
+        return self.run_dir / "rounds" / f"round-{r:03d}"
+
+    def events(self) -> list[dict]:
+        from pyhelpers import events
+
+        return events.read(self.run_dir)
+
+    def lock_holder(self) -> dict | None:
+        from pyhelpers import runlock
+
+        return runlock.read_holder(self.run_dir / "lock")
+
+
+_created: list[dict] = []
+
+
+def stop_all_created() -> None:
+    """Teardown: stop whatever a test's rehearsals left running, without marking them stopped."""
+    while _created:
+        env = _created.pop()
+        holder = Run(Path(env["RUNS_DIR"]), env.get("RUN_NAME", "rehearsal")).lock_holder()
+        if holder:  # a driver still running: stop it properly
+            subprocess.run([str(ROOT / "bin" / "rehearse"), "--env", *pyhelpers_cmd("run", "stop")], env=env,
+                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
+        subprocess.run([str(ROOT / "bin" / "rehearse"), "--env", *pyhelpers_cmd("run", "cleanup")], env=env, cwd=ROOT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
+
+
+def rehearse_env(tmp: Path, world: Path, track: bool = True, **knobs: object) -> dict[str, str]:
+    """A process environment for bin/rehearse: nothing of the developer's configuration, the keys
+    in a mode-600 .env (the secret tests look for them everywhere), W&B's own dirs under tmp.
+    Whatever its rehearsals leave running is stopped at the test's end (conftest)."""
+    tmp = Path(tmp)
+    tmp.mkdir(parents=True, exist_ok=True)
+    drop = set(_knob_names())
+    env = {k: v for k, v in os.environ.items()
+           if k not in drop and not k.startswith(("WANDB_", "FAKE_", "SHOPSIMRL_"))}
+    env_file = tmp / ".env"
+    env_file.write_text(f"WANDB_API_KEY={WANDB_KEY}\nDASHSCOPE_API_KEY={DASHSCOPE_KEY}\n")
+    env_file.chmod(0o600)
+    for var in ("WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR"):
+        env[var] = str(tmp / "wandb-home" / var.lower())
+    env.update({"SHOPSIMRL_ENV_FILE": str(env_file), "RUNS_DIR": str(tmp / "runs"),
+                "SHOPSIMRL_REHEARSAL_WORLD": str(world), "STOP_GRACE": "2", "HOME": str(tmp / "home")})
+    env.update({k: str(v) for k, v in knobs.items()})
+    if track:
+        _created.append(env)
+    return env
+
+
+_count = iter(range(1, 10**6))
+
+
+def _log(env: dict) -> Path:
+    return Path(env["RUNS_DIR"]).parent / f"rehearse-{next(_count)}.log"
+
+
+def rehearse(env: dict, *args: str, timeout: float = 420) -> subprocess.CompletedProcess:
+    """Run bin/rehearse to its end; stdout+stderr in .stdout (and in a log file beside RUNS_DIR)."""
+    log = _log(env)
+    with open(log, "w") as fh:
+        proc = subprocess.run([str(ROOT / "bin" / "rehearse"), *args], env=env, cwd=ROOT, stdout=fh,
+                              stderr=subprocess.STDOUT, start_new_session=True, timeout=timeout)
+    proc.stdout = log.read_text(errors="replace")
+    return proc
+
+
+def start(env: dict, *args: str) -> tuple[subprocess.Popen, Path]:
+    log = _log(env)
+    fh = open(log, "w")
+    proc = subprocess.Popen([str(ROOT / "bin" / "rehearse"), *args], env=env, cwd=ROOT, stdout=fh,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    fh.close()
+    return proc, log
+
+
+def in_rehearsal(env: dict, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run a command in the rehearsal's configuration (bin/rehearse --env), e.g. `make status`."""
+    return subprocess.run([str(ROOT / "bin" / "rehearse"), "--env", *cmd], env=env, cwd=ROOT, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def pyhelpers_cmd(*args: str) -> list[str]:
+    return [str(ROOT / ".venv" / "bin" / "python"), "-m", "pyhelpers", *args]
+
+
+def wait_for(what: str, cond, timeout: float = 240, proc: subprocess.Popen | None = None, log: Path | None = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the rehearsal ended (exit {proc.returncode}) before {what}:\n"
+                                 + (log.read_text(errors="replace")[-4000:] if log else ""))
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}" + (f":\n{log.read_text(errors='replace')[-4000:]}" if log else ""))
+
+
+def event_seen(run: Run, kind: str, **fields) -> bool:
+    return any(e.get("kind") == kind and all(e.get(k) == v for k, v in fields.items()) for e in run.events())
+
+
+def kill_driver(run: Run) -> int:
+    """SIGKILL the driver (the lock holder) alone, as the OOM killer would. Returns its pid."""
+    holder = run.lock_holder()
+    assert holder, "no driver holds the lock"
+    os.kill(holder["pid"], signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(holder["pid"], 0)
+        except ProcessLookupError:
+            break
+        stat = Path(f"/proc/{holder['pid']}/stat")
+        if stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.05)
+    return holder["pid"]
+
+
+def recorded_groups(run: Run) -> dict[str, int]:
+    """{service: pgid} of every pidfile of the run."""
+    out = {}
+    for p in (run.run_dir / "pids").glob("*.json"):
+        out[p.stem] = json.loads(p.read_text())["pid"]
+    return out
+
+
+def group_alive(pgid: int) -> bool:
+    from pyhelpers import procfs
+
+    return bool(procfs.group_members(pgid))
+
+
+def file_digests(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(root).rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def outcome(run: Run, rounds: int = 2) -> dict:
+    """What must equal an uninterrupted rehearsal's: the final bank, the summaries' episode
+    counts, every round's bank, and the checkpoint and HF export bytes."""
+    def load(p: Path) -> dict:
+        return json.loads(p.read_text())
+
+    out = {"final_bank": hashlib.sha256((run.run_dir / "skillbank-final.json").read_bytes()).hexdigest()}
+    for r in range(rounds):
+        val, gate = load(run.round_dir(r) / "val" / "summary.json"), load(run.round_dir(r) / "gate" / "summary.json")
+        out[f"r{r}"] = {"val_n": val["n"], "val_episodes": val["episodes"], "gate": gate["episodes"],
+                        "bank": hashlib.sha256((run.round_dir(r) / "skillbank.json").read_bytes()).hexdigest(),
+                        "compiled": hashlib.sha256((run.round_dir(r) / "compiled.json").read_bytes()).hexdigest(),
+                        "spool": sorted(p.name for p in (run.round_dir(r) / "spool").glob("*.json"))}
+    out["weights"] = file_digests(run.save_dir)
+    return out
+
+
+def newest_complete(run: Run) -> int | None:
+    from pyhelpers import checkpoints
+
+    return checkpoints.newest_complete(run.save_dir / "megatron")

@@ -1,0 +1,103 @@
+"""The fault matrix of the training loop: the driver SIGKILLed at each stage of round 1 (mid-train,
+between stages, mid-export, mid-evaluate), each time `make resume` (bin/rehearse --resume) stops
+the orphans and continues; no checkpoint is lost at any point, and the end result equals the
+uninterrupted reference rehearsal's. Also the memo's example (M14): round 1 trained, no val/gate
+yet -> `make resume ROUND=1` continues at rotate; ROUND=0 or 2 is refused, changing nothing.
+
+The kills are chained in one run (kill, resume, kill the resumed driver, ...) so round 0 plays
+once: the same four kill points, and each resume starts from an earlier kill's leftovers."""
+
+from __future__ import annotations
+
+import re
+
+from rehearsal_support import (
+    Run,
+    event_seen,
+    file_digests,
+    group_alive,
+    kill_driver,
+    newest_complete,
+    outcome,
+    recorded_groups,
+    rehearse,
+    rehearse_env,
+    start,
+    wait_for,
+)
+
+
+def _new_event(run: Run, since: int, kind: str, **fields):
+    def cond():
+        return any(e.get("kind") == kind and all(e.get(k) == v for k, v in fields.items())
+                   for e in run.events()[since:])
+    return cond
+
+
+def _kill_and_check(run: Run, proc, min_ckpt: int) -> dict[str, int]:
+    """Kill the driver; the services it started live on (orphans); no checkpoint was lost."""
+    groups = recorded_groups(run)
+    kill_driver(run)
+    proc.wait(timeout=60)  # bin/rehearse itself returns once its driver is gone
+    assert newest_complete(run) is not None and newest_complete(run) >= min_ckpt
+    tracked = int((run.save_dir / "megatron" / "latest_checkpointed_iteration.txt").read_text())
+    assert (run.save_dir / "megatron" / f"iter_{tracked:07d}" / ".metadata").is_file()
+    return {name: pgid for name, pgid in groups.items() if group_alive(pgid)}
+
+
+def _resume_and_kill_at(env, run: Run, orphans: dict[str, int], what: str, cond, min_ckpt: int):
+    since = len(run.events())
+    proc, log = start(env, "--resume")
+    wait_for(what, cond(since), proc=proc, log=log)
+    for name, pgid in orphans.items():  # the resume stopped every orphan of the previous kill
+        assert not group_alive(pgid), f"{name} (pgid {pgid}) survived the resume"
+    return _kill_and_check(run, proc, min_ckpt)
+
+
+def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_path, rehearsal_world, reference):
+    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="1", FAKE_CONVERT_DELAY="3",
+                       FAKE_SGLANG_LATENCY_MS="30")
+    run = Run(tmp_path / "runs")
+
+    # 1. mid-train: round 1's job has started training.
+    proc, log = start(env)
+    wait_for("round 1 training", lambda: (run.round_dir(1) / "plugin.started").is_file(), proc=proc, log=log)
+    orphans = _kill_and_check(run, proc, min_ckpt=1)
+    assert {"shopsim", "ray-head", "stage-train"} <= set(orphans)
+
+    # 2. between stages: round 1's training just ended (next: rotate, export).
+    orphans = _resume_and_kill_at(env, run, orphans, "round 1's train stage to end",
+                                  lambda since: _new_event(run, since, "stage-end", round=1, stage="train"), 1)
+
+    # The memo's example: round 1 has its checkpoint (iteration 3) but no val/gate.
+    assert int((run.save_dir / "megatron" / "latest_checkpointed_iteration.txt").read_text()) == 3
+    before = file_digests(run.run_dir), file_digests(run.save_dir)
+    for wrong, says in (("0", "round 0 is already finished; the run stands at round 1"),
+                        ("2", "ROUND=2 is outside this run's rounds 0..1")):
+        res = rehearse(env, "--resume", "--round", wrong, timeout=120)
+        assert res.returncode == 1 and says in res.stdout, res.stdout[-3000:]
+    assert (file_digests(run.run_dir), file_digests(run.save_dir)) == before  # refused, changed nothing
+
+    # 3. mid-export, resumed with ROUND=1 as the memo does.
+    since = len(run.events())
+    proc, log = start(env, "--resume", "--round", "1")
+    wait_for("round 1's conversion", _new_event(run, since, "convert-start", round=1), proc=proc, log=log)
+    assert re.search(r"resuming rehearsal: round 1 at (rotate|export)", log.read_text())
+    for name, pgid in orphans.items():
+        assert not group_alive(pgid), f"{name} (pgid {pgid}) survived the resume"
+    orphans = _kill_and_check(run, proc, min_ckpt=3)
+
+    # 4. mid-evaluate: the round's bare val has played some episodes.
+    def val_started(since):
+        path = run.round_dir(1) / "val" / "episodes.jsonl"
+        return lambda: path.is_file() and path.read_text().count("\n") >= 1
+    orphans = _resume_and_kill_at(env, run, orphans, "round 1's val episodes", val_started, 3)
+    assert "eval-server" in orphans or "stage-evaluate" in orphans
+
+    # The last resume finishes the run, with the uninterrupted run's results.
+    res = rehearse(env, "--resume")
+    assert res.returncode == 0, res.stdout[-5000:]
+    for name, pgid in orphans.items():
+        assert not group_alive(pgid), f"{name} (pgid {pgid}) survived the resume"
+    assert event_seen(run, "stage-end", round=1, stage="inject", status=0)
+    assert outcome(run) == outcome(reference.run)

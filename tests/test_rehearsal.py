@@ -1,0 +1,143 @@
+"""`make rehearse` end to end (the shared reference rehearsal, ROUNDS=2, STEPS_PER_ROUND=2): what a
+finished run leaves, its W&B offline runs read back, and no secret anywhere."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import ROOT
+from rehearsal_support import KEYS, in_rehearsal, pyhelpers_cmd, rehearse, rehearse_env
+
+ROUNDS, STEPS = 2, 2
+WANDB = str(ROOT / ".venv" / "bin" / "wandb")
+
+
+def _wandb_records(run_dir) -> list[dict]:
+    out = subprocess.run([WANDB, "leet", "inspect", "--json", str(run_dir)], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _offline_runs(run) -> dict[str, list]:
+    """{job_type: [(run record, history items, summary)]} of the run's offline W&B runs."""
+    out: dict[str, list] = {}
+    for d in sorted((run.run_dir / "wandb" / "wandb").glob("offline-run-*")):
+        recs = _wandb_records(d)
+        meta = next(r["run"] for r in recs if r["type"] == "run")
+        history = [r["history"]["item"] for r in recs if r["type"] == "history"]
+        summary = {}
+        for r in recs:
+            if r["type"] == "summary":
+                summary.update(r["summary"].get("update", {}))
+        out.setdefault(meta["job_type"], []).append((meta, history, summary))
+    return out
+
+
+def test_a_rehearsal_leaves_every_artifact_of_a_run(reference):
+    run = reference.run
+    assert "run rehearsal: finished" in reference.result.stdout
+    for r in range(ROUNDS):
+        d = run.round_dir(r)
+        for name in ("skillbank.json", "slime.yaml", "compiled.json", "val/summary.json", "val/episodes.jsonl",
+                     "gate/summary.json", "gate/decisions.json", "plugin.started"):
+            assert (d / name).is_file(), f"round {r}: {name} missing"
+        ran = ("train", "export", "compile", "evaluate", "inject") + (("rotate",) if r else ())  # round 0:
+        assert sorted(p.name for p in (d / "stages").glob("*.done")) == sorted(f"{s}.done" for s in ran)  # no old ckpt
+        assert len(list((d / "spool").glob("*.json"))) >= 1, f"round {r}: no spool records"
+        assert len(list((d / "candidates").glob("*.json"))) >= 1, f"round {r}: no analyst candidates"
+        steps = [json.loads(line)["rollout_id"] for line in (d / "rollout_metrics.jsonl").read_text().splitlines()]
+        assert steps == list(range(r * STEPS, (r + 1) * STEPS))
+    assert (run.run_dir / "skillbank-final.json").is_file()
+    # One Megatron checkpoint (the last round's), one HF export, `hf` pointing at it.
+    megatron = run.save_dir / "megatron"
+    assert sorted(p.name for p in megatron.glob("iter_*")) == ["iter_0000003"]
+    assert (megatron / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
+    assert sorted(p.name for p in run.save_dir.glob("hf-*")) == ["hf-0000003"]
+    assert (run.save_dir / "hf").resolve() == (run.save_dir / "hf-0000003").resolve()
+    # Marked as a rehearsal; nothing left running; the lock is free.
+    assert json.loads((run.run_dir / "run.json").read_text())["rehearsal"] is True
+    assert (run.save_dir / "REHEARSAL").is_file()
+    assert list((run.run_dir / "pids").glob("*.json")) == []
+    assert run.lock_holder() is None
+    ends = {(e["round"], e["stage"]) for e in run.events() if e["kind"] == "stage-end" and e["status"] == 0}
+    assert ends == {(r, s) for r in range(ROUNDS) for s in ("train", "rotate", "export", "compile", "evaluate",
+                                                              "inject") if r or s != "rotate"}
+
+
+def test_wandb_offline_runs_hold_the_logged_values(reference):
+    run = reference.run
+    by_type = _offline_runs(run)
+    # slime (the fake's own run, as slime logs it): rollout/shopsim/* per step, as the plugin wrote them.
+    trains = by_type["train"]
+    assert len(trains) == ROUNDS  # one job per round
+    logged = {}
+    for meta, history, _ in trains:
+        assert meta["run_group"] == "qwen35-4b-train-100"
+        for item in history:
+            if "rollout/step" in item:
+                logged[int(item["rollout/step"])] = item["rollout/shopsim/success_rate"]
+    written = {}
+    for r in range(ROUNDS):
+        for line in (run.round_dir(r) / "rollout_metrics.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            written[rec["rollout_id"]] = rec["metrics"]["rollout/shopsim/success_rate"]
+    assert logged == written and len(logged) == ROUNDS * STEPS
+    # val and gate: one run each per round, logged once, with the summaries' figures.
+    vals = {m["run_id"]: s for m, _, s in by_type["val"]}
+    gates = {m["run_id"] for m, _, _ in by_type["gate"]}
+    assert set(vals) == {f"qwen35-4b-train-100-val-r{r}" for r in range(ROUNDS)}
+    assert gates == {f"qwen35-4b-train-100-gate-r{r}" for r in range(ROUNDS)}
+    for r in range(ROUNDS):
+        summary = json.loads((run.round_dir(r) / "val" / "summary.json").read_text())
+        assert vals[f"qwen35-4b-train-100-val-r{r}"]["val/success_rate"] == summary["success"]["rate"]
+    assert {m["run_id"] for m, _, _ in by_type["analyst"]} == {f"rehearsal-analyst-r{r:03d}" for r in range(ROUNDS)}
+
+
+def test_no_secret_on_any_command_line_or_in_any_file(reference):
+    assert reference.cmdline_scans > 20  # the watch really ran during the rehearsal
+    assert reference.cmdline_hits == []
+    hits = []
+    roots = [reference.run.runs, reference.tmp / "wandb-home"]
+    for root in roots:
+        for p in root.rglob("*"):
+            if p.is_file() and not p.is_symlink():
+                data = p.read_bytes()
+                hits += [f"{p}: {key}" for key in KEYS if key.encode() in data]
+    assert hits == []
+    # The analyst key did its job: the stand-in answers 401 to any other key.
+    assert list(reference.run.round_dir(0).glob("candidates/*.json"))
+
+
+def test_status_plan_and_logs_of_a_finished_rehearsal(reference):
+    env = reference.env
+    st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
+    assert st.returncode == 0, st.stderr
+    assert "run rehearsal (rehearsal)" in st.stdout and "position: finished" in st.stdout
+    assert "round 000  val success" in st.stdout and "round 001  val success" in st.stdout
+    assert "services: none running or recorded" in st.stdout
+    js = json.loads(in_rehearsal(env, *pyhelpers_cmd("run", "status", "--json")).stdout)
+    assert js["position"]["stage"] is None and js["tracker"] == 3 and js["hf"] == "hf-0000003"
+    plan = in_rehearsal(env, "bin/plan")
+    assert plan.returncode == 0 and "resume point: finished, nothing to do" in plan.stdout
+    logs = in_rehearsal(env, *pyhelpers_cmd("run", "logs", "--service", "shopsim", "-n", "5"))
+    assert logs.returncode == 0 and "shopsim.log" in logs.stdout
+    bad = in_rehearsal(env, *pyhelpers_cmd("run", "logs", "--service", "nosuch"))
+    assert bad.returncode == 1 and "no log named nosuch.log" in bad.stderr and "choose one of" in bad.stderr
+    sync = in_rehearsal(env, *pyhelpers_cmd("run", "wandb-sync", "--dry-run"))
+    assert sync.returncode == 0 and "offline W&B run(s) to upload" in sync.stdout
+    assert sync.stdout.count("offline-run-") == len(list((reference.run.run_dir / "wandb" / "wandb")
+                                                          .glob("offline-run-*")))
+
+
+def test_a_rehearsal_refuses_a_train_save_with_real_checkpoints(tmp_path, rehearsal_world):
+    save = tmp_path / "save"
+    real = save / "qwen35-4b-train-100" / "megatron"
+    (real / "iter_0000019").mkdir(parents=True)
+    (real / "latest_checkpointed_iteration.txt").write_text("19")
+    env = rehearse_env(tmp_path, rehearsal_world, TRAIN_SAVE=str(save))
+    res = rehearse(env, timeout=60)
+    assert res.returncode == 1
+    assert "refusing to rehearse in a TRAIN_SAVE that holds real checkpoints: qwen35-4b-train-100" in res.stdout
+    assert (real / "latest_checkpointed_iteration.txt").read_text() == "19"
+    assert not (tmp_path / "runs" / "rehearsal").exists()
