@@ -143,9 +143,10 @@ def place(args: Namespace) -> None:
     ray.init(address="auto", logging_level="WARNING", log_to_driver=False)
     gpus = args.actor_num_nodes * args.actor_num_gpus_per_node + int(os.environ.get("FAKE_SLIME_EXTRA_GPUS", "0"))
     pg = placement_group([{"GPU": 1, "CPU": 0}] * gpus, strategy="PACK")
-    while not pg.wait(timeout_seconds=5):
+    while not pg.wait(timeout_seconds=1):
         log(f"Waiting for placement group of {gpus} GPUs to be ready ({ray.available_resources().get('GPU', 0):g} "
             "GPUs free)")
+        time.sleep(4)
     log(f"placement group of {gpus} GPUs ready")
 
 

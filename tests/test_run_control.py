@@ -1,0 +1,132 @@
+"""Controlling a run from outside, on the stand-ins: `make stop` from another shell, a second
+`make train` refused naming the holder, the placement deadline, a ShopSimulator that dies during a
+round, and the real-stack helpers `make smoke` / `make convert-base` wired to the stand-ins."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+
+from rehearsal_support import (
+    Run,
+    event_seen,
+    group_alive,
+    in_rehearsal,
+    pyhelpers_cmd,
+    recorded_groups,
+    rehearse,
+    rehearse_env,
+    start,
+    wait_for,
+)
+
+from pyhelpers import procfs
+from pyhelpers.config import load
+
+
+def _ray_temp_dir(env) -> str:
+    return load({**env, "RUN_NAME": "rehearsal"}).ray_temp_dir
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_make_stop_from_another_shell_leaves_nothing_and_a_second_driver_is_refused(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY=3)
+    run = Run(tmp_path / "runs")
+    proc, log = start(env)
+    wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)
+    driver = run.lock_holder()["pid"]
+
+    second = in_rehearsal(env, "bin/train", "--rehearsal")  # what a second `make train` runs
+    assert second.returncode == 1
+    assert "this run is already in progress" in second.stderr and f"held by pid {driver} on host" in second.stderr
+    assert "stop it with `make stop`" in second.stderr
+    again = rehearse(env, timeout=60)  # a fresh `make rehearse` must not touch the running one
+    assert again.returncode == 1 and "this run is already in progress" in again.stdout
+
+    groups = recorded_groups(run)
+    assert {"shopsim", "ray-head", "stage-train", "analyst"} <= set(groups)
+    stopped = in_rehearsal(env, *pyhelpers_cmd("run", "stop"), timeout=180)
+    assert stopped.returncode == 0, stopped.stderr
+    assert f"driver pid {driver}: stopped" in stopped.stdout
+    assert proc.wait(timeout=60) != 0
+    for name, pgid in groups.items():
+        assert not group_alive(pgid), f"{name} (pgid {pgid}) still has processes"
+    assert procfs.marker_matches(_ray_temp_dir(env)) == {}  # no Ray process of this run either
+    for knob in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"):
+        assert _port_free(_rehearsal_port(knob)), knob
+    assert run.lock_holder() is None
+    status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
+    assert "driver: not running (stopped by `make stop`" in status.stdout
+
+
+def _rehearsal_port(knob: str) -> int:
+    from fakes.rehearsal import SCALE
+
+    return int(SCALE[knob])
+
+
+def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, JOB_START_TIMEOUT=6, FAKE_SLIME_EXTRA_GPUS=1)
+    res = rehearse(env, timeout=180)
+    assert res.returncode == 1
+    assert "did not start training within 6 s (JOB_START_TIMEOUT)" in res.stdout
+    assert "fewer GPUs than NUM_GPUS are free" in res.stdout
+    assert "Waiting for placement group of 5 GPUs" in (tmp_path / "runs" / "rehearsal" / "logs" /
+                                                      "slime-log.log").read_text()
+    run = Run(tmp_path / "runs")
+    assert recorded_groups(run) == {}  # the driver stopped everything on its way out
+    job = json.loads((run.run_dir / "slime-job.json").read_text())
+    assert event_seen(run, "job-end", round=0, job_id=job["submission_id"], status="START_TIMEOUT")
+
+
+def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY=2)
+    run = Run(tmp_path / "runs")
+    proc, log = start(env)
+    wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)
+    os.killpg(recorded_groups(run)["shopsim"], signal.SIGKILL)
+    wait_for("the restart", lambda: event_seen(run, "service-ready", service="shopsim", round=0)
+             and event_seen(run, "service-restart", service="shopsim", round=0), proc=proc, log=log)
+    status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
+    assert "restart:" in status.stdout and "service-restart shopsim" in status.stdout
+    assert proc.wait(timeout=300) == 0, log.read_text()[-4000:]
+    restarts = [e for e in run.events() if e["kind"] == "service-restart"]
+    assert len(restarts) == 1 and restarts[0]["count"] == 1
+    assert (run.run_dir / "skillbank-final.json").is_file()
+
+
+def test_make_smoke_trains_and_exports_then_stops(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world)
+    res = in_rehearsal(env, "bin/smoke", timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "stopping before compile, as asked" in res.stderr
+    run = Run(tmp_path / "runs", "smoke")
+    save = tmp_path / "runs" / ".rehearsal" / "train_save" / "smoke"
+    assert (save / "hf").resolve().name == "hf-0000002"  # 3 steps: iterations 0..2
+    assert not (run.round_dir(0) / "compiled.json").exists()
+    cfg = json.loads((run.run_dir / "run.json").read_text())["config"]
+    assert (cfg["NUM_GPUS"], cfg["TP_SIZE"], cfg["ROUNDS"], cfg["STEPS_PER_ROUND"]) == ("1", "1", "1", "3")
+    assert "--actor-num-gpus-per-node 1" in (run.run_dir / "logs" / "slime-log.log").read_text()
+
+
+def test_make_convert_base_stages_then_refuses_to_overwrite(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world)
+    out = tmp_path / "models" / "base_torch_dist"
+    res = in_rehearsal(env, "env", f"TORCH_DIST_MODEL={out}", f"MODELS_DIR={tmp_path / 'models'}", "bin/convert-base")
+    assert res.returncode == 0, res.stderr
+    assert (out / "latest_checkpointed_iteration.txt").read_text() == "release" and (out / "release").is_dir()
+    assert not (tmp_path / "models" / "base_torch_dist.partial").exists()
+    assert "--num-layers 32" in (tmp_path / "models" / "convert-base.log").read_text()  # slime's MODEL_ARGS
+    again = in_rehearsal(env, "env", f"TORCH_DIST_MODEL={out}", f"MODELS_DIR={tmp_path / 'models'}", "bin/convert-base")
+    assert again.returncode == 1 and "the torch_dist model already exists" in again.stderr
