@@ -70,7 +70,7 @@ plan: setup ## What make train / make resume would do: resume point, stages, com
 	@$(IN_RUN)bin/plan
 
 .PHONY: logs
-logs: setup ## The tail of a log: SERVICE=driver|shopsim|slime|ray-head|eval-server|analyst|stage-train|...
+logs: setup ## The tail of a log: SERVICE=driver|shopsim|slime|ray-head|eval-server|analyst|convert|...
 	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE))
 
 .PHONY: wandb-sync

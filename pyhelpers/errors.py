@@ -18,3 +18,8 @@ class ToolkitError(Exception):
         if fix:
             text += f" ({fix})"
         super().__init__(text)
+
+
+class Stopped(Exception):
+    """TERM or INT reached the training loop (make stop, Ctrl-C): it leaves, and each stage stops
+    what it started on the way out."""

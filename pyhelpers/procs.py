@@ -165,6 +165,20 @@ def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
     return rec, child
 
 
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG; Linux).
+    The training loop and the lock holder are the driver's children: they must not outlive it."""
+    import ctypes
+
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the call took effect
+        os._exit(137)
+
+
 def stop_group(pgid: int, grace: float) -> tuple[str, str]:
     """TERM the group, wait up to `grace` s for every non-zombie member to exit, then KILL.
     Returns (outcome, detail): stopped | killed | gone | stuck."""

@@ -42,8 +42,9 @@ def lock_free(lock_path: Path) -> bool:
 
 
 def cleanup(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job) -> list[str]:
-    """Stop the job, every recorded service (reverse order) and Ray's stragglers. Lines to print."""
-    lines = [stop_job(lay, grace)]
+    """Stop the job (stop_job(): a line to print), every recorded service (reverse order) and
+    Ray's stragglers. Lines to print."""
+    lines = [stop_job()]
     lines += [r.message for r in procs.stop_all(lay.pids, grace)]
     if Path(ray_temp_dir).exists():
         lines += [r.message for r in procs.stop_marked(ray_temp_dir, grace)]

@@ -77,23 +77,53 @@ def alive(lay: RunLayout, name: str) -> bool:
     return path.exists() and procs.state(procs.load(path)) == "alive"
 
 
-def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
-           progress: Callable[[str], None] = lambda s: None) -> str:
-    """Start `name` unless it is up, and wait until it answers. Returns what happened."""
+def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
+          progress: Callable[[str], None] = lambda s: None) -> procs.Record:
+    """Start `name` (its address checked free first) without waiting for it."""
     import os
 
-    if alive(lay, name):
-        return f"{name}: already up"
     s = spec(cfg, lay, name, model)
     progress(f"starting {name} on {s.address[0]}:{s.address[1]} (log: {lay.logs / (name + '.log')})")
     rec = procs.start(name, s.argv, lay.pids, lay.logs, env={**os.environ, **s.env_extra}, needs_ports=[s.address])
     events.append(lay.run_dir, "service-start", service=name, pid=rec.pid,
                   **({"round": round_} if round_ is not None else {}))
+    return rec
+
+
+def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None) -> str:
+    """Wait until a started `name` answers (its *_START_TIMEOUT); NotReady carries its log's tail."""
+    s = spec(cfg, lay, name, model)
     took = ready.wait_service(lay.pids, name, s.probe, timeout=cfg.float(s.timeout_knob),
                               backoff_max=cfg.float("READY_BACKOFF_MAX"), knob=s.timeout_knob)
     events.append(lay.run_dir, "service-ready", service=name, seconds=round(took, 3),
                   **({"round": round_} if round_ is not None else {}))
-    return f"{name}: ready after {took:.1f} s (pid {rec.pid})"
+    return f"{name}: ready after {took:.1f} s"
+
+
+def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
+           progress: Callable[[str], None] = lambda s: None) -> str:
+    """Start `name` unless it is up, and wait until it answers. Returns what happened."""
+    if alive(lay, name):
+        return f"{name}: already up"
+    start(cfg, lay, name, model=model, round_=round_, progress=progress)
+    return wait(cfg, lay, name, model=model, round_=round_)
+
+
+def stop(cfg, lay: RunLayout, *names: str) -> list[str]:
+    """Stop the named services if they run (TERM, STOP_GRACE, KILL)."""
+    present = [n for n in names if procs.pidfile(lay.pids, n).exists()]
+    return [r.message for r in procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=present)] if present else []
+
+
+def release_all_slots(cfg) -> str:
+    """Free every ShopSimulator slot (the run owns the simulator and nothing is playing)."""
+    from .shopsim.client import ShopSimClient
+
+    async def call():
+        async with ShopSimClient(f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}") as client:
+            return await client.release_all()
+
+    return str(asyncio.run(call()))
 
 
 def restarts(lay: RunLayout, round_: int, name: str = "shopsim") -> int:

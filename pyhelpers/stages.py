@@ -80,33 +80,29 @@ def finish_export(lay: RunLayout, r: int) -> tuple[Path, list[Path]]:
 
 
 def run_export(cfg, lay: RunLayout, r: int, log_path: Path, progress=lambda s: None) -> tuple[Path, list[Path]]:
-    """The export stage: plan, convert with CONVERT_TO_HF in the slime env when slime's --save-hf
-    did not already write a complete hf-<iter>/, verify, flip `hf`, remove older exports.
-    The converter's output goes to log_path; the checkpoint is only read."""
-    import subprocess
-
-    from . import events
+    """The export stage: plan; when slime's --save-hf did not already write a complete hf-<iter>/,
+    the disk guard, then CONVERT_TO_HF in the slime env as the recorded service `convert` (a killed
+    loop leaves it recorded, so `make resume` stops it before a second one could write the same
+    staging dir); verify, flip `hf`, remove older exports. The checkpoint is only read."""
+    from . import diskguard, events, procs
 
     plan = export_plan(lay, r)
     if plan.action == "convert":
-        from . import diskguard
-
         progress("disk: " + diskguard.check(cfg, lay, "export").explain())
         argv = [str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], "env", f"PYTHONPATH={cfg.path('MEGATRON_DIR')}",
                 "python3", str(cfg.path("CONVERT_TO_HF")), "--input-dir", str(plan.source),
                 "--output-dir", str(plan.staging), "--origin-hf-dir", str(cfg.path("HF_MODEL"))]
         progress(f"converting {plan.source.name} to HF weights (log: {log_path})")
         events.append(lay.run_dir, "convert-start", round=r, iteration=plan.iteration)
-        with open(log_path, "ab") as log:
-            log.write(f"==> convert {plan.source.name}: {' '.join(argv)}\n".encode())
-            log.flush()
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-        events.append(lay.run_dir, "convert-end", round=r, iteration=plan.iteration, status=done.returncode)
-        if done.returncode != 0:
-            from .procs import log_tail
-
-            tail = "\n".join(log_tail(log_path, 20))
-            raise ToolkitError(f"HF conversion of {plan.source.name} failed (exit {done.returncode})",
+        _, child = procs.spawn(log_path.stem, argv, lay.pids, lay.logs)
+        try:
+            status = child.wait()
+        finally:
+            procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=[log_path.stem])
+        events.append(lay.run_dir, "convert-end", round=r, iteration=plan.iteration, status=status)
+        if status != 0:
+            tail = "\n".join(procs.log_tail(log_path, 20))
+            raise ToolkitError(f"HF conversion of {plan.source.name} failed (exit {status})",
                                f"{log_path}; last lines:\n{tail}\n",
                                "the checkpoint is untouched; fix the cause, then `make resume`")
     target, removed = finish_export(lay, r)

@@ -55,7 +55,7 @@ def test_make_stop_from_another_shell_leaves_nothing_and_a_second_driver_is_refu
     assert again.returncode == 1 and "this run is already in progress" in again.stdout
 
     groups = recorded_groups(run)
-    assert {"shopsim", "ray-head", "stage-train", "analyst"} <= set(groups)
+    assert {"shopsim", "ray-head", "analyst", "slime-log"} <= set(groups)
     stopped = in_rehearsal(env, *pyhelpers_cmd("run", "stop"), timeout=180)
     assert stopped.returncode == 0, stopped.stderr
     assert f"driver pid {driver}: stopped" in stopped.stdout

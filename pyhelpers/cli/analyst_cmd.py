@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import signal
 import sys
 import threading
@@ -13,30 +12,6 @@ import click
 
 from .. import config as config_mod
 from ..errors import ToolkitError
-
-
-class _Redact(logging.Filter):
-    """Last line of defence: no log line may carry the key, whatever produced it."""
-
-    def __init__(self, secret: str):
-        super().__init__()
-        self.secret = secret
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if self.secret and self.secret in text:
-            record.msg, record.args = text.replace(self.secret, "***"), None
-        return True
-
-
-def _setup_logging(secret: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s analyst %(levelname)s %(message)s"))
-    handler.addFilter(_Redact(secret))
-    logger = logging.getLogger("pyhelpers.analyst")
-    logger.handlers[:] = [handler]
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
 
 
 @click.group()
@@ -82,7 +57,9 @@ def run(round_dir, drain, use_wandb, wandb_dir, round_no):
                            f"put DASHSCOPE_API_KEY=sk-... in {cfg.env_file} (never on a command line), "
                            "or set ANALYST_ENABLED=0")
     settings = sidecar.Settings.from_config(cfg, round_dir, round_no)
-    _setup_logging(key)
+    from ..analyst import logs
+
+    logs.setup(key)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

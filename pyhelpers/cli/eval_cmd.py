@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from .. import config as config_mod
-from ..errors import ToolkitError
 
 _ROUND = re.compile(r"round-(\d+)$")
 
@@ -41,13 +40,6 @@ def _settings(cfg, model_dir, server, shopsim):
                                     tokenizer_dir=str(model_dir) if model_dir else None)
 
 
-def _val_tasks(cfg, tasks_path):
-    from ..tasks import load_tasks
-
-    path = tasks_path or cfg.path("VAL_TASKS")
-    return path, load_tasks(path, split="val")
-
-
 @click.group("eval")
 def eval_group():
     """Evaluate a round's policy: bare val, then the random-masked gate."""
@@ -68,6 +60,7 @@ def val_cmd(round_dir, out_dir, resume, use_wandb, model_dir, server, shopsim, t
       pyhelpers eval val --round-dir runs/demo/rounds/round-000 --resume --wandb
       pyhelpers eval val --out-dir runs/demo/baseline/val --model-dir models/Qwen3.5-4B
     """
+    from ..evaluate import round as rnd
     from ..evaluate import val
 
     if round_dir is None and out_dir is None:
@@ -78,20 +71,10 @@ def val_cmd(round_dir, out_dir, resume, use_wandb, model_dir, server, shopsim, t
     label = f"round-{round_no:03d}" if round_no is not None else ("baseline" if out_dir else round_dir.name)
     out = out_dir or round_dir / "val"
     settings = _settings(cfg, model_dir, server, shopsim)
-    path, tasks = _val_tasks(cfg, tasks_path)
     builder = val.load_builder(settings.tokenizer_dir)
-    summary, result = val.run_val(settings, builder, tasks, out, resume=resume, label=label, round_no=round_no,
-                                  tasks_info=val.tasks_meta(path, tasks), progress=_progress(quiet))
-    click.echo(val.val_report(summary), nl=False)
-    t = result.timing
-    click.echo(f"  played {result.played} (resumed {result.resumed}) in {t['wall_s']:.0f} s, "
-               f"{t['episodes_per_s'] or 0:.2f} episodes/s; wrote {out}/summary.json")
+    rnd.play_val(cfg, settings, builder, out, round_no, label, tasks_path, resume, click.echo, _progress(quiet))
     if use_wandb:
-        from ..evaluate.wandb_val import log_val
-
-        res = log_val(summary, project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"], run_dir=cfg.run_dir,
-                      mode=cfg.get("WANDB_MODE") or None)
-        click.echo(f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent"))
+        click.echo(rnd.log_val_wandb(cfg, out))
 
 
 @eval_group.command("gate")
@@ -109,48 +92,12 @@ def gate_cmd(round_dir, resume, use_wandb, model_dir, server, shopsim, tasks_pat
     Example:
       pyhelpers eval gate --round-dir runs/demo/rounds/round-000 --resume --wandb
     """
-    from ..evaluate import gate, val
-    from ..gate.plan import GateKnobs
-    from ..gate.report import gate_report
-    from ..jsonfiles import load_json
-    from ..skills.bank import bank_sha256, load_bank
+    from ..evaluate import round as rnd
+    from ..evaluate import val
 
     cfg = config_mod.load()
-    compiled = round_dir / "compiled.json"
-    if not compiled.is_file():
-        raise ToolkitError("the round has no compiled bank", str(compiled), "run the compile stage first")
-    val_path = round_dir / "val" / "summary.json"
-    if not val_path.is_file():
-        raise ToolkitError("the round has no bare val summary", str(val_path),
-                           "run `pyhelpers eval val --round-dir` first (the gate's task pool uses it)")
-    bank = load_bank(compiled)
-    knobs = GateKnobs.from_config(cfg)
     settings = _settings(cfg, model_dir, server, shopsim)
-    _, tasks = _val_tasks(cfg, tasks_path)
-    summary, doc, result = gate.run_gate(settings, lambda: val.load_builder(settings.tokenizer_dir), bank,
-                                         bank_sha256(bank), load_json(val_path), tasks, round_dir / "gate", knobs,
-                                         resume=resume, progress=_progress(quiet))
-    if not summary["skills"]:
-        click.echo(f"Gate round {bank['round']}: no skills to test (no probation or candidate skill); "
-                   "wrote empty decisions.")
-    else:
-        click.echo(gate_report(summary, titles={s["id"]: s["title"] for s in bank["skills"]}), nl=False)
-    inf = summary["infra"]
-    if inf["infra_errors"] or inf["retried"]:
-        click.echo(f"Infra errors: {inf['infra_errors']} episodes excluded, {inf['retried']} recovered by retries.")
-    if result is not None:
-        click.echo(f"played {result.played} (resumed {result.resumed}) in {result.timing['wall_s']:.0f} s")
-    click.echo(f"wrote {round_dir / 'gate'}/decisions.json and summary.json")
+    rnd.play_gate(cfg, settings, lambda: val.load_builder(settings.tokenizer_dir), round_dir, tasks_path, resume,
+                  click.echo, _progress(quiet))
     if use_wandb:
-        from ..gate.wandb_log import log_gate
-        from ..skills.decisions import Caps, apply_decisions
-
-        caps = Caps(max_active=cfg.int("BANK_MAX_ACTIVE"), token_budget=cfg.int("SKILL_TOKEN_BUDGET"),
-                    max_gate_rounds=cfg.int("GATE_MAX_ROUNDS"))
-        nxt = apply_decisions(bank, doc["decisions"], int(bank["round"]), caps)
-        counts: dict[str, int] = {}
-        for s in nxt["skills"]:
-            counts[s["status"]] = counts.get(s["status"], 0) + 1
-        res = log_gate(summary, doc, counts, project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
-                       run_dir=cfg.run_dir, round=int(bank["round"]), mode=cfg.get("WANDB_MODE") or None)
-        click.echo(f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent"))
+        click.echo(rnd.log_gate_wandb(cfg, round_dir))

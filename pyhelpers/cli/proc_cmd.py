@@ -47,29 +47,6 @@ def proc_start(pids_dir, logs_dir, name, needs, command):
     click.echo(rec.pid)
 
 
-@proc.command("run", context_settings={"ignore_unknown_options": True})
-@click.option("--pids-dir", type=_dir, required=True)
-@click.option("--logs-dir", type=_dir, required=True)
-@click.option("--name", required=True, help="Service name (letters, digits, . _ -).")
-@click.option("--grace", type=float, help="Seconds between TERM and KILL when stopped [default: STOP_GRACE].")
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def proc_run(pids_dir, logs_dir, name, grace, command):
-    """Run COMMAND as service NAME in the foreground: own session and pidfile, its log streamed to
-    stderr, its exit status ours. TERM/INT stop its process group first. Dies with its parent
-    (the service then stays recorded for `make resume`/`make stop`).
-
-    \b
-    Example:
-      pyhelpers proc run --pids-dir runs/r/pids --logs-dir runs/r/logs --name stage-train -- bin/stage-train 0
-    """
-    from .. import foreground
-
-    foreground.die_with_parent()
-    grace = _knob(grace, "STOP_GRACE")
-    raise SystemExit(foreground.run(name, list(command), pids_dir, logs_dir, grace,
-                                    click.get_binary_stream("stderr")))
-
-
 @proc.command("stop")
 @click.option("--pids-dir", type=_dir, required=True)
 @click.option("--name", "names", multiple=True, help="Service to stop (repeatable).")
@@ -234,9 +211,7 @@ def proc_hold_lock(lock_path, holder_pid):
     import signal
     import threading
 
-    from .. import foreground
-
-    foreground.die_with_parent()
+    procs.die_with_parent()
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: done.set())

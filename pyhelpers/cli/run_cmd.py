@@ -1,15 +1,14 @@
 """`pyhelpers run ...`: where the run stands and what the driver does next.
 
-This module holds the run's state commands (init, next, advance, check-resume, record, argv);
-run_stage_cmd.py the insides of the process stages (train, export) and run_ops_cmd.py what users
-call from another shell (status, plan, logs, stop, wandb-sync). All register on the `run` group.
+This module holds the run's state commands (init, next, check-resume, check-lock, record, argv);
+run_stage_cmd.py the training loop and the services it starts; run_ops_cmd.py what users call from
+another shell (status, plan, logs, stop, wandb-sync). All register on the `run` group.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import time
 
 import click
 
@@ -18,9 +17,6 @@ from .. import events, launch_args, runmanifest, runstate, stages
 from .. import rehearsal as rehearsal_mod
 from ..errors import ToolkitError
 from ..runlayout import from_config
-
-# Stages the bash driver runs as processes; the others run inside `run advance`.
-PROCESS_STAGES = ("train", "export", "evaluate", "baseline")
 
 
 def _ctx():
@@ -74,88 +70,6 @@ def run_next(as_json):
     else:
         click.echo(f"{pos.round} {pos.stage}")
     click.echo(f"next: {pos.detail}", err=True)
-
-
-@run.command("advance")
-@click.option("--stop-before", type=click.Choice(["train", "rotate", "export", "compile", "evaluate", "inject"]),
-              help="Print `stop` instead of running or naming this stage (make smoke stops before compile).")
-@click.pass_context
-def run_advance(ctx, stop_before):
-    """Run the in-process stages (rotate, compile, inject) that are next, then print the next
-    process stage as `ROUND STAGE`, or `done` (or `stop`, see --stop-before). One call per gap
-    between process stages keeps the driver's own time per round small (design.md §10).
-
-    \b
-    Example:
-      read -r round stage < <(pyhelpers run advance)
-    """
-    cfg, lay = _ctx()
-    while True:
-        pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
-        if not pos.finished and pos.stage == stop_before:
-            click.echo("stop")
-            return
-        if pos.finished or pos.stage in PROCESS_STAGES:
-            break
-        t0 = time.monotonic()
-        events.append(lay.run_dir, "stage-start", round=pos.round, stage=pos.stage)
-        click.echo(f"round {pos.round}: {pos.stage} ({pos.detail})", err=True)
-        _INLINE[pos.stage](ctx, cfg, lay, pos.round)
-        events.append(lay.run_dir, "stage-end", round=pos.round, stage=pos.stage, status=0,
-                      seconds=round(time.monotonic() - t0, 3))
-    if pos.finished:
-        click.echo("done")
-    else:
-        click.echo(f"{pos.round} {pos.stage}")
-
-
-def _rotate(ctx, cfg, lay, r):
-    from .. import checkpoints as ck
-
-    plan = ck.rotate(lay.megatron)
-    for p in plan.delete:
-        click.echo(f"rotate: deleted {p.relative_to(lay.save_dir)}", err=True)
-    for note in plan.notes:
-        click.echo(f"rotate: note: {note}", err=True)
-    stages.write_record(lay, r, "rotate", "ok", kept=plan.keep, deleted=[p.name for p in plan.delete])
-
-
-def _compile(ctx, cfg, lay, r):
-    from .skillbank_cmd import compile_cmd
-
-    d = lay.round_dir(r)
-    for sub in ("spool", "candidates"):
-        (d / sub).mkdir(parents=True, exist_ok=True)
-    hf = cfg.path("HF_MODEL")
-    with _stdout_to_stderr():
-        ctx.invoke(compile_cmd, bank_path=lay.bank_in(r), cand_dir=d / "candidates", out=lay.compiled(r),
-                   round_=r, hf_dir=hf if hf.is_dir() else None, spool_dir=d / "spool", embedder=None,
-                   dry_run=False)
-    stages.write_record(lay, r, "compile", "ok", output=lay.compiled(r))
-
-
-def _inject(ctx, cfg, lay, r):
-    from .skillbank_cmd import inject_cmd
-
-    decisions = lay.round_dir(r) / "gate" / "decisions.json"
-    out = lay.bank_out(r, cfg.int("ROUNDS"))
-    with _stdout_to_stderr():
-        ctx.invoke(inject_cmd, compiled_path=lay.compiled(r), decisions_path=decisions if decisions.is_file() else None,
-                   out=out, round_=r, dry_run=False)
-    stages.write_record(lay, r, "inject", "ok", output=out)
-
-
-_INLINE = {"rotate": _rotate, "compile": _compile, "inject": _inject}
-
-
-class _stdout_to_stderr:
-    """The invoked commands' summaries are progress for people: keep stdout for the answer."""
-
-    def __enter__(self):
-        self.saved, sys.stdout = sys.stdout, sys.stderr
-
-    def __exit__(self, *exc):
-        sys.stdout = self.saved
 
 
 def _require_run(cfg, lay) -> None:

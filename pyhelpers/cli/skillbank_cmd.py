@@ -9,21 +9,13 @@ from pathlib import Path
 import click
 
 from .. import config as config_mod
-from .. import jsonfiles
 from ..errors import ToolkitError
 from ..skills import bank as bank_mod
-from ..skills.compile import CompileOptions, compile_bank
-from ..skills.decisions import Caps, apply_decisions, select_for_gate
+from ..skills import steps
+from ..skills.decisions import select_for_gate
 from ..skills.render import render
 from ..skills.report import diff_banks, format_diff, format_show, show_rows
 from ..skills.tokens import counter_for
-
-
-def _json_files(directory: Path, what: str) -> list[Path]:
-    if not directory.is_dir():
-        raise ToolkitError(f"{what} directory not found", str(directory),
-                           "check the path (create it empty if there is nothing to read)")
-    return sorted(directory.glob("*.json"))
 
 
 def _embedder(spec: str | None):
@@ -35,17 +27,6 @@ def _embedder(spec: str | None):
     except (ImportError, AttributeError) as exc:
         raise ToolkitError(f"cannot load embedder ({exc})", f"--embedder {spec}",
                            "give module:factory of an installed module; the factory returns an Embedder") from None
-
-
-def _summary(old: dict, new: dict, out: Path, sha: str) -> str:
-    d = diff_banks(old, new)
-    counts: dict[str, int] = {}
-    for s in new["skills"]:
-        counts[s["status"]] = counts.get(s["status"], 0) + 1
-    status = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "empty"
-    return (f"round {new['round']}: {len(new['skills'])} skills ({status}); {len(d['added'])} added, "
-            f"{len(d['status_changes'])} status changes; tokens by {new['tokenizer']['name']}; "
-            f"{out} sha256 {sha}")
 
 
 @click.group()
@@ -92,22 +73,13 @@ def compile_cmd(bank_path, cand_dir, out, round_, hf_dir, spool_dir, embedder, d
         --candidates round-000/candidates --out round-000/compiled.json --hf-dir "$HF_MODEL"
     """
     cfg = config_mod.load()
-    dup, max_tokens = cfg.float("SKILL_DUP_JACCARD"), cfg.int("SKILL_MAX_TOKENS")
-    if not 0 < dup <= 1 or max_tokens < 1:
-        raise ToolkitError("SKILL_DUP_JACCARD must be in (0, 1] and SKILL_MAX_TOKENS at least 1",
-                           f"SKILL_DUP_JACCARD={dup}, SKILL_MAX_TOKENS={max_tokens}", "fix them in .env")
-    bank = bank_mod.load_bank(bank_path)
-    name, count = counter_for(hf_dir)
-    options = CompileOptions(dup_jaccard=dup, max_skill_tokens=max_tokens,
-                             tokenizer_name=name, count_tokens=count, embedder=_embedder(embedder))
-    spool = [jsonfiles.load_validated(p, "spool") for p in _json_files(spool_dir, "spool")] if spool_dir else []
-    files = _json_files(cand_dir, "candidates")
-    new = compile_bank(bank, files, bank["round"] if round_ is None else round_, options, retry_records=spool)
+    bank, new, n_files = steps.compile_step(bank_path, cand_dir, round_, hf_dir, spool_dir, cfg.float("SKILL_DUP_JACCARD"),
+                                            cfg.int("SKILL_MAX_TOKENS"), _embedder(embedder))
     if dry_run:
         bank_mod.check_bank(new, str(out))
-        click.echo(f"dry run ({len(files)} candidate files): " + _summary(bank, new, out, bank_mod.bank_sha256(new)))
+        click.echo(f"dry run ({n_files} candidate files): " + steps.change_summary(bank, new, out, bank_mod.bank_sha256(new)))
         return
-    click.echo(_summary(bank, new, out, bank_mod.write_bank(out, new)))
+    click.echo(steps.change_summary(bank, new, out, bank_mod.write_bank(out, new)))
 
 
 @skillbank.command("inject")
@@ -128,27 +100,12 @@ def inject_cmd(compiled_path, decisions_path, out, round_, dry_run):
       pyhelpers skillbank inject --compiled round-000/compiled.json \\
         --decisions round-000/gate/decisions.json --out round-001/skillbank.json
     """
-    cfg = config_mod.load()
-    compiled = bank_mod.load_bank(compiled_path)
-    round_ = compiled["round"] if round_ is None else round_
-    decisions = {}
-    if decisions_path:
-        doc = jsonfiles.load_validated(decisions_path, "gate_decisions")
-        if doc["round"] != round_:
-            raise ToolkitError(f"decisions are for round {doc['round']}, not {round_}", str(decisions_path),
-                               "pass the gate decisions of the round being injected")
-        if doc["bank_sha256"] and doc["bank_sha256"] != bank_mod.bank_sha256(compiled):
-            raise ToolkitError("decisions were computed for another bank (bank_sha256 differs)", str(decisions_path),
-                               f"re-run the gate on {compiled_path}")
-        decisions = doc["decisions"]
-    caps = Caps(max_active=cfg.int("BANK_MAX_ACTIVE"), token_budget=cfg.int("SKILL_TOKEN_BUDGET"),
-                max_gate_rounds=cfg.int("GATE_MAX_ROUNDS"))
-    new = apply_decisions(compiled, decisions, round_, caps)
+    compiled, new = steps.inject_step(compiled_path, decisions_path, round_, steps.caps_from(config_mod.load()))
     if dry_run:
         bank_mod.check_bank(new, str(out))
-        click.echo("dry run: " + _summary(compiled, new, out, bank_mod.bank_sha256(new)))
+        click.echo("dry run: " + steps.change_summary(compiled, new, out, bank_mod.bank_sha256(new)))
         return
-    click.echo(_summary(compiled, new, out, bank_mod.write_bank(out, new)))
+    click.echo(steps.change_summary(compiled, new, out, bank_mod.write_bank(out, new)))
 
 
 @skillbank.command("show")

@@ -95,13 +95,13 @@ async def _check_up(ctx: Context) -> None:
         while not await ctx.shopsim.probe(timeout=5.0):
             if time.monotonic() > deadline:
                 raise ToolkitError("ShopSimulator does not answer", s.shopsim_url,
-                                   "start it (bin/stage-evaluate does), or pass --shopsim URL")
+                                   "start it (the evaluate stage does), or pass --shopsim URL")
             await asyncio.sleep(0.5)
     deadline = time.monotonic() + START_WAIT_S
     while not await ctx.server.health():
         if time.monotonic() > deadline:
             raise ToolkitError("the SGLang eval server does not answer /health", s.server_url,
-                               "start it (bin/stage-evaluate does), or pass --server URL")
+                               "start it (the evaluate stage does), or pass --server URL")
         await asyncio.sleep(0.5)
 
 

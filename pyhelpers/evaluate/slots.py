@@ -13,7 +13,7 @@ Lines are appended and flushed (one write each: a SIGKILL cannot lose a flushed 
 an OS crash takes the simulator's pool with it). `outstanding()` replays the ledger: known slots
 (E) still held and resets whose slot number never arrived. `clean_up()` releases the known ones
 with release_one each and, when some are unknown, frees them with release_all, which is safe
-because an evaluation is the simulator's only client (training has stopped; bin/stage-evaluate
+because an evaluation is the simulator's only client (training has stopped; the evaluate stage
 also releases all before it starts). It then empties the ledger. The runner calls it on
 `--resume` (before playing) and at the end of every run (slots whose release failed while the
 simulator was down).

@@ -1,0 +1,105 @@
+"""Bare val and the gate of one round, as the CLI (`pyhelpers eval val|gate`) and the training
+loop's evaluate stage both run them; and their W&B logging from the files they wrote, so it can
+run later, in the background (log once: pyhelpers/wandb_logging.py).
+
+`echo` receives the report lines (the CLI prints them; the stage streams them to its log)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from .. import events
+from ..errors import ToolkitError
+from ..jsonfiles import load_json
+
+Echo = Callable[[str], None]
+
+
+def _episodes_event(cfg, what: str, round_no: int | None, result) -> None:
+    """How long the episodes took, for events.jsonl (the round-overhead benchmark subtracts it:
+    episodes are the policy's time, not the toolkit's)."""
+    if cfg.run_dir.is_dir():
+        events.append(cfg.run_dir, "episodes", what=what, round=round_no, played=result.played,
+                      seconds=round(result.timing["wall_s"], 3))
+
+
+def val_tasks(cfg, tasks_path: Path | None):
+    from ..tasks import load_tasks
+
+    path = tasks_path or cfg.path("VAL_TASKS")
+    return path, load_tasks(path, split="val")
+
+
+def play_val(cfg, settings, builder, out: Path, round_no: int | None, label: str, tasks_path: Path | None,
+             resume: bool, echo: Echo, progress=None) -> dict:
+    from . import val
+
+    path, tasks = val_tasks(cfg, tasks_path)
+    summary, result = val.run_val(settings, builder, tasks, out, resume=resume, label=label, round_no=round_no,
+                                  tasks_info=val.tasks_meta(path, tasks), progress=progress)
+    echo(val.val_report(summary).rstrip("\n"))
+    t = result.timing
+    _episodes_event(cfg, "val", round_no, result)
+    echo(f"  played {result.played} (resumed {result.resumed}) in {t['wall_s']:.0f} s, "
+         f"{t['episodes_per_s'] or 0:.2f} episodes/s; wrote {out}/summary.json")
+    return summary
+
+
+def play_gate(cfg, settings, builder_factory, round_dir: Path, tasks_path: Path | None, resume: bool, echo: Echo,
+              progress=None) -> dict:
+    from ..gate.plan import GateKnobs
+    from ..gate.report import gate_report
+    from ..skills.bank import bank_sha256, load_bank
+    from . import gate
+
+    compiled = round_dir / "compiled.json"
+    if not compiled.is_file():
+        raise ToolkitError("the round has no compiled bank", str(compiled), "run the compile stage first")
+    val_path = round_dir / "val" / "summary.json"
+    if not val_path.is_file():
+        raise ToolkitError("the round has no bare val summary", str(val_path),
+                           "run `pyhelpers eval val --round-dir` first (the gate's task pool uses it)")
+    bank = load_bank(compiled)
+    _, tasks = val_tasks(cfg, tasks_path)
+    summary, _doc, result = gate.run_gate(settings, builder_factory, bank, bank_sha256(bank), load_json(val_path),
+                                          tasks, round_dir / "gate", GateKnobs.from_config(cfg), resume=resume,
+                                          progress=progress)
+    if not summary["skills"]:
+        echo(f"Gate round {bank['round']}: no skills to test (no probation or candidate skill); wrote empty decisions.")
+    else:
+        echo(gate_report(summary, titles={s["id"]: s["title"] for s in bank["skills"]}).rstrip("\n"))
+    inf = summary["infra"]
+    if inf["infra_errors"] or inf["retried"]:
+        echo(f"Infra errors: {inf['infra_errors']} episodes excluded, {inf['retried']} recovered by retries.")
+    if result is not None:
+        echo(f"played {result.played} (resumed {result.resumed}) in {result.timing['wall_s']:.0f} s")
+        _episodes_event(cfg, "gate", int(bank["round"]), result)
+    echo(f"wrote {round_dir / 'gate'}/decisions.json and summary.json")
+    return summary
+
+
+def log_val_wandb(cfg, out: Path) -> str:
+    from .wandb_val import log_val
+
+    res = log_val(load_json(out / "summary.json"), project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
+                  run_dir=cfg.run_dir, mode=cfg.get("WANDB_MODE") or None)
+    return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")
+
+
+def log_gate_wandb(cfg, round_dir: Path) -> str:
+    from ..gate.wandb_log import log_gate
+    from ..skills.bank import load_bank
+    from ..skills.decisions import Caps, apply_decisions
+
+    bank = load_bank(round_dir / "compiled.json")
+    doc = load_json(round_dir / "gate" / "decisions.json")
+    caps = Caps(max_active=cfg.int("BANK_MAX_ACTIVE"), token_budget=cfg.int("SKILL_TOKEN_BUDGET"),
+                max_gate_rounds=cfg.int("GATE_MAX_ROUNDS"))
+    counts: dict[str, int] = {}
+    for s in apply_decisions(bank, doc["decisions"], int(bank["round"]), caps)["skills"]:
+        counts[s["status"]] = counts.get(s["status"], 0) + 1
+    res = log_gate(load_json(round_dir / "gate" / "summary.json"), doc, counts, project=cfg["WANDB_PROJECT"],
+                   group=cfg["WANDB_GROUP"], run_dir=cfg.run_dir, round=int(bank["round"]),
+                   mode=cfg.get("WANDB_MODE") or None)
+    return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")
