@@ -6,9 +6,70 @@ SHELL := bash
 .DEFAULT_GOAL := help
 MAKEFLAGS += --no-print-directory
 
+# With REHEARSAL=1, stop/status/plan/logs act on the rehearsal (its stand-in configuration).
+IN_RUN = $(if $(REHEARSAL),bin/rehearse --env )
+
 .PHONY: help
 help: ## Show this menu: targets, then knobs and their defaults
 	@bin/menu
+
+## --- The run ---
+
+.PHONY: train
+train: setup ## The whole run: preflight, then ROUNDS x (train, export, evaluate, inject); continues a stopped run
+	@bin/train
+
+.PHONY: resume
+resume: setup ## Continue the run from its artifacts (stops what a killed driver left); ROUND=N asserts where
+	@bin/train --resume $(if $(ROUND),--round $(ROUND))
+
+.PHONY: stop
+stop: setup ## Stop the run from any shell (driver, job, services, Ray) by process group; final until make resume
+	@$(IN_RUN).venv/bin/python -m pyhelpers run stop
+
+.PHONY: status
+status: setup ## Where the run stands: round, stage, step, services (pids, ports), disk, val/gate results, logs
+	@$(IN_RUN).venv/bin/python -m pyhelpers run status
+
+.PHONY: logs
+logs: setup ## The tail of a log: SERVICE=driver|shopsim|slime|ray-head|eval-server|analyst|convert|...
+	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE))
+
+.PHONY: plan
+plan: setup ## What make train / make resume would do: resume point, stages, command lines, disk, ports
+	@$(IN_RUN)bin/plan
+
+.PHONY: wandb-sync
+wandb-sync: setup ## Upload the run's offline W&B runs (key from .env or ~/.netrc); DRY_RUN=1 lists them
+	@.venv/bin/python -m pyhelpers run wandb-sync $(if $(DRY_RUN),--dry-run)
+
+.PHONY: rehearse
+rehearse: setup ## The whole run on stand-ins (CPU, ~1 min): check a machine or config before GPU hours
+	@bin/rehearse $(if $(RESUME),--resume $(if $(ROUND),--round $(ROUND)))
+
+## --- The machine ---
+
+.PHONY: doctor
+doctor: setup ## Preflight this machine: PASS/WARN/FAIL/SKIP per check + fix (PROFILE=rehearse on a CPU box)
+	@bin/doctor
+
+.PHONY: install-hooks
+install-hooks: setup ## Install the cuDNN activate/deactivate hooks into the slime env (DRY_RUN=1: plan only)
+	@bin/install-hooks
+
+.PHONY: convert-base
+convert-base: setup ## HF_MODEL -> TORCH_DIST_MODEL with slime's converter (M18; needs the GPUs)
+	@bin/convert-base
+
+.PHONY: smoke
+smoke: setup ## The memo's 1-GPU TP=1 smoke on the real stack: a few steps, checkpoint + HF export, no eval
+	@bin/smoke
+
+.PHONY: plan-memory
+plan-memory: setup ## Per-GPU peak memory of a training micro-batch (vocab logits); WARNs with the knob to turn
+	@.venv/bin/python -m pyhelpers plan memory
+
+## --- The toolkit ---
 
 .PHONY: setup
 setup: ## Create/update .venv with the pinned packages (fast no-op when up to date)
@@ -26,61 +87,6 @@ config: setup ## Print the resolved configuration (secrets as ***)
 check: setup ## Validate the configuration; names each bad knob and the fix
 	@.venv/bin/python -m pyhelpers config check
 
-.PHONY: doctor
-doctor: setup ## Preflight this machine: PASS/WARN/FAIL/SKIP per check + fix (PROFILE=rehearse on a CPU box)
-	@bin/doctor
-
-.PHONY: install-hooks
-install-hooks: setup ## Install the cuDNN activate/deactivate hooks into the slime env (DRY_RUN=1: plan only)
-	@bin/install-hooks
-
 .PHONY: readme-knobs
 readme-knobs: setup ## Regenerate README.md's knob table from env/defaults.env
 	@bin/readme-knobs
-
-.PHONY: plan-memory
-plan-memory: setup ## Per-GPU peak memory of a training micro-batch (vocab logits); WARNs with the knob to turn
-	@.venv/bin/python -m pyhelpers plan memory
-
-.PHONY: train
-train: setup ## The whole run: preflight, then ROUNDS x (train, export, evaluate, inject); continues a stopped run
-	@bin/train
-
-.PHONY: resume
-resume: setup ## Continue the run from its artifacts (stops what a killed driver left); ROUND=N asserts where
-	@bin/train --resume $(if $(ROUND),--round $(ROUND))
-
-.PHONY: rehearse
-rehearse: setup ## The whole run on stand-ins (CPU, ~2 min): check a machine or config before GPU hours
-	@bin/rehearse $(if $(RESUME),--resume $(if $(ROUND),--round $(ROUND)))
-
-# The run's other commands; with REHEARSAL=1 they act on the rehearsal (its stand-in configuration).
-IN_RUN = $(if $(REHEARSAL),bin/rehearse --env )
-
-.PHONY: stop
-stop: setup ## Stop the run from any shell (driver, job, services, Ray) by process group; final until make resume
-	@$(IN_RUN).venv/bin/python -m pyhelpers run stop
-
-.PHONY: status
-status: setup ## Where the run stands: round, stage, step, services (pids, ports), disk, val/gate results, logs
-	@$(IN_RUN).venv/bin/python -m pyhelpers run status
-
-.PHONY: plan
-plan: setup ## What make train / make resume would do: resume point, stages, command lines, disk, ports
-	@$(IN_RUN)bin/plan
-
-.PHONY: logs
-logs: setup ## The tail of a log: SERVICE=driver|shopsim|slime|ray-head|eval-server|analyst|convert|...
-	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE))
-
-.PHONY: wandb-sync
-wandb-sync: setup ## Upload the run's offline W&B runs (key from .env or ~/.netrc); DRY_RUN=1 lists them
-	@.venv/bin/python -m pyhelpers run wandb-sync $(if $(DRY_RUN),--dry-run)
-
-.PHONY: convert-base
-convert-base: setup ## HF_MODEL -> TORCH_DIST_MODEL with slime's converter (M18; needs the GPUs)
-	@bin/convert-base
-
-.PHONY: smoke
-smoke: setup ## The memo's 1-GPU TP=1 smoke on the real stack: a few steps, checkpoint + HF export, no eval
-	@bin/smoke

@@ -98,7 +98,7 @@ def take(fd: int, lock_path: Path, holder_pid: int) -> str:
         fst, pst = os.fstat(fd), os.stat(lock_path)
     except OSError as exc:
         raise ToolkitError(f"cannot use the lock descriptor {fd} ({exc.strerror})", str(lock_path),
-                           "open it first in the driver: exec {RUN_LOCK_FD}<>\"$RUN_DIR/lock\"") from None
+                           "open it on the lock file first (pyhelpers proc hold-lock does)") from None
     if (fst.st_dev, fst.st_ino) != (pst.st_dev, pst.st_ino):
         raise ToolkitError(f"descriptor {fd} is not open on the lock file", str(lock_path),
                            "pass the descriptor that take_run_lock opened")

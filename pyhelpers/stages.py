@@ -68,7 +68,7 @@ def finish_export(lay: RunLayout, r: int) -> tuple[Path, list[Path]]:
         problems = ck.hf_problems(staging)
         if problems:
             raise ToolkitError(f"the converter's output is incomplete: {problems[0]}", str(staging),
-                               "see logs/export.log; the checkpoint is untouched, run `make resume` to retry")
+                               "see logs/convert.log; the checkpoint is untouched, run `make resume` to retry")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)

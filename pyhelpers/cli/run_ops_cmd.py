@@ -112,7 +112,7 @@ def run_status(as_json):
 
 
 @run.command("logs")
-@click.option("--service", default="", help="Whose log (e.g. driver, shopsim, slime, stage-train, eval-server).")
+@click.option("--service", default="", help="Whose log (e.g. driver, shopsim, slime, ray-head, eval-server, analyst, convert).")
 @click.option("--lines", "-n", type=int, default=40, show_default=True)
 @click.option("--follow", "-f", is_flag=True, help="Keep printing as the log grows (tail -F).")
 def run_logs(service, lines, follow):

@@ -1,0 +1,32 @@
+"""The README tells the truth about the menu: every make target it documents exists, every target
+of the Makefile is documented, and each has a `## help` line for `make`'s menu."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+
+
+def _makefile_targets() -> dict[str, str]:
+    text = (ROOT / "Makefile").read_text()
+    return dict(re.findall(r"^([a-z][a-z_-]*):[^\n]*?##\s*(.+)$", text, flags=re.M))
+
+
+def test_every_make_target_is_documented_and_every_documented_one_exists():
+    targets = _makefile_targets()
+    phony = set(re.findall(r"^\.PHONY:\s*(\S+)", (ROOT / "Makefile").read_text(), flags=re.M))
+    assert phony == set(targets), "every .PHONY target needs a `## help` line (and vice versa)"
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Make targets", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `make ([a-z-]+)(?=[ `])", table, flags=re.M))
+    assert documented - set(targets) == set(), "README documents targets the Makefile lacks"
+    assert set(targets) - documented == set(), "Makefile targets missing from README's table"
+
+
+def test_the_quick_start_is_the_two_commands():
+    quick = (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    first_block = quick.split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in first_block.strip().splitlines()]
+    assert commands == ["make train", "make test"]
+    assert "make rehearse" in quick.split("```bash", 2)[2]  # the next thing a new user learns
