@@ -22,7 +22,8 @@ POSITIVE = ("ROUNDS", "STEPS_PER_ROUND", "NUM_GPUS", "TP_SIZE", "OVER_SAMPLING_G
             "SHOPSIM_EPISODE_CONCURRENCY", "EVAL_CONCURRENCY", "GATE_PAIRS", "GATE_MAX_SKILLS",
             "ANALYST_BATCH_SIZE", "SKILL_TOKEN_BUDGET", "SKILL_MAX_TOKENS", "BANK_MAX_ACTIVE", "GATE_MAX_ROUNDS")
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
-CHOICES = {"REWARD": ("strict", "loose", "success"), "WANDB_MODE": ("online", "offline", "disabled")}
+CHOICES = {"REWARD": ("strict", "loose", "success"), "WANDB_MODE": ("online", "offline", "disabled"),
+           "NOTIFY_FORMAT": ("generic", "feishu", "dingtalk", "wecom", "slack")}
 SHARES = ("GATE_FAILED_SHARE", "GATE_ALPHA", "SKILL_DUP_JACCARD")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
 # below the temp dir, and AF_UNIX paths stop at 107 bytes (interfaces.md).

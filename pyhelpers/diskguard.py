@@ -31,7 +31,8 @@ from .errors import ToolkitError
 from .runlayout import RunLayout
 
 # Test hook: pretend TRAIN_SAVE's filesystem has this many bytes free (a full disk without
-# filling one). Read only here, at the edge; never set on a real run.
+# filling one): a number, or @FILE holding one (read at every check, so a test can change it
+# mid-run). Read only here, at the edge; never set on a real run.
 FREE_BYTES_OVERRIDE = "SHOPSIMRL_TEST_FREE_BYTES"
 
 
@@ -53,7 +54,7 @@ def free_bytes(path: Path) -> int:
     """Free bytes on the filesystem holding path (its nearest existing ancestor)."""
     override = os.environ.get(FREE_BYTES_OVERRIDE)
     if override:
-        return int(override)
+        return int(Path(override[1:]).read_text().strip() if override.startswith("@") else override)
     p = Path(path)
     while not p.exists() and p != p.parent:
         p = p.parent

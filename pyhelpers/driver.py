@@ -12,6 +12,12 @@ the artifacts (runstate.position), runs it, and repeats until the run is done:
     inject    skills.steps.inject_step -> the next round's bank (last round: the final bank)
     baseline  the base model's bare val before round 0 (BASELINE_VAL=1)
 
+Self-healing (pyhelpers/supervisor.py): a stage that fails for a transient cause is restarted
+the way `make resume` would (job and services stopped, a backoff, the next stage derived again),
+within MAX_RESTARTS / MAX_RESTARTS_PER_STAGE; a permanent cause stops the run with the reason.
+Each restart is an event (`run-restart`: stage, cause, log excerpt), shown by `make status`.
+Notifications (pyhelpers/notify.py) go out on start, each round's end, restarts and the end.
+
 One process for the whole run keeps each round transition to a few hundred milliseconds of our
 own time (design.md §10: no interpreter start or `import transformers` per stage). It dies with
 the driver (PR_SET_PDEATHSIG): everything long-lived it starts -- the job, the services, the
@@ -28,9 +34,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import checkpoints as ck
-from . import events, runstate, stages
+from . import events, runstate, stages, supervisor
 from .errors import Stopped, ToolkitError
 from .runlayout import RunLayout
+
+# The log whose tail tells why a stage failed (what the supervisor reads besides the error).
+STAGE_LOGS = {"train": "slime-log.log", "export": "convert.log", "evaluate": "eval-server.log",
+              "baseline": "eval-server.log"}
 
 Echo = Callable[[str], None]
 
@@ -45,12 +55,21 @@ class Loop:
     lay: RunLayout
     model_args: list[str]
     echo: Echo
+    notifier: object = None
+
+    def __post_init__(self):
+        from .notify import Notifier
+
+        if self.notifier is None:
+            self.notifier = Notifier.from_config(self.cfg, log=self.echo)
+        self.supervisor = supervisor.Supervisor.from_config(self.cfg)
 
     # --- the stages ------------------------------------------------------------------------
     def train(self, r: int) -> None:
         from . import trainstage
 
-        trainstage.run(self.cfg, self.lay, r, self.model_args, self.echo)
+        trainstage.run(self.cfg, self.lay, r, self.model_args, self.echo,
+                       warn=lambda text: self.notifier.send("disk-low", text, round=r))
 
     def rotate(self, r: int) -> None:
         plan = ck.rotate(self.lay.megatron)
@@ -94,6 +113,14 @@ class Loop:
                                caps_from(self.cfg))
         self.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
         stages.write_record(self.lay, r, "inject", "ok", output=out)
+        self.notifier.send("round-done", self._round_headline(r), round=r)
+
+    def _round_headline(self, r: int) -> str:
+        from . import runstatus
+
+        row = next((x for x in runstatus.results(self.cfg, self.lay) if x["round"] == r), {})
+        parts = [x for x in (row.get("val"), row.get("gate")) if x]
+        return f"round {r} of {self.cfg.int('ROUNDS')} done: " + ("; ".join(parts) or "no results")
 
     def baseline(self, r: int) -> None:
         from . import evalstage
@@ -115,18 +142,86 @@ class Loop:
                           seconds=round(time.monotonic() - t0, 3))
 
     def run(self, stop_before: str | None = None) -> str:
-        """Stages until the run is done ("done") or the next is `stop_before` ("stopped-before")."""
+        """Stages until the run is done ("done") or the next is `stop_before` ("stopped-before").
+        Transient failures are restarted (see the module doc); a permanent one raises ToolkitError."""
+        first = runstate.position(self.lay, self.cfg.int("ROUNDS"), self.cfg.flag("BASELINE_VAL"))
+        if not first.finished:
+            self.notifier.send("run-start", f"run started at round {first.round}, stage {first.stage} "
+                                            f"({self.cfg.int('ROUNDS')} rounds of {self.cfg.int('STEPS_PER_ROUND')} steps)")
+        try:
+            end = self._stages(stop_before)
+        except Stopped:
+            self.notifier.send("run-stopped", "run stopped (make stop or Ctrl-C); continue with make resume")
+            raise
+        except ToolkitError as exc:
+            self.notifier.send("run-failed", f"run FAILED: {exc.what}"[:1500])
+            raise
+        finally:
+            self.notifier.close()
+        return end
+
+    def _stages(self, stop_before: str | None) -> str:
         while True:
             if self.lay.stopped_marker.is_file():
                 raise ToolkitError(f"run {self.lay.run_dir.name} was stopped by make stop",
                                    str(self.lay.stopped_marker), "continue it with `make resume`")
             pos = runstate.position(self.lay, self.cfg.int("ROUNDS"), self.cfg.flag("BASELINE_VAL"))
             if pos.finished:
+                self.notifier.send("run-done", f"run finished: {self.cfg.int('ROUNDS')} rounds")
                 return "done"
             if pos.stage == stop_before:
                 return "stopped-before"
             self.echo(f"[{time.strftime('%H:%M:%S')}] round {pos.round}: {pos.stage} ({pos.detail})")
-            self.run_stage(pos.round, pos.stage)
+            try:
+                self.run_stage(pos.round, pos.stage)
+            except Stopped:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is classified; bugs are permanent
+                self._failed(pos.round, pos.stage, exc)
+
+    def _failed(self, r: int, stage: str, exc: Exception) -> None:
+        """Restart after a transient failure (returns), or raise ToolkitError with the reason."""
+        from . import procs
+
+        log = self.lay.logs / STAGE_LOGS.get(stage, "")
+        tail = "\n".join(procs.log_tail(log, 40)) if stage in STAGE_LOGS else ""
+        failure = supervisor.classify_exception(stage, r, self._step(r, stage), exc, tail)
+        decision = self.supervisor.decide(failure)
+        self.echo(f"{type(exc).__name__}: {exc}")
+        if not decision.restart:
+            events.append(self.lay.run_dir, "run-failed", round=r, stage=stage, cause=failure.cause,
+                          verdict=failure.kind, reason=decision.reason)
+            raise ToolkitError(f"the run stopped: {decision.reason}", f"run {self.lay.run_dir.name}",
+                               "fix the cause, then `make resume`" if failure.kind == supervisor.PERMANENT
+                               else "look at the logs (make logs), then `make resume`") from exc
+        n = len(self.supervisor.seen)
+        events.append(self.lay.run_dir, "run-restart", round=r, stage=stage, step=failure.step, cause=failure.cause,
+                      excerpt=failure.excerpt, attempt=n, wait_s=decision.wait_s)
+        self.echo(f"restart {n} of at most {self.supervisor.max_restarts}: {decision.reason}; "
+                  f"stopping the job and the services, then resuming in {decision.wait_s:g} s")
+        self.notifier.send("restart", f"restart {n}: {decision.reason}"[:1500], round=r, stage=stage,
+                           cause=failure.cause)
+        self._stop_everything()
+        time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
+
+    def _stop_everything(self) -> None:
+        from . import runstop, trainstage
+
+        for line in runstop.cleanup(self.lay, self.cfg.ray_temp_dir, self.cfg.float("STOP_GRACE"),
+                                    lambda: trainstage.stop_job(self.cfg, self.lay)):
+            self.echo(line)
+
+    def _step(self, r: int, stage: str) -> int | None:
+        """The training step in progress when train failed: one past the last the plugin finished."""
+        if stage != "train":
+            return None
+        import json
+
+        try:
+            lines = (self.lay.round_dir(r) / "rollout_metrics.jsonl").read_text().splitlines()
+            return int(json.loads(lines[-1])["rollout_id"]) + 1 if lines else r * self.lay.steps_per_round
+        except (FileNotFoundError, ValueError, KeyError, IndexError):
+            return r * self.lay.steps_per_round
 
 
 def install_signal_handlers() -> None:

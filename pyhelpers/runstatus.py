@@ -144,7 +144,8 @@ def gather(cfg, lay: RunLayout) -> dict:
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay), "disk": _disk(cfg, lay),
         "results": results(cfg, lay),
-        "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up")],
+        "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
+                                                          "run-failed", "disk-low")],
         "last_event": evs[-1] if evs else None, "logs": str(lay.logs),
         "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
         else None,
@@ -199,8 +200,12 @@ def render(st: dict) -> list[str]:
         name = row["round"] if row["round"] == "baseline" else f"round {row['round']:03d}"
         out.append(f"  {name:<10} " + "; ".join(x for x in (row["val"], row["gate"]) if x))
     for e in st["restarts"][-5:]:
-        out.append(f"restart: {e.get('at')} {e.get('kind')} {e.get('service') or e.get('stage') or ''} "
-                   f"{e.get('reason') or e.get('cause') or ''}".rstrip())
+        what = {"run-failed": "stopped:", "disk-low": "warning:"}.get(e.get("kind"), "restart:")
+        detail = e.get("reason") or " ".join(str(e[k]) for k in ("cause", "excerpt") if e.get(k))
+        if e.get("kind") == "disk-low":
+            detail = f"free {e['free'] / 1e9:.1f} GB < {e['need'] / 1e9:.1f} GB needed by the round's save"
+        out.append(f"{what} {e.get('at')} {e.get('kind')} round {e.get('round')} "
+                   f"{e.get('service') or e.get('stage') or ''} {detail}".rstrip())
     if st["last_event"]:
         e = st["last_event"]
         out.append(f"last event: {e.get('at')} {e.get('kind')} "

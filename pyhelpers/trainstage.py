@@ -105,7 +105,23 @@ def analyst_argv(lay: RunLayout, r: int) -> list[str]:
     return [sys.executable, "-m", "pyhelpers", "analyst", "run", "--round-dir", str(lay.round_dir(r)), "--wandb"]
 
 
-def run(cfg, lay: RunLayout, r: int, model_args: list[str], echo: Callable[[str], None]) -> None:
+def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
+    """While the job trains: warn once when free space falls below what the round's final save
+    needs (the guard acts only at stage boundaries: Megatron saves inside the job)."""
+    from . import diskguard
+
+    interval = cfg.float("DISK_WATCH_INTERVAL")
+    while not stopped(interval):
+        n = diskguard.need(cfg, lay, "train")
+        if not n.fits:
+            text = f"disk low during round {r}: {n.explain()}; the round's final save may fail: free space on it now"
+            events.append(lay.run_dir, "disk-low", round=r, free=n.free, need=n.total)
+            warn(text)
+            return
+
+
+def run(cfg, lay: RunLayout, r: int, model_args: list[str], echo: Callable[[str], None],
+        warn: Callable[[str], None] = lambda s: None) -> None:
     prepare(cfg, lay, r, echo)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
@@ -119,6 +135,13 @@ def run(cfg, lay: RunLayout, r: int, model_args: list[str], echo: Callable[[str]
     watchdog = threading.Thread(target=services.watch_shopsim, daemon=True, name="shopsim-watchdog",
                                 args=(cfg, lay, r, stop.wait, give_up, echo))
     watchdog.start()
+
+    def disk_warning(text: str) -> None:
+        echo(f"WARNING: {text}")
+        warn(text)
+
+    threading.Thread(target=_disk_watch, daemon=True, name="disk-watch",
+                     args=(cfg, lay, r, stop.wait, disk_warning)).start()
     analyst = cfg.flag("ANALYST_ENABLED")
     ok = False
     try:

@@ -72,7 +72,8 @@ def stop_all_created() -> None:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
 
 
-def rehearse_env(tmp: Path, world: Path, track: bool = True, **knobs: object) -> dict[str, str]:
+def rehearse_env(tmp: Path, world: Path, track: bool = True, dotenv: dict | None = None,
+                 **knobs: object) -> dict[str, str]:
     """A process environment for bin/rehearse: nothing of the developer's configuration, the keys
     in a mode-600 .env (the secret tests look for them everywhere), W&B's own dirs under tmp.
     Whatever its rehearsals leave running is stopped at the test's end (conftest)."""
@@ -82,7 +83,8 @@ def rehearse_env(tmp: Path, world: Path, track: bool = True, **knobs: object) ->
     env = {k: v for k, v in os.environ.items()
            if k not in drop and not k.startswith(("WANDB_", "FAKE_", "SHOPSIMRL_"))}
     env_file = tmp / ".env"
-    env_file.write_text(f"WANDB_API_KEY={WANDB_KEY}\nDASHSCOPE_API_KEY={DASHSCOPE_KEY}\n")
+    env_file.write_text(f"WANDB_API_KEY={WANDB_KEY}\nDASHSCOPE_API_KEY={DASHSCOPE_KEY}\n"
+                        + "".join(f"{k}={v}\n" for k, v in (dotenv or {}).items()))
     env_file.chmod(0o600)
     for var in ("WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR"):
         env[var] = str(tmp / "wandb-home" / var.lower())

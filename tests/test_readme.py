@@ -30,3 +30,12 @@ def test_the_quick_start_is_the_two_commands():
     commands = [line.split("#")[0].strip() for line in first_block.strip().splitlines()]
     assert commands == ["make train", "make test"]
     assert "make rehearse" in quick.split("```bash", 2)[2]  # the next thing a new user learns
+
+
+def test_the_restart_rules_in_the_readme_are_the_codes():
+    from pyhelpers.supervisor import RULES
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### Self-healing and notifications", 1)[1].split("\n### ", 1)[0]
+    rows = dict(re.findall(r"^\| `([a-z-]+)` \| (transient|permanent) \|", table, flags=re.M))
+    assert {cause: kind for cause, kind, _, _ in RULES} == rows

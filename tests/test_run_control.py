@@ -68,6 +68,7 @@ def test_make_stop_from_another_shell_leaves_nothing_and_a_second_driver_is_refu
     assert run.lock_holder() is None
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "driver: not running (stopped by `make stop`" in status.stdout
+    assert not [e for e in run.events() if e["kind"] == "run-restart"]  # a stop is final
 
 
 def _rehearsal_port(knob: str) -> int:
@@ -91,7 +92,11 @@ def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, r
 
 
 def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY=2)
+    from test_selfheal import Hook
+
+    hang = Hook(hang=True)  # and a notification webhook that never answers: it holds nothing up
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hang.url}, NOTIFY_TIMEOUT="1",
+                       ROUNDS=1, FAKE_SLIME_STEP_DELAY=2)
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)
@@ -99,11 +104,13 @@ def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_wor
     wait_for("the restart", lambda: event_seen(run, "service-ready", service="shopsim", round=0)
              and event_seen(run, "service-restart", service="shopsim", round=0), proc=proc, log=log)
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
-    assert "restart:" in status.stdout and "service-restart shopsim" in status.stdout
+    assert "restart:" in status.stdout and "service-restart round 0 shopsim" in status.stdout
     assert proc.wait(timeout=300) == 0, log.read_text()[-4000:]
+    hang.close()
     restarts = [e for e in run.events() if e["kind"] == "service-restart"]
     assert len(restarts) == 1 and restarts[0]["count"] == 1
     assert (run.run_dir / "skillbank-final.json").is_file()
+    assert "notification 'run-start' not sent: ReadTimeout (the run goes on)" in log.read_text()
 
 
 def test_make_smoke_trains_and_exports_then_stops(tmp_path, rehearsal_world):

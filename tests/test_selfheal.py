@@ -1,0 +1,196 @@
+"""Self-healing runs on the stand-ins: a transient crash is restarted and the run ends as an
+uninterrupted one; a crash that repeats at the same step, a permanent cause, a short disk stop the
+run with the reason; the disk watchdog warns; notifications reach a local webhook in each format,
+and a webhook that never answers does not hold anything up."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from rehearsal_support import (
+    Run,
+    event_seen,
+    in_rehearsal,
+    outcome,
+    pyhelpers_cmd,
+    rehearse,
+    rehearse_env,
+    start,
+    wait_for,
+)
+
+from pyhelpers import notify
+from pyhelpers.supervisor import PERMANENT, TRANSIENT, Supervisor, classify
+
+
+class Hook:
+    """A webhook receiver on loopback: records (path, query, body) of every POST; with hang=True it
+    never answers (until closed)."""
+
+    def __init__(self, hang: bool = False):
+        self.posts: list[tuple[str, dict]] = []
+        self.closing = threading.Event()
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                hook.posts.append((self.path, body))
+                if hang:
+                    hook.closing.wait(120)
+                    return
+                data = b'{"ok": true}'
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def close(self):
+        self.closing.set()
+        self.server.shutdown()
+
+
+@pytest.fixture
+def hook():
+    h = Hook()
+    yield h
+    h.close()
+
+
+def test_the_restart_rules_table():
+    nccl = "torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective operation timeout"
+    assert classify("train", 1, 3, "slime job FAILED", f"FileNotFoundError: a harmless warning\n{nccl}").cause == "nccl"
+    assert classify("train", 0, None, "not enough disk space to train: ...").kind == PERMANENT
+    assert classify("train", 0, 1, "job FAILED", "ValueError: --rollout-batch-size must be").cause == "flag"
+    assert classify("train", 0, 1, "job FAILED", "torch.OutOfMemoryError: CUDA out of memory").kind == TRANSIENT
+    assert classify("evaluate", 0, None, "boom", "nothing we know").cause == "unknown"
+    sup = Supervisor(max_restarts=3, max_per_stage=2, backoff=1.0, backoff_max=3.0)
+    waits = [sup.decide(classify("train", 0, s, "x", nccl)).wait_s for s in (1, 2)]
+    assert waits == [1.0, 2.0]  # exponential backoff
+    assert not sup.decide(classify("train", 0, 3, "x", nccl)).restart  # MAX_RESTARTS_PER_STAGE=2
+    assert sup.decide(classify("export", 0, None, "x", nccl)).wait_s == 3.0  # capped at the max
+    assert "MAX_RESTARTS=3" in sup.decide(classify("evaluate", 0, None, "x", nccl)).reason
+
+
+@pytest.mark.parametrize("fmt", notify.FORMATS)
+def test_each_notification_format_reaches_the_webhook(fmt, hook):
+    n = notify.Notifier(hook.url, fmt, "run7", timeout=5, secret="s3cret" if fmt in ("feishu", "dingtalk") else "")
+    n.send("restart", "restart 1: train failed", round=1)
+    n.close()
+    assert n.sent == ["restart"]
+    path, body = hook.posts[0]
+    text = "ShopSimRL [run7] restart 1: train failed"
+    if fmt == "generic":
+        assert body["event"] == "restart" and body["text"] == text and body["round"] == 1
+    elif fmt == "slack":
+        assert body == {"text": text}
+    elif fmt == "feishu":
+        assert body["msg_type"] == "text" and body["content"] == {"text": text}
+        assert body["sign"] == notify._sign("s3cret", body["timestamp"], digest_of_key=False)
+    else:
+        assert body == {"msgtype": "text", "text": {"content": text}}
+        assert ("timestamp=" in path and "sign=" in path) == (fmt == "dingtalk")
+
+
+def test_a_webhook_that_never_answers_costs_at_most_its_timeout():
+    h = Hook(hang=True)
+    try:
+        logged: list[str] = []
+        n = notify.Notifier(h.url, "generic", "run7", timeout=0.5, log=logged.append)
+        t0 = time.monotonic()
+        n.send("run-start", "started")
+        n.send("run-done", "finished")
+        assert time.monotonic() - t0 < 0.1  # send() never waits
+        n.close()
+        assert time.monotonic() - t0 < 3 and n.sent == []
+        assert logged and "not sent: ReadTimeout (the run goes on)" in logged[0]
+    finally:
+        h.close()
+
+
+def test_a_transient_crash_is_restarted_and_the_run_ends_as_an_uninterrupted_one(tmp_path, rehearsal_world,
+                                                                                  reference, hook):
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, NOTIFY_FORMAT="feishu",
+                       RESTART_BACKOFF="0.5", FAKE_SLIME_CRASH_AT="3", FAKE_SLIME_CRASH_KIND="nccl",
+                       FAKE_SLIME_CRASH_ONCE=str(tmp_path / "crashed-once"))
+    res = rehearse(env)
+    assert res.returncode == 0, res.stdout[-5000:]
+    run = Run(tmp_path / "runs")
+    restarts = [e for e in run.events() if e["kind"] == "run-restart"]
+    assert len(restarts) == 1
+    assert (restarts[0]["stage"], restarts[0]["round"], restarts[0]["step"], restarts[0]["cause"]) == ("train", 1, 3,
+                                                                                                        "nccl")
+    assert "Watchdog caught collective operation timeout" in restarts[0]["excerpt"]
+    assert outcome(run) == outcome(reference.run)
+    texts = [body["content"]["text"] for _, body in hook.posts]
+    assert all(t.startswith("ShopSimRL [rehearsal] ") for t in texts)
+    kinds = [("start" if "run started" in t else "round 0" if "round 0 of 2 done" in t else "restart"
+              if "restart 1:" in t else "round 1" if "round 1 of 2 done" in t else "done" if "run finished" in t
+              else t) for t in texts]
+    assert kinds == ["start", "round 0", "restart", "round 1", "done"]
+    assert "val success" in texts[1] and "gate:" in texts[1]
+    st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
+    assert "restart: " in st.stdout and "run-restart round 1 train nccl" in st.stdout
+    # NOTIFY_WEBHOOK is a secret: in no file of the run, its logs or W&B data
+    leaked = [p for p in run.runs.rglob("*") if p.is_file() and hook.url.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_a_crash_repeating_at_the_same_step_stops_the_run(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
+                       FAKE_SLIME_CRASH_KIND="nccl")
+    res = rehearse(env)
+    assert res.returncode == 1
+    assert "the run stopped: train of round 0 at step 1 failed the same way twice (nccl" in res.stdout
+    run = Run(tmp_path / "runs")
+    assert [e["attempt"] for e in run.events() if e["kind"] == "run-restart"] == [1]
+    assert event_seen(run, "run-failed", round=0, stage="train", cause="nccl")
+    assert run.lock_holder() is None and not list((run.run_dir / "pids").glob("*.json"))
+
+
+def test_a_permanent_failure_is_not_restarted(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_CRASH_AT="0", FAKE_SLIME_CRASH_KIND="flag")
+    res = rehearse(env)
+    assert res.returncode == 1
+    assert "slime (or SGLang) rejected its arguments (flag)" in res.stdout
+    run = Run(tmp_path / "runs")
+    assert not [e for e in run.events() if e["kind"] == "run-restart"]
+    assert event_seen(run, "run-failed", round=0, stage="train", cause="flag", verdict="permanent")
+
+
+def test_a_short_disk_is_warned_about_during_training_then_stops_the_run_before_export(tmp_path, rehearsal_world,
+                                                                                        hook):
+    free = tmp_path / "free-bytes"
+    free.write_text(str(10**12))
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, ROUNDS=1,
+                       DISK_WATCH_INTERVAL="0.2", FAKE_SLIME_STEP_DELAY="2", SHOPSIMRL_TEST_FREE_BYTES=f"@{free}")
+    run = Run(tmp_path / "runs")
+    proc, log = start(env)
+    wait_for("training", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)
+    free.write_text(str(5 * 10**8))  # 0.5 GB: below the 1 GB margin of the rehearsal
+    assert proc.wait(timeout=300) == 1
+    out = log.read_text()
+    assert "WARNING: disk low during round 0" in out
+    assert "the run stopped: export of round 0 failed: TRAIN_SAVE's disk is too full" in out
+    assert "nothing was deleted" in out
+    # Nothing lost: the round's checkpoint is complete and tracked; no export was started.
+    megatron = run.save_dir / "megatron"
+    assert (megatron / "latest_checkpointed_iteration.txt").read_text() == "1"
+    assert (megatron / "iter_0000001" / ".metadata").is_file()
+    assert not list(run.save_dir.glob("hf-*")) and not list(run.save_dir.glob(".hf-*"))
+    assert not [e for e in run.events() if e["kind"] == "run-restart"]
+    assert [b["event"] for _, b in hook.posts] == ["run-start", "disk-low", "run-failed"]
+    st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
+    assert "warning: " in st.stdout and "disk-low round 0" in st.stdout
