@@ -35,6 +35,10 @@ status: setup ## Where the run stands: round, stage, step, services (pids, ports
 logs: setup ## The tail of a log: SERVICE=driver|shopsim|slime|ray-head|eval-server|analyst|convert|...
 	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE))
 
+.PHONY: report
+report: setup ## The run at a glance without W&B: runs/<RUN_NAME>/report/index.html with plots and CSVs
+	@$(IN_RUN).venv/bin/python -m pyhelpers run report
+
 .PHONY: plan
 plan: setup ## What make train / make resume would do: resume point, stages, command lines, disk, ports
 	@$(IN_RUN)bin/plan

@@ -114,6 +114,16 @@ class Loop:
         self.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
         stages.write_record(self.lay, r, "inject", "ok", output=out)
         self.notifier.send("round-done", self._round_headline(r), round=r)
+        self._report_in_background()
+
+    def _report_in_background(self) -> None:
+        """The report after each round (`make report` reads the run's files), off the loop's path."""
+        import sys
+
+        from . import procs, services
+
+        if not services.alive(self.lay, "report"):
+            procs.start("report", [sys.executable, "-m", "pyhelpers", "run", "report"], self.lay.pids, self.lay.logs)
 
     def _round_headline(self, r: int) -> str:
         from . import runstatus

@@ -3,6 +3,8 @@ about a whole run: stopping it, and looking at it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from .. import runstop
@@ -224,3 +226,27 @@ def run_convert_base(model_args):
     cfg = config_mod.load()
     log = cfg.path("MODELS_DIR") / "convert-base.log"
     basemodel.convert(cfg, list(model_args), log, progress=lambda s: click.echo(s, err=True))
+
+
+@run.command("report")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Directory [default: RUN_DIR/report].")
+def run_report(out):
+    """Write the run's report: index.html with PNG plots (val per round, gate forest plot, SkillBank,
+    training curves, stage timeline) and the CSVs behind them, from the run's own files.
+
+    \b
+    Example:
+      pyhelpers run report
+    """
+    import time
+
+    from .. import report
+    from ..errors import ToolkitError
+
+    cfg, lay = _ctx()
+    if not lay.manifest.is_file():
+        raise ToolkitError(f"there is no run named {cfg.run_name}", str(lay.run_dir),
+                           "set RUN_NAME to the run you mean (`ls " + str(lay.run_dir.parent) + "`)")
+    t0 = time.monotonic()
+    page = report.build(cfg, lay, out)
+    click.echo(f"wrote {page} ({time.monotonic() - t0:.1f} s)")

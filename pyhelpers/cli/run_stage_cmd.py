@@ -39,11 +39,22 @@ def run_loop(stop_before, model_args):
             return
         for line in wandb_pending.log_all(cfg, lay):
             _echo(line)
+        _final_report(cfg, lay)
         for line in runstatus.summary_lines(cfg, lay):
             _echo(line)
     except Stopped as exc:
         _echo(f"stopped ({exc})")
         raise SystemExit(143 if str(exc) == "SIGTERM" else 130) from None
+
+
+def _final_report(cfg, lay) -> None:
+    from .. import report, services
+
+    services.stop(cfg, lay, "report")  # a round's background report: this one supersedes it
+    try:
+        _echo(f"report: {report.build(cfg, lay)}")
+    except Exception as exc:  # noqa: BLE001 - the report never fails a finished run
+        _echo(f"report not written ({type(exc).__name__}: {exc}); `make report` tries again")
 
 
 @run.command("service")

@@ -1,0 +1,21 @@
+"""`make report`: a run at a glance without W&B -- runs/<RUN_NAME>/report/index.html with PNG plots
+and the CSVs behind them, from the run's own files (data.py: tables; plots.py: figures;
+html.py: the page; build(): all of it, each file written to a temp name and renamed, the page
+last, so a reader never sees a half-written report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def build(cfg, lay, out: Path | None = None) -> Path:
+    """Write the report of the run at `lay` into `out` (default RUN_DIR/report); returns index.html."""
+    from . import data, html, plots
+
+    out = Path(out or lay.run_dir / "report")
+    out.mkdir(parents=True, exist_ok=True)
+    tables = data.gather(cfg, lay)
+    csvs = {name: data.write_csv(out / f"{name}.csv", getattr(tables, name))
+            for name in ("val", "gate", "bank", "steps", "train", "timeline", "restarts")}
+    pngs = plots.draw_all(tables, lay.steps_per_round, out)
+    return html.write(out / "index.html", cfg.run_name, tables, pngs, csvs)

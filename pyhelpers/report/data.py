@@ -1,0 +1,188 @@
+"""The report's tables, read from the run's own files only (no network, no W&B service):
+
+| table    | one row per          | from                                                          |
+|----------|----------------------|---------------------------------------------------------------|
+| val      | round (and baseline) | rounds/round-NNN/val/summary.json (Wilson / mean CIs)         |
+| gate     | round x tested skill | rounds/round-NNN/gate/summary.json (decisions, CIs, MDE)      |
+| bank     | round                | rounds/round-NNN/skillbank.json (injected), skillbank-final   |
+| steps    | training step        | rounds/round-NNN/rollout_metrics.jsonl (the plugin's figures) |
+| train    | optimizer step       | slime's offline W&B runs (train/*), when there are any        |
+| timeline | stage run            | events.jsonl (stage-start / stage-end)                        |
+| restarts | restart or failure   | events.jsonl (run-restart, service-restart, run-failed)       |
+
+A round the run did not finish (crashed mid-round, or not reached yet) has rows marked
+`missing` (val, bank) or none (gate, steps), and a note saying what is missing.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import events
+from ..runlayout import STAGES, RunLayout
+
+STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
+OUR_WANDB_RUNS = ("-val-", "-gate-", "-analyst-")  # the toolkit's own; the others are slime's
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+@dataclass
+class Tables:
+    rounds: int
+    val: list[dict] = field(default_factory=list)
+    gate: list[dict] = field(default_factory=list)
+    bank: list[dict] = field(default_factory=list)
+    steps: list[dict] = field(default_factory=list)
+    train: list[dict] = field(default_factory=list)
+    timeline: list[dict] = field(default_factory=list)
+    restarts: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _val_row(label, summary: dict | None) -> dict:
+    if summary is None:
+        return {"round": label, "status": "missing"}
+    s, st, lo = summary["success"], summary["strict"], summary["loose"]
+    return {"round": label, "status": "ok", "n": summary["n"], "success": s["rate"], "success_low": s["ci_low"],
+            "success_high": s["ci_high"], "strict": st["mean"], "strict_low": st["ci_low"], "strict_high": st["ci_high"],
+            "loose": lo["mean"], "loose_low": lo["ci_low"], "loose_high": lo["ci_high"]}
+
+
+def _bank_row(label, bank: dict | None) -> dict:
+    if bank is None:
+        return {"round": label, "status": "missing"}
+    row = {"round": label, "status": "ok", **{s: 0 for s in STATUSES}, "active_tokens": 0}
+    for skill in bank.get("skills", []):
+        row[skill["status"]] = row.get(skill["status"], 0) + 1
+        if skill["status"] == "active":
+            row["active_tokens"] += int((skill.get("render") or {}).get("tokens") or 0)
+    return row
+
+
+def _steps(lay: RunLayout, r: int) -> list[dict]:
+    path = lay.round_dir(r) / "rollout_metrics.jsonl"
+    rows = []
+    if not path.is_file():
+        return rows
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a torn last line of a killed step
+        m = rec.get("metrics", {})
+        rows.append({"round": r, "step": rec["rollout_id"], "reward": m.get("rollout/shopsim/reward_mean"),
+                     "success": m.get("rollout/shopsim/success_rate"), "retry_rate": m.get("rollout/shopsim/retry_rate"),
+                     "turns": m.get("rollout/shopsim/turns_mean"), "episodes": m.get("rollout/shopsim/episodes")})
+    return rows
+
+
+def _wandb_history(run_dir: Path) -> list[dict]:
+    wandb = str(Path(sys.executable).with_name("wandb"))
+    out = subprocess.run([wandb, "leet", "inspect", "--json", str(run_dir)], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "WANDB_SILENT": "true"})
+    items = []
+    for line in out.stdout.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("type") == "history":
+            items.append(rec["history"]["item"])
+    return items
+
+
+def _train(lay: RunLayout) -> list[dict]:
+    """train/* per optimizer step from slime's offline W&B runs (one per round's job)."""
+    dirs = [d for d in sorted((lay.wandb_dir / "wandb").glob("offline-run-*"))
+            if d.is_dir() and not any(tag in d.name for tag in OUR_WANDB_RUNS)]
+    if not dirs:
+        return []
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        histories = list(pool.map(_wandb_history, dirs))
+    rows = {}
+    for items in histories:
+        for item in items:
+            if "train/step" in item:
+                step = int(item["train/step"])
+                rows[step] = {"step": step, **{k: v for k, v in item.items() if k.startswith("train/")
+                                               and k != "train/step" and isinstance(v, (int, float))}}
+    return [rows[k] for k in sorted(rows)]
+
+
+def _timeline(evs: list[dict]) -> tuple[list[dict], list[dict]]:
+    rows, open_ = [], {}
+    for e in evs:
+        key = (e.get("round"), e.get("stage"))
+        if e["kind"] == "stage-start":
+            open_[key] = e
+        elif e["kind"] == "stage-end" and key in open_:
+            start = open_.pop(key)
+            rows.append({"round": key[0], "stage": key[1], "start": start["at"], "start_t": start["t"],
+                         "end_t": e["t"], "seconds": round(e["t"] - start["t"], 3), "status": e.get("status")})
+    for (r, stage), start in open_.items():  # started, never ended: the run stopped there
+        rows.append({"round": r, "stage": stage, "start": start["at"], "start_t": start["t"], "end_t": None,
+                     "seconds": None, "status": "unfinished"})
+    restarts = [{"at": e["at"], "t": e["t"], "kind": e["kind"], "round": e.get("round"),
+                 "stage": e.get("stage") or e.get("service"), "cause": e.get("cause", ""),
+                 "detail": e.get("excerpt") or e.get("reason") or e.get("log_tail") or ""}
+                for e in evs if e["kind"] in ("run-restart", "service-restart", "run-failed")]
+    return rows, restarts
+
+
+def gather(cfg, lay: RunLayout) -> Tables:
+    rounds = cfg.int("ROUNDS")
+    t = Tables(rounds)
+    base = _load(lay.baseline_dir / "val" / "summary.json")
+    if base:
+        t.val.append(_val_row("baseline", base))
+    for r in range(rounds):
+        val, gate = _load(lay.val_summary(r)), _load(lay.gate_summary(r))
+        t.val.append(_val_row(r, val))
+        t.bank.append(_bank_row(r, _load(lay.bank_in(r))))
+        steps = _steps(lay, r)
+        t.steps += steps
+        missing = [what for what, ok in (("training steps", steps), ("val", val), ("gate", gate)) if not ok]
+        if missing:
+            t.notes.append(f"round {r}: no {', no '.join(missing)} yet (the run crashed in this round or has not "
+                           "reached it)")
+        if gate:
+            titles = {s["id"]: s["title"] for s in (_load(lay.compiled(r)) or {}).get("skills", [])}
+            for skill, d in sorted(gate["decisions"].get("decisions", {}).items()):
+                t.gate.append({"round": r, "skill": skill, "title": titles.get(skill, ""), "estimate": d.get("estimate"),
+                               "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high"), "decision": d.get("decision"),
+                               "mde": gate.get("mde")})
+    final = _load(lay.final_bank)
+    t.bank.append(_bank_row("final", final))
+    t.train = _train(lay)
+    t.timeline, t.restarts = _timeline(events.read(lay.run_dir))
+    return t
+
+
+def write_csv(path: Path, rows: list[dict]) -> Path:
+    """rows as CSV (every key that occurs, in first-seen order), written to a temp name then renamed."""
+    cols: list[str] = []
+    for row in rows:
+        cols += [k for k in row if k not in cols]
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols or ["empty"])
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+    return path
+
+
+STAGE_ORDER = ("baseline", *STAGES)

@@ -1,0 +1,70 @@
+"""The report page: one self-contained HTML file beside its PNGs and CSVs (relative links only,
+so the directory can be copied off the machine and opened anywhere)."""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from pathlib import Path
+
+from .data import Tables
+
+SECTIONS = (
+    ("val", "Bare validation", "Full success, strict and loose score per round with 95% intervals; the dashed "
+                               "line is the base model's (BASELINE_VAL=1)."),
+    ("gate", "Gate", "Each tested skill's effect on success with its simultaneous interval, coloured by the "
+                     "decision (accept, reject, retire, keep); dashed: ± the round's minimum detectable effect."),
+    ("bank", "SkillBank", "Skills by status in the bank each round starts with, and the tokens its active skills "
+                          "take in every prompt."),
+    ("training", "Training", "The rollout plugin's per-step figures (and slime's train/* from W&B's offline files "
+                             "when present); dotted lines mark round boundaries."),
+    ("timeline", "Timeline", "Each stage of each round over time; x marks a restart or a failure."),
+)
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _val_table(t: Tables) -> str:
+    rows = []
+    for r in t.val:
+        if r["status"] == "missing":
+            rows.append(f"<tr><td>{r['round']}</td><td colspan=4 class=missing>missing</td></tr>")
+        else:
+            rows.append(f"<tr><td>{r['round']}</td><td>{r['n']}</td><td>{_pct(r['success'])} "
+                        f"[{_pct(r['success_low'])}, {_pct(r['success_high'])}]</td><td>{_pct(r['strict'])}</td>"
+                        f"<td>{_pct(r['loose'])}</td></tr>")
+    return ("<table><tr><th>round</th><th>tasks</th><th>success [95% CI]</th><th>strict</th><th>loose</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _restarts(t: Tables) -> str:
+    if not t.restarts:
+        return "<p>No restarts or failures recorded.</p>"
+    items = "".join(f"<li>{html.escape(e['at'])}: {html.escape(e['kind'])} round {e['round']} "
+                    f"{html.escape(str(e['stage'] or ''))} {html.escape(e['cause'])} — "
+                    f"<code>{html.escape(str(e['detail'])[:200])}</code></li>" for e in t.restarts)
+    return f"<ul>{items}</ul>"
+
+
+def write(path: Path, run: str, t: Tables, pngs: dict[str, Path], csvs: dict[str, Path]) -> Path:
+    notes = "".join(f"<p class=missing>{html.escape(n)}</p>" for n in t.notes)
+    body = [f"<h1>Run {html.escape(run)}</h1>",
+            f"<p>{t.rounds} round(s); written {time.strftime('%Y-%m-%d %H:%M:%S %z')} from the run's own files. "
+            "Data: " + ", ".join(f'<a href="{p.name}">{p.name}</a>' for p in csvs.values()) + ".</p>", notes]
+    for key, title, what in SECTIONS:
+        body.append(f"<h2>{title}</h2><p>{what}</p><img src=\"{pngs[key].name}\" alt=\"{title}\">")
+        if key == "val":
+            body.append(_val_table(t))
+        if key == "timeline":
+            body.append("<h3>Restarts and failures</h3>" + _restarts(t))
+    page = ("<!doctype html><html><head><meta charset=utf-8><title>ShopSimRL report: " + html.escape(run)
+            + "</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}img{max-width:100%}"
+              "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}.missing{color:#c62828}"
+              "</style></head><body>" + "\n".join(body) + "</body></html>\n")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, path)
+    return path

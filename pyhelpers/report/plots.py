@@ -1,0 +1,169 @@
+"""The report's figures (matplotlib, Agg: no display), each written to a temp name and renamed.
+
+matplotlib is the one dependency the report adds (env/requirements.txt says why); it is imported
+only here, so nothing else pays for it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from .data import STAGE_ORDER, STATUSES, Tables
+
+DECISION_COLORS = {"accept": "#2e7d32", "reject": "#c62828", "retire": "#9e9e9e", "keep": "#1565c0"}
+STAGE_COLORS = {"baseline": "#8d6e63", "train": "#1565c0", "rotate": "#90a4ae", "export": "#6a1b9a",
+                "compile": "#f9a825", "evaluate": "#2e7d32", "inject": "#ef6c00"}
+STATUS_COLORS = {"active": "#2e7d32", "probation": "#1565c0", "candidate": "#90caf9", "retired": "#9e9e9e",
+                 "rejected": "#c62828", "merged": "#ffcc80"}
+
+
+def _plt(mpl_dir: Path):
+    os.environ.setdefault("MPLCONFIGDIR", str(mpl_dir))  # its font cache: off the small system disk (M2)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(plt, fig, path: Path) -> Path:
+    tmp = path.with_name(f".{path.stem}.tmp.png")
+    fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def _num(x):
+    return math.nan if x is None else float(x)
+
+
+def val_plot(plt, t: Tables, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(8, 4))
+    rows = [r for r in t.val if r["round"] != "baseline"]
+    xs = [r["round"] for r in rows]
+    for key, color, dx in (("success", "#2e7d32", -0.12), ("strict", "#1565c0", 0.0), ("loose", "#ef6c00", 0.12)):
+        ys = [_num(r.get(key)) for r in rows]
+        lo = [y - _num(r.get(f"{key}_low")) if r.get(f"{key}_low") is not None else 0 for y, r in zip(ys, rows, strict=False)]
+        hi = [_num(r.get(f"{key}_high")) - y if r.get(f"{key}_high") is not None else 0 for y, r in zip(ys, rows, strict=False)]
+        ax.errorbar([x + dx for x in xs], ys, yerr=[lo, hi], fmt="o-", color=color, capsize=3, label=key)
+    base = next((r for r in t.val if r["round"] == "baseline"), None)
+    if base:
+        ax.axhline(base["success"], color="#2e7d32", ls="--", lw=1, label="baseline success")
+    for r in rows:
+        if r["status"] == "missing":
+            ax.annotate("missing", (r["round"], 0.02), ha="center", color="#c62828")
+    ax.set(xlabel="round", ylabel="bare val (95% CI)", ylim=(0, 1), xticks=xs, title="Bare validation per round")
+    ax.legend(loc="upper left", fontsize=8)
+    return _save(plt, fig, path)
+
+
+def gate_plot(plt, t: Tables, path: Path) -> Path:
+    rounds = sorted({g["round"] for g in t.gate})
+    fig, axes = plt.subplots(max(1, len(rounds)), 1, figsize=(8, 1.2 + 0.45 * max(1, len(t.gate))), sharex=True,
+                             squeeze=False, constrained_layout=True)
+    if not rounds:
+        axes[0][0].text(0.5, 0.5, "no skills tested yet", ha="center", va="center")
+        axes[0][0].set_axis_off()
+    for ax, r in zip((a[0] for a in axes), rounds, strict=False):
+        rows = [g for g in t.gate if g["round"] == r]
+        for y, g in enumerate(rows):
+            est = 100 * _num(g["estimate"])
+            color = DECISION_COLORS.get(g["decision"], "black")
+            ax.plot([100 * _num(g["ci_low"]), 100 * _num(g["ci_high"])], [y, y], color=color, lw=2)
+            ax.plot([est], [y], "o", color=color)
+            ax.annotate(f" {g['decision']}", (100 * _num(g["ci_high"]), y), fontsize=7, color=color, va="center")
+        mde = rows[0]["mde"]
+        ax.axvline(0, color="black", lw=0.8)
+        if mde:
+            for sign in (-1, 1):
+                ax.axvline(sign * 100 * mde, color="#9e9e9e", ls="--", lw=0.8)
+        ax.set_yticks(range(len(rows)), [g["title"][:34] or g["skill"] for g in rows], fontsize=7)
+        ax.set_title(f"gate, round {r}: effect in success points (simultaneous CI); dashed: ±MDE", fontsize=9)
+    axes[-1][0].set_xlabel("effect (percentage points)")
+    return _save(plt, fig, path)
+
+
+def bank_plot(plt, t: Tables, path: Path) -> Path:
+    rows = [b for b in t.bank if b["status"] == "ok"]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    labels = [str(b["round"]) for b in rows]
+    bottom = [0] * len(rows)
+    for status in STATUSES:
+        vals = [b.get(status, 0) for b in rows]
+        if any(vals):
+            ax.bar(labels, vals, bottom=bottom, color=STATUS_COLORS[status], label=status)
+            bottom = [a + v for a, v in zip(bottom, vals, strict=False)]
+    ax.set(xlabel="bank injected into round (final = after the last round)", ylabel="skills",
+           title="SkillBank over rounds")
+    if rows:
+        ax2 = ax.twinx()
+        ax2.plot(labels, [b["active_tokens"] for b in rows], "k.-", label="active tokens")
+        ax2.set_ylabel("tokens of active skills")
+    ax.legend(loc="upper left", fontsize=8)
+    return _save(plt, fig, path)
+
+
+def training_plot(plt, t: Tables, steps_per_round: int, path: Path) -> Path:
+    panels = [("reward", "reward (mean)"), ("success", "success rate"), ("retry_rate", "retry rate"),
+              ("turns", "turns (mean)")]
+    train_keys = [k for k in ("train/loss", "train/grad_norm") if any(k in row for row in t.train)]
+    n = len(panels) + len(train_keys)
+    cols = 3 if n > 4 else 2
+    fig, axes = plt.subplots(math.ceil(n / cols), cols, figsize=(4 * cols, 3 * math.ceil(n / cols)), squeeze=False,
+                             constrained_layout=True)
+    flat = [a for row in axes for a in row]
+    xs = [s["step"] for s in t.steps]
+    for ax, (key, title) in zip(flat, panels, strict=False):
+        ax.plot(xs, [_num(s.get(key)) for s in t.steps], ".-")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("rollout step", fontsize=8)
+    for ax, key in zip(flat[len(panels):], train_keys, strict=False):
+        ax.plot([row["step"] for row in t.train], [_num(row.get(key)) for row in t.train], ".-", color="#6a1b9a")
+        ax.set_title(f"{key} (W&B)", fontsize=9)
+        ax.set_xlabel("optimizer step", fontsize=8)
+    for ax in flat[:len(panels)]:
+        for r in range(1, t.rounds):
+            ax.axvline(r * steps_per_round - 0.5, color="#9e9e9e", ls=":", lw=1)
+    for ax in flat[n:]:
+        ax.set_axis_off()
+    fig.suptitle("Training, per step (dotted: round boundaries)")
+    return _save(plt, fig, path)
+
+
+def timeline_plot(plt, t: Tables, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(10, 1.5 + 0.4 * (t.rounds + 1)))
+    if not t.timeline:
+        ax.text(0.5, 0.5, "no stage has run yet", ha="center", va="center")
+        ax.set_axis_off()
+        return _save(plt, fig, path)
+    t0 = min(row["start_t"] for row in t.timeline)
+    last = max((row["end_t"] or row["start_t"]) for row in t.timeline)
+    for row in t.timeline:
+        y = -1 if row["round"] is None or row["stage"] == "baseline" else row["round"]
+        end = row["end_t"] or last
+        color = STAGE_COLORS.get(row["stage"], "black")
+        ax.barh(y, (end - row["start_t"]) / 60, left=(row["start_t"] - t0) / 60, color=color,
+                hatch="//" if row["status"] not in (0, None) else None, edgecolor="white")
+    for e in t.restarts:
+        y = -1 if e["round"] is None else e["round"]
+        ax.plot([(e["t"] - t0) / 60], [y], "x", color="#c62828", ms=10, mew=2)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=STAGE_COLORS[s]) for s in STAGE_ORDER]
+    ax.legend(handles, STAGE_ORDER, fontsize=7, ncol=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    ax.set(xlabel="minutes since the run's first stage", ylabel="round", title="Stages over time (x: restart or failure;"
+           " hatched: failed)")
+    ys = sorted({-1 if row["round"] is None or row["stage"] == "baseline" else row["round"] for row in t.timeline})
+    ax.set_yticks(ys, ["baseline" if y == -1 else str(y) for y in ys])
+    ax.invert_yaxis()
+    return _save(plt, fig, path)
+
+
+def draw_all(t: Tables, steps_per_round: int, out: Path) -> dict[str, Path]:
+    plt = _plt(out / ".matplotlib")
+    return {"val": val_plot(plt, t, out / "val.png"), "gate": gate_plot(plt, t, out / "gate.png"),
+            "bank": bank_plot(plt, t, out / "bank.png"),
+            "training": training_plot(plt, t, steps_per_round, out / "training.png"),
+            "timeline": timeline_plot(plt, t, out / "timeline.png")}
