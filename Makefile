@@ -69,6 +69,14 @@ convert-base: setup ## HF_MODEL -> TORCH_DIST_MODEL with slime's converter (M18;
 smoke: setup ## The memo's 1-GPU TP=1 smoke on the real stack: a few steps, checkpoint + HF export, no eval
 	@bin/smoke
 
+.PHONY: migrate-pack
+migrate-pack: setup ## On the old machine: manifest + pack of the run (hashes, relative paths); prints the FROM to use
+	@$(IN_RUN).venv/bin/python -m pyhelpers migrate pack
+
+.PHONY: migrate-machine
+migrate-machine: setup ## On the new machine: FROM=<user@host:/path | /mounted/path> -> checks, rsync, verify, make resume
+	@$(IN_RUN).venv/bin/python -m pyhelpers migrate machine --from "$(FROM)"
+
 .PHONY: plan-memory
 plan-memory: setup ## Per-GPU peak memory of a training micro-batch (vocab logits); WARNs with the knob to turn
 	@.venv/bin/python -m pyhelpers plan memory

@@ -15,7 +15,7 @@ from pathlib import Path
 from .config import Config, read_knobs
 
 # Knobs that are 0/1 switches, and knobs that are counts that must be at least 1.
-FLAGS = ("RETRY_TRAINS", "BASELINE_VAL", "ANALYST_ENABLED", "SAVE_OPTIM", "SAVE_HF")
+FLAGS = ("RETRY_TRAINS", "BASELINE_VAL", "ANALYST_ENABLED", "SAVE_OPTIM", "SAVE_HF", "MIGRATE_DATA", "MIGRATE_MODELS")
 POSITIVE = ("ROUNDS", "STEPS_PER_ROUND", "NUM_GPUS", "TP_SIZE", "OVER_SAMPLING_GROUPS",
             "ROLLOUT_GROUPS", "SAMPLES_PER_GROUP", "GLOBAL_BATCH_SIZE", "MAX_TOKENS_PER_GPU",
             "ROLLOUT_MAX_CONTEXT_LEN", "ROLLOUT_MAX_RESPONSE_LEN", "MAX_TURNS", "SHOPSIM_SLOTS",

@@ -72,7 +72,21 @@ def evaluate_done(lay: RunLayout, r: int) -> tuple[bool, str]:
 
 
 def inject_done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
-    return lay.bank_out(r, rounds).is_file(), lay.bank_out(r, rounds).name
+    out = lay.bank_out(r, rounds)
+    if not out.is_file():
+        return False, out.name
+    if r == rounds - 1:
+        # The final bank counts only if written after this round: a run that ended at fewer ROUNDS
+        # (then raised, which is allowed) left the final bank of an earlier round.
+        import json
+
+        try:
+            written_for = json.loads(out.read_text(encoding="utf-8")).get("round")
+        except ValueError:
+            return False, f"{out.name} unreadable"
+        if written_for != rounds:
+            return False, f"{out.name} is from round {written_for - 1 if isinstance(written_for, int) else '?'}'s end"
+    return True, out.name
 
 
 def _stage_done(lay: RunLayout, r: int, stage: str, rounds: int) -> tuple[bool, str]:

@@ -25,9 +25,11 @@ def finish_round(lay: RunLayout, r: int, rounds: int = ROUNDS):
     ck.rotate(lay.megatron)
     write_hf(lay.hf_dir(it), it)
     ck.flip_hf(lay.hf_link, lay.hf_dir(it))
-    for p in (lay.compiled(r), lay.val_summary(r), lay.gate_summary(r), lay.bank_out(r, rounds)):
+    for p in (lay.compiled(r), lay.val_summary(r), lay.gate_summary(r)):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("{}")
+    lay.bank_out(r, rounds).parent.mkdir(parents=True, exist_ok=True)
+    lay.bank_out(r, rounds).write_text(f'{{"round": {r + 1}}}')  # inject writes the bank for round r + 1
 
 
 def test_fresh_run_starts_with_training(lay):
@@ -147,3 +149,18 @@ def test_tracker_past_unfinished_round_is_an_error(lay):
     write_checkpoint(lay.megatron, 7)
     with pytest.raises(ToolkitError, match="past round 0's end"):
         runstate.position(lay, ROUNDS)
+
+
+def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
+    """ROUNDS raised after the run ended (allowed): the old final bank is not the new last round's."""
+    from pyhelpers import runstate
+    from pyhelpers.runlayout import RunLayout
+
+    lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
+    lay.run_dir.mkdir(parents=True)
+    lay.final_bank.write_text('{"round": 1, "skills": []}')  # written after round 0 of a ROUNDS=1 run
+    assert runstate.inject_done(lay, 0, 1)[0]
+    done, why = runstate.inject_done(lay, 1, 2)
+    assert not done and "from round 0's end" in why
+    lay.final_bank.write_text('{"round": 2, "skills": []}')
+    assert runstate.inject_done(lay, 1, 2)[0]

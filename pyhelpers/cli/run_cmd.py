@@ -40,7 +40,7 @@ def run_init(rehearsal, resume):
       pyhelpers run init
     """
     cfg, lay = _ctx()
-    if resume:
+    if resume or (lay.run_dir / "MIGRATING").is_file():
         _require_run(cfg, lay)
     rehearsal_mod.guard(lay, rehearsal)
     for d in (lay.run_dir, lay.pids, lay.logs, lay.wandb_dir, lay.megatron):
@@ -73,6 +73,10 @@ def run_next(as_json):
 
 
 def _require_run(cfg, lay) -> None:
+    if (lay.run_dir / "MIGRATING").is_file():
+        raise ToolkitError("a migration into this run has not finished (not every file is verified)",
+                           str(lay.run_dir / "MIGRATING"), "run make migrate-machine FROM=... again; it continues "
+                           "where it stopped")
     if not lay.manifest.is_file():
         raise ToolkitError(f"there is no run named {cfg.run_name} to resume", str(lay.run_dir),
                            "start it with `make train`, or set RUN_NAME to the run you mean (`ls "

@@ -1,0 +1,66 @@
+"""`pyhelpers migrate pack|machine`: move a run to a new machine with nothing lost (pyhelpers/migrate)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from .. import config as config_mod
+from ..errors import ToolkitError
+from ..runlayout import from_config
+
+
+def _echo(line: str) -> None:
+    click.echo(line, err=True)
+
+
+@click.group()
+def migrate():
+    """Move a run to a new machine: pack it here, fetch and verify it there."""
+
+
+@migrate.command("pack")
+def migrate_pack():
+    """On the old machine: the manifest (relative paths, sizes, BLAKE2b) and a pack tree of
+    hardlinks of what the run needs (pyhelpers/migrate/pack.py). Prints the FROM to give
+    `make migrate-machine` on the new machine.
+
+    \b
+    Example:
+      pyhelpers migrate pack
+    """
+    from ..diskplan import gb
+    from ..migrate import pack
+
+    cfg = config_mod.load()
+    out = pack.pack(cfg, from_config(cfg), progress=_echo)
+    m = pack.load_manifest(out)
+    for item in m["recreate"]:
+        _echo(f"not packed: {item['what']} -> {item['command']}")
+    click.echo(f"packed run {cfg.run_name}: {len(m['files'])} files, {gb(m['total_bytes'])} in {out}")
+    click.echo(f"on the new machine: make migrate-machine FROM=root@<this machine>:{out}  (or a mounted copy of it)")
+
+
+@migrate.command("machine")
+@click.option("--from", "from_", default="", help="The pack dir: user@host:/path or /mounted/path.")
+@click.option("--profile", default=None, help="Doctor profile of the checks [default: DOCTOR_PROFILE].")
+def migrate_machine(from_, profile):
+    """On the new machine: check it, copy the pack with rsync (resumable), verify every hash,
+    place everything at this configuration's paths, check data/models/W&B/.env/configuration,
+    and print the `make resume` that continues the run (pyhelpers/migrate/fetch.py).
+    Exit 0 ready; 3 copied and verified but TODO lines first; 1 stopped.
+
+    \b
+    Example:
+      pyhelpers migrate machine --from root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/myrun
+    """
+    from ..migrate import fetch
+
+    if not from_:
+        raise ToolkitError("FROM is not set", "make migrate-machine FROM=...",
+                           "give the pack dir that make migrate-pack printed on the old machine, e.g. "
+                           "make migrate-machine FROM=root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/<RUN>")
+    cfg = config_mod.load()
+    raise SystemExit(fetch.migrate(cfg, from_config(cfg), from_, dict(os.environ),
+                                   profile or cfg.get("DOCTOR_PROFILE") or "full", _echo))

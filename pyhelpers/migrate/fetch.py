@@ -1,0 +1,256 @@
+"""`make migrate-machine FROM=...`: a packed run onto this machine, verified, at this machine's
+paths (M3, M5, M18, M19). FROM is the pack directory `make migrate-pack` printed on the old
+machine: `user@host:/path/to/runs/.migration/<RUN>` (rsync over SSH) or a mounted path.
+
+In order, each step safe to repeat (re-running after an interruption continues where it stopped):
+
+1. the manifest fetched; the old RUN_NAME must be this configuration's RUN_NAME;
+2. the environment checks of `make doctor` (conda envs, versions, cuDNN hook, GPUs, TE/apex arch,
+   system disk, legacy symlinks) and free space for what is still to copy -- before copying;
+3. every destination root checked: not through a broken symlink or one into the system disk (M3);
+4. rsync per root (-a, --partial-dir: an interrupted file is resumed and never left under its
+   real name; files already complete are not copied again; progress shown);
+5. every file's BLAKE2b-256 verified; a mismatch is deleted and fetched again once, and if it still
+   differs it is reported as damaged at the source -- nothing is resumed from it;
+6. the `hf` symlink re-created (relative);
+7. the data/model checks of `make doctor`, W&B login, .env (secrets are never copied), and the
+   packed configuration compared with this one (run.json, design.md §3);
+8. the exact `make resume` that continues the run.
+
+Until step 5 passes, runs/<RUN>/MIGRATING makes `make resume` refuse. Exit status: 0 ready to
+resume; 3 copied and verified, but the TODO lines must be done first; 1 stopped (the reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from .. import checkpoints as ck
+from .. import diskplan, runstate
+from ..diskguard import free_bytes
+from ..errors import ToolkitError
+from ..jsonfiles import load_json, write_json_atomic
+from ..runlayout import RunLayout
+from .pack import HASH, file_hash, pack_dir
+
+ENV_CHECKS = ("conda", "versions", "cudnn", "gpus", "arch", "system-disk", "legacy-symlinks")
+AFTER_CHECKS = ("model-hf", "model-torch-dist", "train-tasks", "val-tasks", "dotenv", "secrets")
+CORRUPT_HOOK = "SHOPSIMRL_TEST_CORRUPT_AFTER_COPY"  # test-only: "root/path" to damage after its copy
+
+
+def marker(lay: RunLayout) -> Path:
+    return lay.run_dir / "MIGRATING"
+
+
+def dest_roots(cfg, lay: RunLayout) -> dict[str, Path]:
+    return {"run": lay.run_dir, "save": lay.save_dir, "data": cfg.path("DATA_DIR"),
+            "hf_model": cfg.path("HF_MODEL"), "torch_dist_model": cfg.path("TORCH_DIST_MODEL")}
+
+
+def _rsync(src: str, dst: Path, bwlimit: int, extra: list[str] | None = None) -> int:
+    import sys
+
+    dst.mkdir(parents=True, exist_ok=True)
+    progress = ["--info=progress2,name0", "--no-inc-recursive"] if sys.stderr.isatty() else []  # a meter for people
+    argv = ["rsync", "-a", "-L", "--partial-dir=.rsync-partial", *progress,
+            *(["--bwlimit", str(bwlimit)] if bwlimit > 0 else []), *(extra or []), src, f"{dst}/"]
+    try:
+        return subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
+    except FileNotFoundError:
+        raise ToolkitError("rsync is not installed", "PATH", "run `make setup` (installs it as root), or "
+                           "apt-get install rsync") from None
+
+
+def fetch_manifest(from_: str, runs_dir: Path, bwlimit: int) -> tuple[dict, Path]:
+    incoming = Path(runs_dir) / ".migration" / ".incoming"
+    src = from_.rstrip("/")
+    rc = _rsync(f"{src}/", incoming, bwlimit, ["--exclude", "files/"])
+    manifest = incoming / "manifest.json"
+    if rc != 0 or not manifest.is_file():
+        raise ToolkitError(f"cannot read the pack's manifest (rsync exit {rc})", f"FROM={from_}",
+                           "FROM is the directory `make migrate-pack` printed on the old machine, e.g. "
+                           "root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/<RUN> or a mounted copy of it")
+    data = load_json(manifest)
+    target = pack_dir(runs_dir, data["run"])
+    target.mkdir(parents=True, exist_ok=True)
+    for p in incoming.iterdir():
+        os.replace(p, target / p.name)
+    incoming.rmdir()
+    return data, target
+
+
+def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -> None:
+    """Step 2-3: refuse before copying when this machine cannot run the job, or the space or a
+    destination path is wrong."""
+    from ..doctor.disks import _links
+    from ..doctor.runner import run_checks
+
+    results = [r for r in run_checks(cfg, environ, profile) if r.name in ENV_CHECKS]
+    for r in results:
+        echo(f"{r.status}  {r.name:<16} {r.found}" + (f"  (fix: {r.fix})" if r.fix else ""))
+    failed = [r.name for r in results if r.status == "FAIL"]
+    if failed:
+        raise ToolkitError(f"this machine is not ready: {', '.join(failed)}", "make doctor",
+                           "fix the FAIL lines above (nothing was copied), then run make migrate-machine again")
+    roots = dest_roots(cfg, lay)
+    system_dev = os.stat(cfg.path("SYSTEM_DISK")).st_dev
+    for root in sorted({f["root"] for f in manifest["files"]}):
+        dest = roots[root]
+        for link, target in _links(dest):
+            if not link.exists():
+                raise ToolkitError(f"the {root} destination goes through a broken symlink: {link} -> {target}", str(dest),
+                                   "remove the symlink, or point the knob at a real directory on the data disk")
+            if os.stat(link.resolve()).st_dev == system_dev and cfg.get("DOCTOR_PROFILE") != "rehearse":
+                raise ToolkitError(f"the {root} destination resolves into the system disk through {link} -> {target} "
+                                   "(M3: an old machine's legacy symlink)", str(dest),
+                                   "configure the real path on the data disk in .env instead")
+    need: dict[int, int] = {}
+    for f in manifest["files"]:
+        dest = roots[f["root"]] / f["path"]
+        if not (dest.is_file() and dest.stat().st_size == f["size"]):
+            dev = _device(roots[f["root"]])
+            need[dev] = need.get(dev, 0) + f["size"]
+    for dev, n in need.items():
+        where = next(roots[f["root"]] for f in manifest["files"] if _device(roots[f["root"]]) == dev)
+        free = free_bytes(where)
+        echo(f"disk: {diskplan.gb(n)} to copy onto {where}'s disk, {diskplan.gb(free)} free")
+        if free < n:
+            raise ToolkitError(f"not enough disk space: {diskplan.gb(n)} to copy, {diskplan.gb(free)} free",
+                               str(where), "free space there or point the knob at a larger disk; nothing was copied")
+
+
+def _device(path: Path) -> int:
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return os.stat(p).st_dev
+
+
+def copy_and_verify(cfg, lay: RunLayout, from_: str, manifest: dict, staging: Path, echo) -> list[str]:
+    """Steps 4-5: rsync each root, then every hash; returns the files damaged at the source."""
+    roots, bwlimit = dest_roots(cfg, lay), cfg.int("MIGRATE_BWLIMIT")
+    src = from_.rstrip("/")
+    for root in sorted({f["root"] for f in manifest["files"]}):
+        files = [f for f in manifest["files"] if f["root"] == root]
+        echo(f"copying {root}: {len(files)} files, {diskplan.gb(sum(f['size'] for f in files))} -> {roots[root]}")
+        rc = _rsync(f"{src}/files/{root}/", roots[root], bwlimit)
+        if rc != 0:
+            raise ToolkitError(f"rsync of {root} stopped (exit {rc})", f"FROM={from_}",
+                               "check the connection and run make migrate-machine again: finished files are kept")
+        _test_corruption(roots, staging, root)
+    cache_path = staging / "verified.json"
+    cache = load_json(cache_path) if cache_path.is_file() else {}
+    damaged = []
+    for f in manifest["files"]:
+        key, dest = f"{f['root']}/{f['path']}", roots[f["root"]] / f["path"]
+        if _verified(dest, f, cache.get(key)):
+            continue
+        echo(f"hash mismatch: {key}; fetching it again")
+        dest.unlink(missing_ok=True)
+        _rsync(f"{src}/files/{f['root']}/{f['path']}", dest.parent, 0, ["--checksum"])
+        if not _verified(dest, f, None):
+            damaged.append(key)
+            continue
+        cache[key] = [dest.stat().st_size, dest.stat().st_mtime_ns]
+    for f in manifest["files"]:
+        dest = roots[f["root"]] / f["path"]
+        if f"{f['root']}/{f['path']}" not in damaged and f"{f['root']}/{f['path']}" not in cache and dest.is_file():
+            cache[f"{f['root']}/{f['path']}"] = [dest.stat().st_size, dest.stat().st_mtime_ns]
+    write_json_atomic(cache_path, cache)
+    return damaged
+
+
+def _verified(dest: Path, f: dict, cached) -> bool:
+    if not dest.is_file() or dest.stat().st_size != f["size"]:
+        return False
+    if cached and cached == [dest.stat().st_size, dest.stat().st_mtime_ns]:
+        return True  # hashed by an earlier run of this migration, unchanged since
+    return file_hash(dest) == f[HASH]
+
+
+def _test_corruption(roots: dict[str, Path], staging: Path, copied: str) -> None:
+    target = os.environ.get(CORRUPT_HOOK)
+    done = staging / ".corrupted-once"
+    if not target or done.exists():
+        return
+    root, _, rel = target.partition("/")
+    if root != copied:
+        return
+    p = roots[root] / rel
+    if p.is_file():
+        data = bytearray(p.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        p.write_bytes(bytes(data))
+        done.write_text(target)
+
+
+def place_links(lay: RunLayout, manifest: dict) -> None:
+    for link in manifest.get("symlinks", []):
+        if link["root"] == "save" and link["path"] == lay.hf_link.name:
+            ck.flip_hf(lay.hf_link, lay.save_dir / link["target"])
+
+
+def after_checks(cfg, environ, profile: str, lay: RunLayout, echo) -> list[str]:
+    """Step 7: what must still be done before `make resume` (empty: nothing)."""
+    from .. import runmanifest
+    from ..doctor.runner import run_checks
+
+    todo = []
+    for r in (r for r in run_checks(cfg, environ, profile) if r.name in AFTER_CHECKS):
+        echo(f"{r.status}  {r.name:<16} {r.found}" + (f"  (fix: {r.fix})" if r.fix else ""))
+        if r.status == "FAIL":
+            todo.append(f"{r.name}: {r.fix}")
+    if not cfg.env_file.is_file():
+        todo.append(f"create {cfg.env_file} (secrets are never copied): cp env/example.env {cfg.env_file} && "
+                    f"chmod 600 {cfg.env_file}, then fill in WANDB_API_KEY and DASHSCOPE_API_KEY")
+    netrc = Path(os.path.expanduser("~/.netrc"))
+    if cfg["WANDB_MODE"] == "online" and not cfg.get("WANDB_API_KEY") and not (
+            netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore")):
+        todo.append("W&B: put WANDB_API_KEY in .env, or run `wandb login`, or set WANDB_MODE=offline")
+    refused, allowed = runmanifest.differences(load_json(lay.manifest), runmanifest.build(cfg))
+    for line in allowed:
+        echo(f"config: {line} (allowed, recorded on resume)")
+    for line in refused:
+        todo.append(f"config: {line} differs from the packed run (restore it in .env)")
+    return todo
+
+
+def resume_command(cfg, lay: RunLayout) -> str:
+    pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
+    if pos.finished:
+        return "nothing to resume: every round is finished (raise ROUNDS to train further)"
+    return f"make resume ROUND={pos.round}  (round {pos.round} at {pos.stage}: {pos.detail})"
+
+
+def migrate(cfg, lay: RunLayout, from_: str, environ, profile: str, echo) -> int:
+    runs_dir = cfg.path("RUNS_DIR")
+    manifest, staging = fetch_manifest(from_, runs_dir, cfg.int("MIGRATE_BWLIMIT"))
+    if manifest["run"] != cfg.run_name:
+        raise ToolkitError(f"the pack holds run {manifest['run']!r}, this configuration names {cfg.run_name!r}",
+                           f"FROM={from_}", f"set RUN_NAME={manifest['run']} in .env (or on the command line)")
+    if lay.manifest.is_file() and not marker(lay).is_file():
+        raise ToolkitError(f"run {cfg.run_name} already exists on this machine", str(lay.run_dir),
+                           "migrating onto it could mix two runs: move it aside, or migrate under another RUNS_DIR")
+    echo(f"migrating run {manifest['run']} from {from_} ({len(manifest['files'])} files, "
+         f"{diskplan.gb(manifest['total_bytes'])}; packed on {manifest['host']})")
+    env_gate(cfg, environ, profile, manifest, lay, echo)
+    lay.run_dir.mkdir(parents=True, exist_ok=True)
+    marker(lay).write_text(json.dumps({"from": from_, "why": "a migration is copying this run"}) + "\n")
+    damaged = copy_and_verify(cfg, lay, from_, manifest, staging, echo)
+    if damaged:
+        for key in damaged:
+            echo(f"DAMAGED AT THE SOURCE: {key} (its hash differs from the manifest's after a second fetch)")
+        raise ToolkitError(f"{len(damaged)} file(s) are damaged at the source; the run stays unusable here",
+                           f"FROM={from_}", "restore them on the old machine (or pack again), then run make "
+                           "migrate-machine again: only what is missing or wrong is fetched")
+    place_links(lay, manifest)
+    marker(lay).unlink()
+    echo(f"all {len(manifest['files'])} files verified ({HASH})")
+    todo = after_checks(cfg, environ, profile, lay, echo)
+    for line in todo:
+        echo(f"TODO before resuming: {line}")
+    echo(f"continue the run with: {resume_command(cfg, lay)}")
+    return 3 if todo else 0
