@@ -96,7 +96,7 @@ def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_wor
 
     hang = Hook(hang=True)  # and a notification webhook that never answers: it holds nothing up
     env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hang.url}, NOTIFY_TIMEOUT="1",
-                       ROUNDS=1, FAKE_SLIME_STEP_DELAY=2)
+                       ROUNDS=1, FAKE_SLIME_STEP_DELAY=2, BASELINE_VAL=1)  # and the base model's val first
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)
@@ -111,10 +111,13 @@ def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_wor
     assert len(restarts) == 1 and restarts[0]["count"] == 1
     assert (run.run_dir / "skillbank-final.json").is_file()
     assert "notification 'run-start' not sent: ReadTimeout (the run goes on)" in log.read_text()
+    assert (run.run_dir / "baseline" / "val" / "summary.json").is_file()
+    assert event_seen(run, "stage-end", round=0, stage="baseline", status=0)
+    assert "  baseline   val success" in log.read_text()
 
 
 def test_make_smoke_trains_and_exports_then_stops(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world)
+    env = rehearse_env(tmp_path, rehearsal_world, SAVE_HF=1)  # and slime's --save-hf writes the export
     res = in_rehearsal(env, "bin/smoke", timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "stopping before compile, as asked" in res.stderr
@@ -125,6 +128,9 @@ def test_make_smoke_trains_and_exports_then_stops(tmp_path, rehearsal_world):
     cfg = json.loads((run.run_dir / "run.json").read_text())["config"]
     assert (cfg["NUM_GPUS"], cfg["TP_SIZE"], cfg["ROUNDS"], cfg["STEPS_PER_ROUND"]) == ("1", "1", "1", "3")
     assert "--actor-num-gpus-per-node 1" in (run.run_dir / "logs" / "slime-log.log").read_text()
+    assert "--save-hf" in (run.run_dir / "logs" / "slime-log.log").read_text()
+    assert not event_seen(run, "convert-start")  # SAVE_HF=1: the export stage only verified and flipped
+    assert json.loads((run.round_dir(0) / "stages" / "export.done").read_text())["converted"] is False
 
 
 def test_make_convert_base_stages_then_refuses_to_overwrite(tmp_path, rehearsal_world):
