@@ -12,6 +12,7 @@ conda) is built once per session and shared: it is read-only once built.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -179,6 +180,22 @@ def group_alive(pgid: int) -> bool:
     from pyhelpers import procfs
 
     return bool(procfs.group_members(pgid))
+
+
+@contextlib.contextmanager
+def frozen(groups: dict[str, int]):
+    """SIGSTOP these process groups for the block, SIGCONT after: a killed driver's orphans (a
+    converter mid-export, say) keep writing, which would blur what a command under test wrote."""
+    for pgid in groups.values():
+        os.killpg(pgid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pgid in groups.values():
+            try:
+                os.killpg(pgid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
 
 def file_digests(root: Path) -> dict[str, str]:

@@ -174,3 +174,41 @@ def test_retry_hit_by_slimes_engine_abort_resends_after_the_step_loop(tmp_path):
         assert st.slot_state()["taken"] == []
     finally:
         st.close()
+
+
+def test_abandoned_step_writes_no_record_for_unfinished_retries_but_a_completed_step_does(tmp_path):
+    """The job is stopped mid-step (Ray's SIGTERM handler raises SystemExit through slime's loop):
+    the step replays after a resume, so a retry cut short must not leave a `retry: null` record
+    that would win over the replay's complete one. A step that completed and only hit drain's
+    deadline keeps its failures, with `retry: null`."""
+    from pyhelpers.rollout.generate import generate
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0, base_success=0.0)  # every episode fails
+    st = Stack(tmp_path, slots=12, fixture=fx, tokenizer=build_tokenizer(tmp_path / "tok"),
+               slow_share=1.0, slow_s=0.3)  # retries are still playing when the step ends
+
+    def step_end(round_dir, rollout_id: int, abandoned: bool):
+        args = st.args(round_dir, bank_path=_bank(tmp_path), concurrency=4)
+
+        async def main():
+            step = metrics.begin(rollout_id)
+            await asyncio.gather(*(generate(args, s, sampling_params(args)) for s in _samples(fx["tasks"], 2, 2)))
+            step.abandoned = abandoned
+            await retry.drain(runtime.current(), step, 0.05)
+            await runtime.close_all()
+            return metrics.summarize(step)
+
+        figures = asyncio.run(main())
+        recs = [jsonfiles.load_validated(f, "spool") for f in (round_dir / "spool").glob("*.json")]
+        return figures, recs
+
+    try:
+        figures, recs = step_end(tmp_path / "round-000", 0, abandoned=True)
+        assert recs == [] and figures["rollout/shopsim/spool_deferred"] == 4
+        assert st.slot_state()["taken"] == []
+        figures, recs = step_end(tmp_path / "round-001", 1, abandoned=False)
+        assert len(recs) == 4 and all(r["retry"] is None for r in recs)
+        assert figures["rollout/shopsim/spool_deferred"] == 0 and figures["rollout/shopsim/spool_written"] == 4
+        assert st.slot_state()["taken"] == []
+    finally:
+        st.close()

@@ -54,8 +54,9 @@ class Step:
     spool_written: int = 0
     spool_existing: int = 0    # a replayed step: the record id was written before (first wins)
     spool_errors: int = 0
-    spool_deferred: int = 0    # the retry hit an infra error: no record (retry.py says why)
+    spool_deferred: int = 0    # infra error, or step abandoned: no record (retry.py says why)
     closing: bool = False      # set when slime's loop is done: queued retries give up
+    abandoned: bool = False    # slime's loop raised (the job is being stopped): the step replays
     tasks: set = field(default_factory=set)  # background retry tasks (asyncio.Task)
     closed: asyncio.Event = field(default_factory=asyncio.Event)  # set with `closing`
 

@@ -19,8 +19,10 @@ slime's end-of-step engine abort can hit a retry's /generate; that turn is sent 
 step's loop has finished (`Step.closed`).
 A retry that ends in an infra error (ShopSimulator or the engines failing -- typically the job
 being stopped, which kills engines before this loop) writes no record: it would win over the
-complete record that the replayed step writes after a resume. It is counted (spool_deferred);
-in a run that is not resumed, that failure does not reach the analyst.
+complete record that the replayed step writes after a resume. Likewise every retry still queued
+or playing when the step is abandoned (slime's loop raised: Ray's SIGTERM handler raises
+SystemExit when the job is stopped): cancelled at once, no record. Both are counted
+(spool_deferred); in a run that is not resumed, those failures do not reach the analyst.
 """
 
 from __future__ import annotations
@@ -101,30 +103,39 @@ async def _retry(rt: Runtime, step: Step, rid: str, group: int, index: int, task
     try:
         ep = await episode.play(rt, task, rt.full, sampling_params, slots=rt.retries,
                                 skip=lambda: step.closing, aborted=lambda: False, after_abort=step.wait_closed)
+        if ep.termination == "infra_error" or (step.abandoned and ep.termination == "aborted"):
+            _defer(step, rid, ep.termination)
+            return
         if ep.termination == "aborted" and not ep.turns:
             step.retry_skipped += 1  # never got a spare slot before the step ended
-        elif ep.termination == "infra_error":
-            step.spool_deferred += 1
-            log.warning("full-skill retry of %s hit an infra error; no spool record (a replay writes it)", rid)
-            return
         else:
             retried = ep
             step.retries.append(ep.stats())
     except asyncio.CancelledError:
-        step.retry_skipped += 1
-        write_spool(rt, step, spool_record(rt, rid, step.rollout_id, group, index, task, failed, None))
+        if step.abandoned:
+            _defer(step, rid, "cancelled")
+        else:  # drain's deadline: the step itself completed
+            step.retry_skipped += 1
+            write_spool(rt, step, spool_record(rt, rid, step.rollout_id, group, index, task, failed, None))
         raise
     write_spool(rt, step, spool_record(rt, rid, step.rollout_id, group, index, task, failed, retried))
 
 
+def _defer(step: Step, rid: str, why: str) -> None:
+    step.spool_deferred += 1
+    log.warning("full-skill retry of %s ended %s; no spool record (a replay writes it)", rid,
+                "in an infra error" if why == "infra_error" else f"{why} with its step abandoned")
+
+
 async def drain(rt: Runtime | None, step: Step, timeout: float) -> None:
-    """End of step: queued retries give up, playing ones get `timeout` seconds, then are
-    cancelled; then the client's background slot releases are awaited (bounded)."""
+    """End of step: queued retries give up, playing ones get `timeout` seconds (none when the
+    step is abandoned), then are cancelled; then the client's background slot releases are
+    awaited (bounded)."""
     step.closing = True
     step.closed.set()
     pending = set(step.tasks)
     if pending:
-        _, late = await asyncio.wait(pending, timeout=timeout)
+        _, late = await asyncio.wait(pending, timeout=0 if step.abandoned else timeout)
         for job in late:
             job.cancel()
         if late:

@@ -11,7 +11,8 @@ once per step (via slime.rollout.base_types.call_rollout_fn) and logs the return
 3. runs slime's own `slime.rollout.sglang_rollout.generate_rollout` unchanged: over-sampling,
    the dynamic-sampling filter, the abort of the rest, all slime's, with our generate per Sample;
 4. drains the step's full-skill retries on slime's event loop (retry.drain), even when slime's
-   loop raised -- the engines are still up here; slime offloads them only after we return;
+   loop raised -- then the step is abandoned (it replays after a resume): unfinished retries are
+   cancelled at once and write no record, so the replay's complete records win;
 5. adds rollout/shopsim/* to the output's metrics and appends them to rollout_metrics.jsonl.
 Evaluation calls go straight to slime's function (the toolkit's val/gate run outside slime).
 """
@@ -33,6 +34,9 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     step = metrics.begin(int(rollout_id))
     try:
         output = default(args, rollout_id, data_source, evaluation=False)
+    except BaseException:  # SystemExit too: Ray's SIGTERM handler raises it when the job is stopped
+        step.abandoned = True
+        raise
     finally:
         slime_compat.run_on_slime_loop(_finish(step, s.retry_drain_timeout_s))
     figures = metrics.summarize(step)

@@ -253,6 +253,8 @@ def main(argv: list[str]) -> int:
     from slime.utils.misc import load_function
 
     args = parse(argv)
+    # Until placement: once `ray.init` (in place) runs, Ray's own SIGTERM handler replaces this
+    # one, as in real slime: a stopped job then sees SystemExit(15) raised through the rollout.
     signal.signal(signal.SIGTERM, lambda *_: (stop_engines(), os._exit(143)))
     start = load_start(args)
     place(args)
