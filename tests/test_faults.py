@@ -79,7 +79,7 @@ def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_
             res = rehearse(env, "--resume", "--round", wrong, timeout=120)
             assert res.returncode == 1 and says in res.stdout, res.stdout[-3000:]
         after = file_digests(run.run_dir), file_digests(run.save_dir)
-    changed = [k for b, a in zip(before, after) for k in sorted(set(b) | set(a)) if b.get(k) != a.get(k)]
+    changed = [k for b, a in zip(before, after, strict=True) for k in sorted(set(b) | set(a)) if b.get(k) != a.get(k)]
     assert not changed, f"a refused resume changed {changed}"
 
     # 3. mid-export, resumed with ROUND=1 as the memo does.
