@@ -57,6 +57,16 @@ def is_complete(path: Path) -> bool:
     return all((path / f).is_file() for f in TORCH_DIST_FILES) and any(path.glob("*.distcp"))
 
 
+def rollout_states(megatron: Path) -> dict[int, Path]:
+    """{iteration: rollout/global_dataset_state_dict_<iteration>.pt} (slime's data-source state)."""
+    out = {}
+    for p in (Path(megatron) / "rollout").glob("global_dataset_state_dict_*.pt"):
+        num = p.stem.rsplit("_", 1)[1]
+        if num.isdigit():
+            out[int(num)] = p
+    return out
+
+
 def newest_complete(megatron: Path) -> int | None:
     done = [i for i, p in iter_dirs(megatron).items() if is_complete(p)]
     return max(done) if done else None
@@ -86,9 +96,12 @@ def plan_rotation(megatron: Path) -> RotationPlan:
             plan.notes.append(f"{path.name} is newer than the newest complete save and incomplete: kept "
                               f"(a save may be in progress; remove it by hand if it is a crash leftover)")
             continue
-        plan.delete.append(path)
         state = megatron / "rollout" / f"global_dataset_state_dict_{it}.pt"
-        if state.exists():
+        if state.exists():  # before its dir: a kill in between leaves a dir the next rotation sees
+            plan.delete.append(state)
+        plan.delete.append(path)
+    for it, state in rollout_states(megatron).items():  # strays of an older rotation cut short
+        if it < newest and it != tracked and it not in dirs:
             plan.delete.append(state)
     if tracked is not None and tracked != newest:
         plan.notes.append(f"tracker names iteration {tracked} but the newest complete save is {newest}: both kept")

@@ -86,11 +86,27 @@ def test_rotation_keeps_newest_and_tracked_and_reports_incomplete(lay):
         write_checkpoint(lay.megatron, it)
     write_checkpoint(lay.megatron, 11, complete=False)
     plan = ck.rotate(lay.megatron, dry_run=True)
-    assert [p.name for p in plan.delete] == ["iter_0000003", "global_dataset_state_dict_3.pt"]
+    assert [p.name for p in plan.delete] == ["global_dataset_state_dict_3.pt", "iter_0000003"]
     assert (lay.megatron / "iter_0000003").exists(), "dry run deleted something"
     plan = ck.rotate(lay.megatron)
     assert sorted(ck.iter_dirs(lay.megatron)) == [7, 11]
     assert any("iter_0000011" in n and "incomplete" in n for n in plan.notes)
+
+
+def test_rotation_cut_short_leaves_nothing_the_next_one_misses(lay):
+    """A kill between deleting an old save and its rollout state file: the next rotation removes
+    the stray state file (and never the newest's or the tracked one's)."""
+    for it in (3, 7):
+        write_checkpoint(lay.megatron, it)
+    stray = lay.megatron / "rollout" / "global_dataset_state_dict_3.pt"
+    ck.rotate(lay.megatron)
+    stray.write_bytes(b"left by a rotation cut short")
+    assert not runstate.rotate_done(lay, 1)[0]  # (steps_per_round=4: round 1 ends at iteration 7)
+    (lay.megatron / "rollout" / "global_dataset_state_dict_9.pt").write_bytes(b"a save in progress")
+    ck.rotate(lay.megatron)
+    assert sorted(p.name for p in (lay.megatron / "rollout").iterdir()) == [
+        "global_dataset_state_dict_7.pt", "global_dataset_state_dict_9.pt"]
+    assert runstate.rotate_done(lay, 1)[0]
 
 
 def test_rotation_never_deletes_the_tracked_iteration(lay):
