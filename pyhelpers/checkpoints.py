@@ -167,12 +167,25 @@ def flip_hf(link: Path, target: Path) -> None:
     os.replace(tmp, link)
 
 
-def remove_old_exports(save_dir: Path, keep: Path) -> list[Path]:
-    """Delete hf-* directories other than `keep` (after the flip) and leftover temp exports."""
-    removed = []
+def old_exports(save_dir: Path, keep: Path) -> list[Path]:
+    """What an export leaves behind once `hf` points at `keep`: older hf-* directories, the
+    converter's staging dirs (.hf-*) and a flip's temp link (.hf.tmp-*), e.g. after a kill."""
     keep = Path(keep).resolve()
+    out = []
     for p in sorted(Path(save_dir).iterdir()):
-        if (HF_RE.match(p.name) or p.name.startswith(".hf-")) and p.is_dir() and p.resolve() != keep:
+        if p.name.startswith(".hf.tmp-") and p.is_symlink():
+            out.append(p)
+        elif (HF_RE.match(p.name) or p.name.startswith(".hf-")) and p.is_dir() and p.resolve() != keep:
+            out.append(p)
+    return out
+
+
+def remove_old_exports(save_dir: Path, keep: Path) -> list[Path]:
+    """Delete old_exports(save_dir, keep) (after the flip)."""
+    removed = old_exports(save_dir, keep)
+    for p in removed:
+        if p.is_symlink():
+            p.unlink()
+        else:
             shutil.rmtree(p)
-            removed.append(p)
     return removed

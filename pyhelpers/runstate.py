@@ -60,6 +60,9 @@ def export_done(lay: RunLayout, r: int) -> tuple[bool, str]:
     problems = ck.hf_problems(want)
     if problems:
         return False, f"{want.name} incomplete: {problems[0]}"
+    left = ck.old_exports(lay.save_dir, want)
+    if left:  # a kill between the flip and the cleanup: the stage finishes by removing them
+        return False, f"hf -> {want.name}; {len(left)} older export(s) to remove ({left[0].name})"
     return True, f"hf -> {want.name}"
 
 

@@ -127,6 +127,24 @@ def test_hf_flip_is_relative_and_atomic_and_old_exports_go(lay):
     assert not lay.hf_dir(3).exists()
 
 
+def test_export_cut_after_the_flip_is_not_done_until_old_exports_are_gone(lay):
+    """A kill between the flip and the cleanup (or mid-flip): the export stage is still to do, and
+    re-running it (no conversion: hf-7 is complete) removes what was left."""
+    from pyhelpers import stages
+
+    write_checkpoint(lay.megatron, 7)
+    write_hf(lay.hf_dir(3), 3)
+    write_hf(lay.hf_dir(7), 7)
+    ck.flip_hf(lay.hf_link, lay.hf_dir(7))
+    (lay.save_dir / ".hf.tmp-4242").symlink_to("hf-0000003")
+    done, why = runstate.export_done(lay, 1)
+    assert not done and "2 older export(s)" in why
+    assert stages.export_plan(lay, 1).action == "flip"
+    stages.finish_export(lay, 1)
+    assert runstate.export_done(lay, 1)[0]
+    assert sorted(p.name for p in lay.save_dir.iterdir()) == ["hf", "hf-0000007", "megatron"]
+
+
 def test_hf_problems_names_missing_weights(tmp_path):
     d = write_hf(tmp_path / "hf", 1)
     assert ck.hf_problems(d) == []
