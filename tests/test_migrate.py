@@ -1,7 +1,8 @@
 """`make migrate-pack` + `make migrate-machine` on the stand-ins: a run finished through round 0 in
 root A is packed, migrated into root B over rsync (interrupted once, a byte corrupted in flight,
 a file damaged at the source), A is moved away, and `make resume` in B ends with the results of an
-uninterrupted rehearsal. No absolute path of A survives in B's run files."""
+uninterrupted rehearsal. No absolute path of A survives in B's run files; the only exceptions are
+history that says where it was written (logs/previous-machine/, W&B offline runs made in A)."""
 
 from __future__ import annotations
 
@@ -88,11 +89,17 @@ def test_a_run_moves_to_a_new_root_and_finishes_there(tmp_path, rehearsal_world,
     # 4. The old root is gone; nothing of it survives in the new run's files but history.
     a.rename(tmp_path / "A.moved")
     for p in list(new.run_dir.rglob("*")) + list(new.save_dir.rglob("*")):
-        if p.is_file() and "previous-machine" not in p.parts and "wandb" not in p.parts:
+        if p.is_file() and "previous-machine" not in p.parts and new.run_dir / "wandb" / "wandb" not in p.parents:
             assert str(a).encode() not in p.read_bytes(), p
     assert not [p for p in new.run_dir.rglob("*.json") if str(a) in p.read_text(errors="ignore")]
 
     # 5. make resume in B finishes (ROUNDS 1 -> 2 is allowed), with an uninterrupted run's results.
+    travelled = set(new.run_dir.glob("wandb/wandb/*run-*"))  # A's offline runs: history, synced as they are
+    assert travelled
     res = rehearse(env_b, "--resume")
     assert res.returncode == 0, res.stdout[-4000:]
     assert outcome(new) == outcome(reference.run)
+    written_in_b = [p for p in new.run_dir.glob("wandb/wandb/*run-*") if p not in travelled]
+    assert written_in_b  # round 1's W&B runs, written here: they name B's paths, never A's
+    for p in (f for d in written_in_b for f in d.rglob("*") if f.is_file()):
+        assert str(a).encode() not in p.read_bytes(), p
