@@ -5,6 +5,7 @@ and a webhook that never answers does not hold anything up."""
 
 from __future__ import annotations
 
+import csv
 import json
 import threading
 import time
@@ -143,6 +144,11 @@ def test_a_transient_crash_is_restarted_and_the_run_ends_as_an_uninterrupted_one
     assert "val success" in texts[1] and "gate:" in texts[1]
     st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "restart: " in st.stdout and "run-restart round 1 train nccl" in st.stdout
+    report = run.run_dir / "report"  # the run's end wrote it: the restart is on its timeline too
+    with open(report / "restarts.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(r["kind"], r["round"], r["stage"], r["cause"]) for r in rows] == [("run-restart", "1", "train", "nccl")]
+    assert "run-restart round 1 train nccl" in (report / "index.html").read_text()
     # NOTIFY_WEBHOOK is a secret: in no file of the run, its logs or W&B data
     leaked = [p for p in run.runs.rglob("*") if p.is_file() and hook.url.encode() in p.read_bytes()]
     assert leaked == []
