@@ -46,74 +46,12 @@ load_config() {
   eval "$block"
 }
 
-# --- Processes and the run lock (design.md §5) --------------------------------------------
-# Thin wrappers over `pyhelpers proc ...` (pyhelpers/procs.py, ready.py, runlock.py decide).
-# State lives in $RUN_DIR/pids/NAME.json (pid == process group id, start time, host, argv, log,
-# start order) and $RUN_DIR/logs/NAME.log. Knobs: STOP_GRACE, READY_BACKOFF_MAX.
-# The run lock is held by a small coprocess that the kernel kills when the driver dies, never by
-# a descriptor of the driver shell: every $(...) and `&` of the driver is a forked shell that
-# would inherit such a descriptor and keep the run locked after the driver's death.
-# Processes are stopped by group, never by name.
-
-# _need_proc_knobs: fail with the fix unless load_config has exported RUN_DIR and the knobs.
-_need_proc_knobs() {
-  : "${RUN_DIR:?RUN_DIR is not set (call load_config first)}"
-  : "${STOP_GRACE:?STOP_GRACE is not set (call load_config first)}"
-  : "${READY_BACKOFF_MAX:?READY_BACKOFF_MAX is not set (call load_config first)}"
-}
-
-# svc_start NAME [--port HOST:PORT]... [--] CMD...: start CMD as service NAME in its own session
-# (setsid; stdin /dev/null; stdout+stderr appended to $RUN_DIR/logs/NAME.log; no inherited fds)
-# and print its pid. --port refuses the start while that address is taken, naming the holder.
-# Globals: RUN_DIR. Returns 1 (message on stderr) if NAME is already running or a port is taken.
-svc_start() {
-  _need_proc_knobs
-  local name="$1"
-  shift
-  local -a opts=()
-  while [[ "${1:-}" == --port ]]; do
-    opts+=(--needs-port "$2")
-    shift 2
-  done
-  if [[ "${1:-}" == -- ]]; then shift; fi
-  py proc start --pids-dir "$RUN_DIR/pids" --logs-dir "$RUN_DIR/logs" --name "$name" "${opts[@]}" -- "$@"
-}
-
-# svc_stop NAME...: stop the named services if still ours: TERM the group, wait, KILL after
-# STOP_GRACE s; one line per name (stopped / killed after N s / already gone / pid reused — left
-# alone); a name that was never started is skipped. Globals: RUN_DIR, STOP_GRACE. Returns 1 if a
-# group survived KILL.
-svc_stop() {
-  _need_proc_knobs
-  local -a opts=()
-  local name
-  for name in "$@"; do opts+=(--name "$name"); done
-  py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" --missing-ok "${opts[@]}"
-}
-
-# svc_stop_all: svc_stop every service recorded in $RUN_DIR/pids, in reverse start order.
-svc_stop_all() {
-  _need_proc_knobs
-  py proc stop --pids-dir "$RUN_DIR/pids" --grace "$STOP_GRACE" --all
-}
-
-# svc_wait NAME TIMEOUT [--knob KNOB] (--http URL [--expect-status N] | --tcp HOST:PORT |
-# --cmd -- CMD...): wait until NAME answers, backing off from 0.1 s to READY_BACKOFF_MAX s.
-# Returns 1 at once if NAME dies, or after TIMEOUT s; both print its log's last 30 lines and the
-# fix (naming KNOB, the timeout's knob). Globals: RUN_DIR, READY_BACKOFF_MAX.
-svc_wait() {
-  _need_proc_knobs
-  py proc wait --pids-dir "$RUN_DIR/pids" --name "$1" --timeout "$2" \
-    --backoff-max "$READY_BACKOFF_MAX" "${@:3}"
-}
-
-# svc_sweep MARKER: stop every process whose argv, environment or stdout/stderr references the
-# path MARKER (e.g. "$RAY_TEMP_DIR": Ray's workers live in their own process groups), TERM then
-# KILL after STOP_GRACE s. Globals: STOP_GRACE. Returns 1 if one survived KILL.
-svc_sweep() {
-  _need_proc_knobs
-  py proc sweep --marker "$1" --grace "$STOP_GRACE"
-}
+# --- The run lock (design.md §5) -----------------------------------------------------------
+# Services, their process groups and readiness are Python's (pyhelpers/procs.py, services.py:
+# `pyhelpers proc ...`, `pyhelpers run service ...`). What stays here is the lock of the driver
+# shell. It is held by a small coprocess that the kernel kills when the driver dies, never by a
+# descriptor of the driver shell: every $(...) and `&` of the driver is a forked shell that would
+# inherit such a descriptor and keep the run locked after the driver's death.
 
 # take_run_lock: hold $RUN_DIR/lock (flock) for the life of this shell, through the coprocess
 # `pyhelpers proc hold-lock`, which records this shell's pid, start time, host, start date and
@@ -121,7 +59,7 @@ svc_sweep() {
 # driver holds it; a stale lock whose holder is gone is taken over with a note. Taking it twice in
 # one shell is a no-op. Globals: RUN_DIR; sets LOCK_HELPER_PID.
 take_run_lock() {
-  _need_proc_knobs
+  : "${RUN_DIR:?RUN_DIR is not set (call load_config first)}"
   if [[ -n "${LOCK_HELPER_PID:-}" ]]; then return 0; fi
   need_venv
   mkdir -p "$RUN_DIR"
@@ -143,10 +81,4 @@ release_run_lock() {
   kill -TERM "$LOCK_HELPER_PID" 2>/dev/null || true
   wait "$LOCK_HELPER_PID" 2>/dev/null || true
   unset LOCK_HELPER_PID
-}
-
-# ensure_service NAME [--round N] [--model DIR]: start the run's service NAME (shopsim, ray-head,
-# eval-server; pyhelpers/services.py says how) unless it is up, and wait until it answers.
-ensure_service() {
-  py run service "$@"
 }

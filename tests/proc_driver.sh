@@ -3,8 +3,8 @@
 # Usage: tests/proc_driver.sh take|hold|leak   (RUN_DIR, STOP_GRACE, READY_BACKOFF_MAX set)
 #
 #   take  take the run lock, print "locked", exit.
-#   hold  take the lock, start service `svc` (svc_start), wait for it (svc_wait), then run a
-#         foreground child, as the training driver runs its stages.
+#   hold  take the lock, start service `svc` (pyhelpers proc start), wait for it (proc wait), then
+#         run a foreground child, as the training driver runs its stages.
 #   leak  take the lock, then start a background child of the driver shell (a forked shell that
 #         must not keep the lock after the driver dies).
 # The long-running child touches $RUN_DIR/<mode>.ready once it runs.
@@ -17,8 +17,9 @@ echo locked
 case "$mode" in
   take) ;;
   hold)
-    svc_start svc -- sleep 300 >/dev/null
-    svc_wait svc 10 --cmd -- true >/dev/null
+    py proc start --pids-dir "$RUN_DIR/pids" --logs-dir "$RUN_DIR/logs" --name svc -- sleep 300 >/dev/null
+    py proc wait --pids-dir "$RUN_DIR/pids" --name svc --timeout 10 --backoff-max "$READY_BACKOFF_MAX" \
+      --cmd -- true >/dev/null
     # shellcheck disable=SC2016  # $0 must expand in the child, not here
     bash -c 'touch "$0"; exec sleep 300' "$RUN_DIR/hold.ready"
     ;;

@@ -189,8 +189,7 @@ def test_lock_refuses_second_holder_and_survives_sigkill_of_driver(procs_env):
     assert f"taking over a stale run lock {lock}: its holder pid {driver.pid} on host" in res.stderr
     assert json.loads(lock.read_text())["command"].endswith("tests/proc_driver.sh take")
 
-    res = subprocess.run(["bash", "-c", f'source "{ROOT}/bin/lib.sh"; svc_stop_all'], env=env,
-                         capture_output=True, text=True, timeout=30)
+    res = proc(["stop", "--pids-dir", str(run_dir / "pids"), "--all", "--grace", env["STOP_GRACE"]], env)
     assert res.returncode == 0 and f"svc: pid {svc.pid}: stopped" in res.stdout, res.stderr
 
 
