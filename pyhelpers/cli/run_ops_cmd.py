@@ -197,7 +197,7 @@ def run_wandb_sync(dry_run):
     netrc = Path(os.path.expanduser("~/.netrc"))
     if not cfg.get("WANDB_API_KEY") and not (netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore")):
         raise ToolkitError("no W&B key: WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry",
-                           str(cfg.env_file), "put WANDB_API_KEY=... in .env (or run `wandb login`), then again")
+                           str(cfg.env_file), "set WANDB_API_KEY (your W&B key) in .env, or run `wandb login`; then run this again")
     env = {**os.environ, "WANDB_MODE": "online"}
     if cfg.get("WANDB_API_KEY"):
         env["WANDB_API_KEY"] = cfg["WANDB_API_KEY"]

@@ -73,13 +73,13 @@ def check_secrets(ctx: Context) -> list[Result]:
         found.append("W&B: api.wandb.ai entry in ~/.netrc (wandb login)")
     else:
         bad.append("W&B: WANDB_API_KEY not set, no api.wandb.ai entry in ~/.netrc")
-        fixes.append(f"put WANDB_API_KEY=... in {cfg.env_file}, or run `wandb login`, or set WANDB_MODE=offline")
+        fixes.append(f"set WANDB_API_KEY (your W&B key) in {cfg.env_file}, or run `wandb login`, or set WANDB_MODE=offline")
     if cfg.flag("ANALYST_ENABLED"):
         if cfg.get("DASHSCOPE_API_KEY"):
             found.append(f"analyst: DASHSCOPE_API_KEY set (from {cfg.sources.get('DASHSCOPE_API_KEY')})")
         else:
             bad.append("analyst: ANALYST_ENABLED=1 but DASHSCOPE_API_KEY is not set")
-            fixes.append(f"put DASHSCOPE_API_KEY=... in {cfg.env_file}, or set ANALYST_ENABLED=0")
+            fixes.append(f"set DASHSCOPE_API_KEY (your Bailian key) in {cfg.env_file}, or set ANALYST_ENABLED=0")
     else:
         found.append("analyst: ANALYST_ENABLED=0, no DashScope key needed")
     if bad:
