@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -52,6 +53,20 @@ def run_pyhelpers(args: list[str], env: dict[str, str], **kw) -> subprocess.Comp
                           capture_output=True, text=True, timeout=kw.pop("timeout", 60), **kw)
 
 
+# --- W&B offline runs, read back with W&B's own reader -------------------------------------
+
+def offline_runs(run_dir: Path, rid: str) -> list[Path]:
+    """The offline W&B run dirs of run id `rid` under a run's WANDB_DIR."""
+    return sorted((Path(run_dir) / "wandb" / "wandb").glob(f"offline-run-*-{rid}"))
+
+
+def wandb_records(offline_run: Path) -> list[dict]:
+    """Every record of one offline W&B run, as `wandb leet inspect --json` reads them."""
+    out = subprocess.run([str(ROOT / ".venv" / "bin" / "wandb"), "leet", "inspect", "--json", str(offline_run)],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
 # --- Rehearsals (tests/rehearsal_support.py) ------------------------------------------------
 
 @pytest.fixture(autouse=True)
@@ -93,17 +108,17 @@ class _CmdlineWatch:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
+        from pyhelpers import procfs
+
         while not self._stop.wait(0.1):
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit():
-                    continue
-                try:
-                    raw = open(f"/proc/{entry}/cmdline", "rb").read()
+            for pid in procfs.all_pids():
+                try:  # whole, not procfs.cmdline's 200 characters: a key may sit further on
+                    raw = Path(f"/proc/{pid}/cmdline").read_bytes()
                 except OSError:
                     continue
                 if any(n in raw for n in self.needles):
                     shown = raw.replace(b"\x00", b" ")[:300]
-                    self.hits.append(f"{entry}: {shown!r}")
+                    self.hits.append(f"{pid}: {shown!r}")
             self.scans += 1
 
     def __enter__(self):
@@ -121,14 +136,34 @@ def reference(tmp_path_factory, rehearsal_world):
     a finished run; the fault and self-healing tests compare their results with it."""
     from types import SimpleNamespace
 
-    from rehearsal_support import KEYS, Run, rehearse, rehearse_env
+    from rehearsal_support import KEYS, Run, rehearse, rehearse_env, track
 
     tmp = tmp_path_factory.mktemp("reference")
-    env = rehearse_env(tmp, rehearsal_world, track=False)
+    env = rehearse_env(tmp, rehearsal_world, tracked=False)
     with _CmdlineWatch(KEYS) as watch:
         res = rehearse(env)
     if res.returncode != 0:
-        rehearse_env(tmp, rehearsal_world)  # tracked now: the teardown stops what it left running
+        track(env)  # the teardown stops what it left running
     assert res.returncode == 0, res.stdout[-6000:]
     return SimpleNamespace(env=env, run=Run(tmp / "runs"), result=res, cmdline_hits=watch.hits,
                            cmdline_scans=watch.scans, tmp=tmp)
+
+
+@pytest.fixture
+def hook():
+    """A webhook receiver on loopback (rehearsal_support.Hook)."""
+    from rehearsal_support import Hook
+
+    h = Hook()
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def hang_hook():
+    """A webhook that never answers (until the test ends)."""
+    from rehearsal_support import Hook
+
+    h = Hook(hang=True)
+    yield h
+    h.close()

@@ -13,13 +13,16 @@ conda) is built once per session and shared: it is read-only once built.
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from conftest import ROOT, _knob_names
@@ -47,10 +50,10 @@ class Run:
     def round_dir(self, r: int) -> Path:
         return self.run_dir / "rounds" / f"round-{r:03d}"
 
-    def events(self) -> list[dict]:
+    def events(self, kind: str | None = None) -> list[dict]:
         from pyhelpers import events
 
-        return events.read(self.run_dir)
+        return [e for e in events.read(self.run_dir) if kind is None or e.get("kind") == kind]
 
     def lock_holder(self) -> dict | None:
         from pyhelpers import runlock
@@ -67,13 +70,17 @@ def stop_all_created() -> None:
         env = _created.pop()
         holder = Run(Path(env["RUNS_DIR"]), env.get("RUN_NAME", "rehearsal")).lock_holder()
         if holder:  # a driver still running: stop it properly
-            subprocess.run([str(ROOT / "bin" / "rehearse"), "--env", *pyhelpers_cmd("run", "stop")], env=env,
-                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
-        subprocess.run([str(ROOT / "bin" / "rehearse"), "--env", *pyhelpers_cmd("run", "cleanup")], env=env, cwd=ROOT,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
+            in_rehearsal(env, *pyhelpers_cmd("run", "stop"), timeout=180)
+        in_rehearsal(env, *pyhelpers_cmd("run", "cleanup"), timeout=180)
 
 
-def rehearse_env(tmp: Path, world: Path, track: bool = True, dotenv: dict | None = None,
+def track(env: dict) -> dict:
+    """Have the test's teardown stop whatever this environment's rehearsals leave running."""
+    _created.append(env)
+    return env
+
+
+def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | None = None,
                  **knobs: object) -> dict[str, str]:
     """A process environment for bin/rehearse: nothing of the developer's configuration, the keys
     in a mode-600 .env (the secret tests look for them everywhere), W&B's own dirs under tmp.
@@ -92,9 +99,7 @@ def rehearse_env(tmp: Path, world: Path, track: bool = True, dotenv: dict | None
     env.update({"SHOPSIMRL_ENV_FILE": str(env_file), "RUNS_DIR": str(tmp / "runs"),
                 "SHOPSIMRL_REHEARSAL_WORLD": str(world), "STOP_GRACE": "2", "HOME": str(tmp / "home")})
     env.update({k: str(v) for k, v in knobs.items()})
-    if track:
-        _created.append(env)
-    return env
+    return track(env) if tracked else env
 
 
 _count = iter(range(1, 10**6))
@@ -146,40 +151,40 @@ def wait_for(what: str, cond, timeout: float = 240, proc: subprocess.Popen | Non
     raise AssertionError(f"timed out waiting for {what}" + (f":\n{log.read_text(errors='replace')[-4000:]}" if log else ""))
 
 
-def event_seen(run: Run, kind: str, **fields) -> bool:
-    return any(e.get("kind") == kind and all(e.get(k) == v for k, v in fields.items()) for e in run.events())
+def event_seen(run: Run, kind: str, since: int = 0, **fields) -> bool:
+    """An event of `kind` with these fields among the run's events from index `since` on."""
+    return any(e.get("kind") == kind and all(e.get(k) == v for k, v in fields.items()) for e in run.events()[since:])
 
 
 def kill_driver(run: Run) -> int:
     """SIGKILL the driver (the lock holder) alone, as the OOM killer would. Returns its pid."""
     holder = run.lock_holder()
     assert holder, "no driver holds the lock"
+    from pyhelpers import procfs
+
     os.kill(holder["pid"], signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(holder["pid"], 0)
-        except ProcessLookupError:
-            break
-        stat = Path(f"/proc/{holder['pid']}/stat")
-        if stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            break
+    while time.monotonic() < deadline and procfs.is_alive(holder["pid"]):
         time.sleep(0.05)
     return holder["pid"]
 
 
 def recorded_groups(run: Run) -> dict[str, int]:
     """{service: pgid} of every pidfile of the run."""
-    out = {}
-    for p in (run.run_dir / "pids").glob("*.json"):
-        out[p.stem] = json.loads(p.read_text())["pid"]
-    return out
+    from pyhelpers import procs
+
+    return {rec.name: rec.pgid for rec in procs.records(run.run_dir / "pids")}
 
 
 def group_alive(pgid: int) -> bool:
     from pyhelpers import procfs
 
     return bool(procfs.group_members(pgid))
+
+
+def assert_stopped(groups: dict[str, int], by: str = "the resume") -> None:
+    for name, pgid in groups.items():
+        assert not group_alive(pgid), f"{name} (pgid {pgid}) survived {by}"
 
 
 @contextlib.contextmanager
@@ -224,3 +229,44 @@ def newest_complete(run: Run) -> int | None:
     from pyhelpers import checkpoints
 
     return checkpoints.newest_complete(run.save_dir / "megatron")
+
+
+def rows(path: Path) -> list[dict]:
+    """The rows of a CSV file (the report's tables)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+class Hook:
+    """A webhook receiver on loopback: records (path, query, body) of every POST; with hang=True it
+    never answers (until closed)."""
+
+    def __init__(self, hang: bool = False):
+        self.posts: list[tuple[str, dict]] = []
+        self.closing = threading.Event()
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                hook.posts.append((self.path, body))
+                if hang:
+                    hook.closing.wait(120)
+                    return
+                data = b'{"ok": true}'
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def close(self):
+        self.closing.set()
+        self.server.shutdown()

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, offline_runs, wandb_records
 from eval_support import HARM, HELP, eval_env, make_world, outcomes, planted_success, read_episodes, round_dir
 from fakes.procs import free_port, slots, start_fake_sglang, start_fake_shopsim, stop
 
@@ -111,16 +111,6 @@ def test_gate_accepts_helpful_rejects_harmful_and_val_reports_base_rate(world, r
     assert (rd / "gate" / "slots.jsonl").read_text() == ""
 
 
-def offline_runs(run_dir, rid):
-    return sorted((run_dir / "wandb" / "wandb").glob(f"offline-run-*-{rid}"))
-
-
-def inspect(run_dir) -> list[dict]:
-    out = subprocess.run([str(ROOT / ".venv" / "bin" / "wandb"), "leet", "inspect", "--json", str(run_dir)],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
 def test_wandb_logs_val_and_gate_once_across_resume(reference):
     env, rd, args = reference["env"], reference["rd"], reference["args"]
     before = {p: (rd / p).read_bytes() for p in ("val/summary.json", "gate/summary.json", "gate/decisions.json")}
@@ -134,7 +124,7 @@ def test_wandb_logs_val_and_gate_once_across_resume(reference):
     for rid, job in (("evalgrp-val-r0", "val"), ("evalgrp-gate-r0", "gate")):
         dirs = offline_runs(run_dir, rid)
         assert len(dirs) == 1, dirs
-        recs = inspect(dirs[0])
+        recs = wandb_records(dirs[0])
         run = next(r["run"] for r in recs if r["type"] == "run")
         assert run["job_type"] == job and run["run_group"] == "evalgrp" and run["run_id"] == rid
         hist = [r["history"]["item"] for r in recs if r["type"] == "history"]

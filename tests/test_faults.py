@@ -13,6 +13,7 @@ import re
 
 from rehearsal_support import (
     Run,
+    assert_stopped,
     event_seen,
     file_digests,
     frozen,
@@ -28,31 +29,27 @@ from rehearsal_support import (
 )
 
 
-def _new_event(run: Run, since: int, kind: str, **fields):
-    def cond():
-        return any(e.get("kind") == kind and all(e.get(k) == v for k, v in fields.items())
-                   for e in run.events()[since:])
-    return cond
-
-
 def _kill_and_check(run: Run, proc, min_ckpt: int) -> dict[str, int]:
     """Kill the driver; the services it started live on (orphans); no checkpoint was lost."""
     groups = recorded_groups(run)
     kill_driver(run)
     proc.wait(timeout=60)  # bin/rehearse itself returns once its driver is gone
-    assert newest_complete(run) is not None and newest_complete(run) >= min_ckpt
+    newest = newest_complete(run)
+    assert newest is not None and newest >= min_ckpt
     tracked = int((run.save_dir / "megatron" / "latest_checkpointed_iteration.txt").read_text())
     assert (run.save_dir / "megatron" / f"iter_{tracked:07d}" / ".metadata").is_file()
     return {name: pgid for name, pgid in groups.items() if group_alive(pgid)}
 
 
-def _resume_and_kill_at(env, run: Run, orphans: dict[str, int], what: str, cond, min_ckpt: int):
+def _resume_and_kill_at(env, run: Run, orphans: dict[str, int], what: str, cond, min_ckpt: int,
+                        *args: str) -> tuple[dict[str, int], str]:
+    """`make resume [args]`, wait for `cond(since)`, check the previous orphans are gone, kill;
+    returns the new orphans and the resumed driver's output."""
     since = len(run.events())
-    proc, log = start(env, "--resume")
+    proc, log = start(env, "--resume", *args)
     wait_for(what, cond(since), proc=proc, log=log)
-    for name, pgid in orphans.items():  # the resume stopped every orphan of the previous kill
-        assert not group_alive(pgid), f"{name} (pgid {pgid}) survived the resume"
-    return _kill_and_check(run, proc, min_ckpt)
+    assert_stopped(orphans)  # the resume stopped every orphan of the previous kill
+    return _kill_and_check(run, proc, min_ckpt), log.read_text()
 
 
 def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_path, rehearsal_world, reference):
@@ -67,8 +64,8 @@ def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_
     assert {"shopsim", "ray-head", "analyst"} <= set(orphans)
 
     # 2. between stages: round 1's training just ended (next: rotate, export).
-    orphans = _resume_and_kill_at(env, run, orphans, "round 1's train stage to end",
-                                  lambda since: _new_event(run, since, "stage-end", round=1, stage="train"), 1)
+    orphans, _ = _resume_and_kill_at(env, run, orphans, "round 1's train stage to end",
+                                     lambda since: lambda: event_seen(run, "stage-end", since, round=1, stage="train"), 1)
 
     # The memo's example: round 1 has its checkpoint (iteration 3) but no val/gate.
     assert int((run.save_dir / "megatron" / "latest_checkpointed_iteration.txt").read_text()) == 3
@@ -83,25 +80,21 @@ def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_
     assert not changed, f"a refused resume changed {changed}"
 
     # 3. mid-export, resumed with ROUND=1 as the memo does.
-    since = len(run.events())
-    proc, log = start(env, "--resume", "--round", "1")
-    wait_for("round 1's conversion", _new_event(run, since, "convert-start", round=1), proc=proc, log=log)
-    assert re.search(r"resuming rehearsal: round 1 at (rotate|export)", log.read_text())
-    for name, pgid in orphans.items():
-        assert not group_alive(pgid), f"{name} (pgid {pgid}) survived the resume"
-    orphans = _kill_and_check(run, proc, min_ckpt=3)
+    orphans, out = _resume_and_kill_at(env, run, orphans, "round 1's conversion",
+                                       lambda since: lambda: event_seen(run, "convert-start", since, round=1), 3,
+                                       "--round", "1")
+    assert re.search(r"resuming rehearsal: round 1 at (rotate|export)", out)
 
     # 4. mid-evaluate: the round's bare val has played some episodes.
     def val_started(since):
         path = run.round_dir(1) / "val" / "episodes.jsonl"
         return lambda: path.is_file() and path.read_text().count("\n") >= 1
-    orphans = _resume_and_kill_at(env, run, orphans, "round 1's val episodes", val_started, 3)
+    orphans, _ = _resume_and_kill_at(env, run, orphans, "round 1's val episodes", val_started, 3)
     assert "eval-server" in orphans
 
     # The last resume finishes the run, with the uninterrupted run's results.
     res = rehearse(env, "--resume")
     assert res.returncode == 0, res.stdout[-5000:]
-    for name, pgid in orphans.items():
-        assert not group_alive(pgid), f"{name} (pgid {pgid}) survived the resume"
+    assert_stopped(orphans)
     assert event_seen(run, "stage-end", round=1, stage="inject", status=0)
     assert outcome(run) == outcome(reference.run)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
-from conftest import ROOT
+from conftest import offline_runs, wandb_records
 
 from pyhelpers import wandb_logging
 from pyhelpers.gate.plan import GateKnobs
@@ -29,16 +28,6 @@ def wb_env(tmp_path, monkeypatch):
     return tmp_path
 
 
-def inspect(run_dir) -> list[dict]:
-    out = subprocess.run([str(ROOT / ".venv" / "bin" / "wandb"), "leet", "inspect", "--json", str(run_dir)],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
-def offline_runs(run_dir, rid):
-    return sorted((run_dir / "wandb" / "wandb").glob(f"offline-run-*-{rid}"))
-
-
 def test_log_gate_offline_read_back_once(wb_env):
     run_dir = wb_env / "runs" / "r1"
     knobs = GateKnobs(pairs=64, arm_episodes=8, seed=5)
@@ -54,7 +43,7 @@ def test_log_gate_offline_read_back_once(wb_env):
     dirs = offline_runs(run_dir, "grp-1-gate-r2")
     assert len(dirs) == 1  # the second call logged nothing
 
-    recs = inspect(dirs[0])
+    recs = wandb_records(dirs[0])
     run = next(r["run"] for r in recs if r["type"] == "run")
     assert run["run_group"] == "grp-1" and run["job_type"] == "gate" and run["run_id"] == "grp-1-gate-r2"
     assert run["display_name"] == "gate-r2" and run["project"] == "shopsim-test"

@@ -12,17 +12,23 @@ import re
 import signal
 import subprocess
 
-from conftest import ROOT
-from rehearsal_support import Run, in_rehearsal, outcome, pyhelpers_cmd, rehearse, rehearse_env, wait_for
+from rehearsal_support import (
+    Run,
+    in_rehearsal,
+    outcome,
+    pyhelpers_cmd,
+    rehearse,
+    rehearse_env,
+    start,
+    wait_for,
+)
 
 SHARD = "save/megatron/iter_0000001/__0_0.distcp"
 BIG = "run/logs/previous-machine/zz-big.log"
 
 
 def _migrate(env, from_, **extra) -> subprocess.CompletedProcess:
-    return subprocess.run([str(ROOT / "bin" / "rehearse"), "--env", *pyhelpers_cmd("migrate", "machine", "--from",
-                                                                                      from_)],
-                          env={**env, **extra}, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return in_rehearsal({**env, **extra}, *pyhelpers_cmd("migrate", "machine", "--from", from_), timeout=300)
 
 
 def _flip(path, pos: int) -> None:
@@ -51,9 +57,7 @@ def test_a_run_moves_to_a_new_root_and_finishes_there(tmp_path, rehearsal_world,
     # 1. The copy, interrupted halfway (a bandwidth limit makes the big file take seconds).
     env_b = rehearse_env(b, rehearsal_world, ROUNDS=2)
     new = Run(b / "runs")
-    cmd = [str(ROOT / "bin" / "rehearse"), "--env", *pyhelpers_cmd("migrate", "machine", "--from", from_)]
-    proc = subprocess.Popen(cmd, env={**env_b, "MIGRATE_BWLIMIT": "300"}, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc, _ = start({**env_b, "MIGRATE_BWLIMIT": "300"}, "--env", *pyhelpers_cmd("migrate", "machine", "--from", from_))
     big_dir = new.run_dir / "logs" / "previous-machine"
     wait_for("the big file's copy", lambda: big_dir.is_dir() and any(
         p.name.startswith(".zz-big.log.") and p.stat().st_size > 0 for p in big_dir.iterdir()), timeout=60)

@@ -4,26 +4,18 @@ finished run leaves, its W&B offline runs read back, and no secret anywhere."""
 from __future__ import annotations
 
 import json
-import subprocess
 
-from conftest import ROOT
+from conftest import wandb_records
 from rehearsal_support import KEYS, in_rehearsal, pyhelpers_cmd, rehearse, rehearse_env
 
 ROUNDS, STEPS = 2, 2
-WANDB = str(ROOT / ".venv" / "bin" / "wandb")
-
-
-def _wandb_records(run_dir) -> list[dict]:
-    out = subprocess.run([WANDB, "leet", "inspect", "--json", str(run_dir)], capture_output=True, text=True,
-                         timeout=60, check=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
 def _offline_runs(run) -> dict[str, list]:
     """{job_type: [(run record, history items, summary)]} of the run's offline W&B runs."""
     out: dict[str, list] = {}
     for d in sorted((run.run_dir / "wandb" / "wandb").glob("offline-run-*")):
-        recs = _wandb_records(d)
+        recs = wandb_records(d)
         meta = next(r["run"] for r in recs if r["type"] == "run")
         history = [r["history"]["item"] for r in recs if r["type"] == "history"]
         summary = {}

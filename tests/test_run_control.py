@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 
+from fakes.rehearsal import SCALE
 from rehearsal_support import (
     Run,
     event_seen,
@@ -22,7 +22,7 @@ from rehearsal_support import (
     wait_for,
 )
 
-from pyhelpers import procfs
+from pyhelpers import ports, procfs
 from pyhelpers.config import load
 
 
@@ -30,14 +30,6 @@ def _ray_temp_dir(env) -> str:
     return load({**env, "RUN_NAME": "rehearsal"}).ray_temp_dir
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def test_make_stop_from_another_shell_leaves_nothing_and_a_second_driver_is_refused(tmp_path, rehearsal_world):
@@ -64,17 +56,11 @@ def test_make_stop_from_another_shell_leaves_nothing_and_a_second_driver_is_refu
         assert not group_alive(pgid), f"{name} (pgid {pgid}) still has processes"
     assert procfs.marker_matches(_ray_temp_dir(env)) == {}  # no Ray process of this run either
     for knob in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"):
-        assert _port_free(_rehearsal_port(knob)), knob
+        assert ports.port_free("127.0.0.1", int(SCALE[knob])), knob
     assert run.lock_holder() is None
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "driver: not running (stopped by `make stop`" in status.stdout
-    assert not [e for e in run.events() if e["kind"] == "run-restart"]  # a stop is final
-
-
-def _rehearsal_port(knob: str) -> int:
-    from fakes.rehearsal import SCALE
-
-    return int(SCALE[knob])
+    assert not run.events("run-restart")  # a stop is final
 
 
 def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, rehearsal_world):
@@ -91,11 +77,9 @@ def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, r
     assert event_seen(run, "job-end", round=0, job_id=job["submission_id"], status="START_TIMEOUT")
 
 
-def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_world):
-    from test_selfheal import Hook
-
-    hang = Hook(hang=True)  # and a notification webhook that never answers: it holds nothing up
-    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hang.url}, NOTIFY_TIMEOUT="1",
+def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_world, hang_hook):
+    # and a notification webhook that never answers: it holds nothing up
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hang_hook.url}, NOTIFY_TIMEOUT="1",
                        ROUNDS=1, FAKE_SLIME_STEP_DELAY=2, BASELINE_VAL=1)  # and the base model's val first
     run = Run(tmp_path / "runs")
     proc, log = start(env)
@@ -106,8 +90,7 @@ def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_wor
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "restart:" in status.stdout and "service-restart round 0 shopsim" in status.stdout
     assert proc.wait(timeout=300) == 0, log.read_text()[-4000:]
-    hang.close()
-    restarts = [e for e in run.events() if e["kind"] == "service-restart"]
+    restarts = run.events("service-restart")
     assert len(restarts) == 1 and restarts[0]["count"] == 1
     assert (run.run_dir / "skillbank-final.json").is_file()
     assert "notification 'run-start' not sent: ReadTimeout (the run goes on)" in log.read_text()

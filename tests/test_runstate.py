@@ -187,9 +187,6 @@ def test_tracker_past_unfinished_round_is_an_error(lay):
 
 def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
     """ROUNDS raised after the run ended (allowed): the old final bank is not the new last round's."""
-    from pyhelpers import runstate
-    from pyhelpers.runlayout import RunLayout
-
     lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
     lay.run_dir.mkdir(parents=True)
     lay.final_bank.write_text('{"round": 1, "skills": []}')  # written after round 0 of a ROUNDS=1 run

@@ -5,11 +5,7 @@ and a webhook that never answers does not hold anything up."""
 
 from __future__ import annotations
 
-import csv
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from rehearsal_support import (
@@ -20,54 +16,13 @@ from rehearsal_support import (
     pyhelpers_cmd,
     rehearse,
     rehearse_env,
+    rows,
     start,
     wait_for,
 )
 
 from pyhelpers import notify
 from pyhelpers.supervisor import PERMANENT, TRANSIENT, Supervisor, classify
-
-
-class Hook:
-    """A webhook receiver on loopback: records (path, query, body) of every POST; with hang=True it
-    never answers (until closed)."""
-
-    def __init__(self, hang: bool = False):
-        self.posts: list[tuple[str, dict]] = []
-        self.closing = threading.Event()
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                hook.posts.append((self.path, body))
-                if hang:
-                    hook.closing.wait(120)
-                    return
-                data = b'{"ok": true}'
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def close(self):
-        self.closing.set()
-        self.server.shutdown()
-
-
-@pytest.fixture
-def hook():
-    h = Hook()
-    yield h
-    h.close()
 
 
 def test_the_restart_rules_table():
@@ -105,20 +60,16 @@ def test_each_notification_format_reaches_the_webhook(fmt, hook):
         assert ("timestamp=" in path and "sign=" in path) == (fmt == "dingtalk")
 
 
-def test_a_webhook_that_never_answers_costs_at_most_its_timeout():
-    h = Hook(hang=True)
-    try:
-        logged: list[str] = []
-        n = notify.Notifier(h.url, "generic", "run7", timeout=0.5, log=logged.append)
-        t0 = time.monotonic()
-        n.send("run-start", "started")
-        n.send("run-done", "finished")
-        assert time.monotonic() - t0 < 0.1  # send() never waits
-        n.close()
-        assert time.monotonic() - t0 < 3 and n.sent == []
-        assert logged and "not sent: ReadTimeout (the run goes on)" in logged[0]
-    finally:
-        h.close()
+def test_a_webhook_that_never_answers_costs_at_most_its_timeout(hang_hook):
+    logged: list[str] = []
+    n = notify.Notifier(hang_hook.url, "generic", "run7", timeout=0.5, log=logged.append)
+    t0 = time.monotonic()
+    n.send("run-start", "started")
+    n.send("run-done", "finished")
+    assert time.monotonic() - t0 < 0.1  # send() never waits
+    n.close()
+    assert time.monotonic() - t0 < 3 and n.sent == []
+    assert logged and "not sent: ReadTimeout (the run goes on)" in logged[0]
 
 
 def test_a_transient_crash_is_restarted_and_the_run_ends_as_an_uninterrupted_one(tmp_path, rehearsal_world,
@@ -129,7 +80,7 @@ def test_a_transient_crash_is_restarted_and_the_run_ends_as_an_uninterrupted_one
     res = rehearse(env)
     assert res.returncode == 0, res.stdout[-5000:]
     run = Run(tmp_path / "runs")
-    restarts = [e for e in run.events() if e["kind"] == "run-restart"]
+    restarts = run.events("run-restart")
     assert len(restarts) == 1
     assert (restarts[0]["stage"], restarts[0]["round"], restarts[0]["step"], restarts[0]["cause"]) == ("train", 1, 3,
                                                                                                         "nccl")
@@ -145,9 +96,8 @@ def test_a_transient_crash_is_restarted_and_the_run_ends_as_an_uninterrupted_one
     st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "restart: " in st.stdout and "run-restart round 1 train nccl" in st.stdout
     report = run.run_dir / "report"  # the run's end wrote it: the restart is on its timeline too
-    with open(report / "restarts.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert [(r["kind"], r["round"], r["stage"], r["cause"]) for r in rows] == [("run-restart", "1", "train", "nccl")]
+    assert [(r["kind"], r["round"], r["stage"], r["cause"]) for r in rows(report / "restarts.csv")] == [
+        ("run-restart", "1", "train", "nccl")]
     assert "run-restart round 1 train nccl" in (report / "index.html").read_text()
     # NOTIFY_WEBHOOK is a secret: in no file of the run, its logs or W&B data
     leaked = [p for p in run.runs.rglob("*") if p.is_file() and hook.url.encode() in p.read_bytes()]
@@ -161,7 +111,7 @@ def test_a_crash_repeating_at_the_same_step_stops_the_run(tmp_path, rehearsal_wo
     assert res.returncode == 1
     assert "the run stopped: train of round 0 at step 1 failed the same way twice (nccl" in res.stdout
     run = Run(tmp_path / "runs")
-    assert [e["attempt"] for e in run.events() if e["kind"] == "run-restart"] == [1]
+    assert [e["attempt"] for e in run.events("run-restart")] == [1]
     assert event_seen(run, "run-failed", round=0, stage="train", cause="nccl")
     assert run.lock_holder() is None and not list((run.run_dir / "pids").glob("*.json"))
 
@@ -172,7 +122,7 @@ def test_a_permanent_failure_is_not_restarted(tmp_path, rehearsal_world):
     assert res.returncode == 1
     assert "slime (or SGLang) rejected its arguments (flag)" in res.stdout
     run = Run(tmp_path / "runs")
-    assert not [e for e in run.events() if e["kind"] == "run-restart"]
+    assert not run.events("run-restart")
     assert event_seen(run, "run-failed", round=0, stage="train", cause="flag", verdict="permanent")
 
 
@@ -196,7 +146,7 @@ def test_a_short_disk_is_warned_about_during_training_then_stops_the_run_before_
     assert (megatron / "latest_checkpointed_iteration.txt").read_text() == "1"
     assert (megatron / "iter_0000001" / ".metadata").is_file()
     assert not list(run.save_dir.glob("hf-*")) and not list(run.save_dir.glob(".hf-*"))
-    assert not [e for e in run.events() if e["kind"] == "run-restart"]
+    assert not run.events("run-restart")
     assert [b["event"] for _, b in hook.posts] == ["run-start", "disk-low", "run-failed"]
     st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "warning: " in st.stdout and "disk-low round 0" in st.stdout

@@ -174,8 +174,9 @@ class Model:
         self.eos = self.tok.token_to_id("<|im_end|>")
         self.context_length = args.context_length or 32768
         self.latency = args.latency_ms / 1000.0
-        policy_file = args.fake_policy or Path(args.model_path) / "fake_policy.json"
-        spec = json.loads(Path(policy_file).read_text(encoding="utf-8")) if Path(policy_file).is_file() else {}
+        default = Path(args.model_path) / "fake_policy.json"  # optional; a --fake-policy given must exist
+        policy_file = Path(args.fake_policy) if args.fake_policy else default if default.is_file() else None
+        spec = json.loads(policy_file.read_text(encoding="utf-8")) if policy_file else {}
         self.policy = Policy(spec, args.random_seed or 0)
         self.group_size = max(1, args.fake_group_size)
         self.model_path = args.model_path

@@ -11,6 +11,7 @@ as Megatron does."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -59,21 +60,22 @@ def write_release(save: Path) -> Path:
     return d
 
 
+HF_WEIGHT_FILE = "model-00001-of-00001.safetensors"
+
+
 def write_hf(path: Path, iteration: int) -> Path:
     """A minimal HF export: config, tokenizer placeholder, one safetensors file + index."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     (path / "config.json").write_text('{"model_type": "qwen3_5", "fake": true}\n')
-    (path / "model-00001-of-00001.safetensors").write_bytes(shard_bytes(iteration, 1024))
-    (path / "model.safetensors.index.json").write_text(
-        '{"weight_map": {"w": "model-00001-of-00001.safetensors"}}\n')
+    (path / HF_WEIGHT_FILE).write_bytes(shard_bytes(iteration, 1024))
+    (path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": HF_WEIGHT_FILE}}) + "\n")
     return path
 
 
 # The fake model "learns": an export of iteration i carries the base model's fake_policy.json with
 # base_success raised by LEARN_PER_STEP per trained step (capped), so later rounds' val improves.
 LEARN_PER_STEP, LEARN_CAP = 0.02, 0.7
-HF_WEIGHT_FILE = "model-00001-of-00001.safetensors"
 
 
 def learned_policy(spec: dict, iteration: int | None) -> dict:
@@ -87,7 +89,6 @@ def write_hf_export(out: Path, origin_hf: Path, iteration: int) -> Path:
     """HF weights of `iteration` as slime's exporters write them: every non-weight file of the
     origin HF dir copied (config, tokenizer, the fake policy — learned), one safetensors shard and
     its index. Weight bytes are a function of the iteration."""
-    import json
     import shutil
 
     out, origin_hf = Path(out), Path(origin_hf)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -67,6 +68,7 @@ CRASHES = {
     "flag": "ValueError: --rollout-batch-size must be divisible by --n-samples-per-prompt",
 }
 _children: list[subprocess.Popen] = []
+_scratch: list[Path] = []  # the engines' policy files, removed with them
 
 
 def log(msg: str) -> None:
@@ -182,7 +184,8 @@ def start_engines(args: Namespace, iteration: int | None) -> None:
 
     spec_file = Path(args.hf_checkpoint) / "fake_policy.json"
     spec = json.loads(spec_file.read_text(encoding="utf-8")) if spec_file.is_file() else {}
-    policy = Path(tempfile.mkdtemp(prefix="fake-slime-")) / "policy.json"
+    _scratch.append(Path(tempfile.mkdtemp(prefix="fake-slime-")))
+    policy = _scratch[-1] / "policy.json"
     policy.write_text(json.dumps(learned_policy(spec, iteration), ensure_ascii=False), encoding="utf-8")
     engine = _serve([str(FAKES / "fake_sglang.py"), "--model-path", args.hf_checkpoint, "--tp-size", "1",
                      "--context-length", str(args.sglang_context_length), "--fake-policy", str(policy),
@@ -201,6 +204,8 @@ def stop_engines(*_):
             p.wait(5)
         except subprocess.TimeoutExpired:
             p.kill()
+    for d in _scratch:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def check_samples(groups: list, n: int) -> list:
