@@ -225,13 +225,10 @@ class Loop:
         """The training step in progress when train failed: one past the last the plugin finished."""
         if stage != "train":
             return None
-        import json
+        from .rollout.metrics import last_record
 
-        try:
-            lines = (self.lay.round_dir(r) / "rollout_metrics.jsonl").read_text().splitlines()
-            return int(json.loads(lines[-1])["rollout_id"]) + 1 if lines else r * self.lay.steps_per_round
-        except (FileNotFoundError, ValueError, KeyError, IndexError):
-            return r * self.lay.steps_per_round
+        rec = last_record(self.lay.rollout_metrics(r))
+        return int(rec["rollout_id"]) + 1 if rec else r * self.lay.steps_per_round
 
 
 def install_signal_handlers() -> None:

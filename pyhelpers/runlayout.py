@@ -74,6 +74,10 @@ class RunLayout:
         """Written by the rollout plugin at the job's first step: the job has its GPUs."""
         return self.round_dir(r) / "plugin.started"
 
+    def rollout_metrics(self, r: int) -> Path:
+        """The rollout plugin's per-step metrics of round r (rollout/metrics.py)."""
+        return self.round_dir(r) / "rollout_metrics.jsonl"
+
     def compiled(self, r: int) -> Path:
         return self.round_dir(r) / "compiled.json"
 

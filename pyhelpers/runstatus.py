@@ -106,22 +106,13 @@ def _job(lay: RunLayout) -> dict | None:
 
 def _step(lay: RunLayout, r: int | None) -> dict | None:
     """The last rollout step the plugin finished in round r (rollout_metrics.jsonl)."""
-    if r is None:
+    from .rollout.metrics import last_record
+
+    rec = last_record(lay.rollout_metrics(r)) if r is not None else None
+    if rec is None:
         return None
-    path = lay.round_dir(r) / "rollout_metrics.jsonl"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return None
-    for line in reversed(lines):
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        first = r * lay.steps_per_round
-        return {"rollout_id": rec.get("rollout_id"), "of": f"{first}..{lay.last_iteration(r)}",
-                "success_rate": rec.get("rollout/shopsim/success_rate")}
-    return None
+    return {"rollout_id": rec.get("rollout_id"), "of": f"{r * lay.steps_per_round}..{lay.last_iteration(r)}",
+            "success_rate": (rec.get("metrics") or {}).get("rollout/shopsim/success_rate")}
 
 
 def _disk(cfg, lay: RunLayout) -> dict:

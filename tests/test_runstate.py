@@ -195,3 +195,18 @@ def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
     assert not done and "from round 0's end" in why
     lay.final_bank.write_text('{"round": 2, "skills": []}')
     assert runstate.inject_done(lay, 1, 2)[0]
+
+
+def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
+    """make status's step line: the last whole line (a replayed step after a resume is the newest
+    line, a torn line is skipped), with the success rate the plugin logged."""
+    from pyhelpers import runstatus
+    from pyhelpers.rollout.metrics import append_jsonl
+
+    lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
+    assert runstatus._step(lay, 1) is None
+    for rid, rate in ((2, 0.25), (3, 0.5), (2, 0.75)):  # step 2 replayed after a resume
+        append_jsonl(lay.rollout_metrics(1), 1, rid, {"rollout/shopsim/success_rate": rate})
+    with open(lay.rollout_metrics(1), "a") as fh:
+        fh.write('{"round": 1, "rollout_id": 3, "metr')  # torn by a kill
+    assert runstatus._step(lay, 1) == {"rollout_id": 2, "of": "2..3", "success_rate": 0.75}

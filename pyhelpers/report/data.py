@@ -73,15 +73,11 @@ def _bank_row(label, bank: dict | None) -> dict:
 
 
 def _steps(lay: RunLayout, r: int) -> list[dict]:
-    path = lay.round_dir(r) / "rollout_metrics.jsonl"
+    """One row per step; a step slime replayed after a resume counts once (its last line)."""
+    from ..rollout.metrics import read_jsonl
+
     rows = []
-    if not path.is_file():
-        return rows
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue  # a torn last line of a killed step
+    for _, rec in sorted(read_jsonl(lay.rollout_metrics(r)).items()):
         m = rec.get("metrics", {})
         rows.append({"round": r, "step": rec["rollout_id"], "reward": m.get("rollout/shopsim/reward_mean"),
                      "success": m.get("rollout/shopsim/success_rate"), "retry_rate": m.get("rollout/shopsim/retry_rate"),

@@ -137,17 +137,28 @@ def append_jsonl(path: Path, round_: int, rollout_id: int, metrics: dict[str, fl
         os.fsync(fh.fileno())
 
 
-def read_jsonl(path: Path) -> dict[int, dict]:
-    """rollout_id -> the last line written for it (a torn last line from a crash is skipped)."""
-    out: dict[int, dict] = {}
+def _records(path: Path) -> list[dict]:
+    """Every whole line of the file, in order (a torn last line from a crash is skipped)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        return out
+        return []
+    out = []
     for line in text.splitlines():
         try:
-            rec = json.loads(line)
+            out.append(json.loads(line))
         except ValueError:
             continue
-        out[int(rec["rollout_id"])] = rec
     return out
+
+
+def read_jsonl(path: Path) -> dict[int, dict]:
+    """rollout_id -> the last line written for it (a torn last line from a crash is skipped)."""
+    return {int(rec["rollout_id"]): rec for rec in _records(path)}
+
+
+def last_record(path: Path) -> dict | None:
+    """The step written last (the one in progress after a replay is the newest line, not the
+    highest rollout_id), or None."""
+    recs = _records(path)
+    return recs[-1] if recs else None
