@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from . import launch_args
 from .doctor.models import dist_problems, hf_problems
 from .errors import ToolkitError
 
@@ -35,9 +36,8 @@ def convert(cfg, model_args: list[str], log_path: Path, progress=lambda s: None)
     staging = dist.with_name(dist.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)  # our own leftover of an interrupted conversion
-    argv = [str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], "env", f"PYTHONPATH={cfg.path('MEGATRON_DIR')}",
-            "python3", str(cfg.path("CONVERT_TO_TORCH_DIST")), *model_args, "--hf-checkpoint", str(hf),
-            "--save", str(staging)]
+    argv = launch_args.slime_tool(cfg, "CONVERT_TO_TORCH_DIST", *model_args, "--hf-checkpoint", str(hf),
+                                  "--save", str(staging))
     progress(f"converting {hf} to torch_dist (GPUs {cfg.cuda_visible_devices}; log: {log_path})")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import checkpoints as ck
 from . import diskplan
+from .config_check import device_of
 from .errors import ToolkitError
 from .runlayout import RunLayout
 
@@ -45,7 +47,7 @@ def tree_bytes(path: Path) -> int:
                 st = os.lstat(os.path.join(root, f))
             except OSError:
                 continue
-            if not os.path.islink(os.path.join(root, f)):
+            if not stat.S_ISLNK(st.st_mode):
                 total += st.st_size
     return total
 
@@ -55,10 +57,7 @@ def free_bytes(path: Path) -> int:
     override = os.environ.get(FREE_BYTES_OVERRIDE)
     if override:
         return int(Path(override[1:]).read_text().strip() if override.startswith("@") else override)
-    p = Path(path)
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return shutil.disk_usage(p).free
+    return shutil.disk_usage(device_of(Path(path))[1]).free
 
 
 @dataclass(frozen=True)
@@ -85,9 +84,7 @@ class Need:
 
 def _sizes(cfg, lay: RunLayout) -> tuple[int, int, str, str]:
     """(checkpoint bytes, HF export bytes, how each was found)."""
-    count, source = diskplan.params_from_hf_dir(cfg.path("HF_MODEL")) or (diskplan.DEFAULT_PARAMS,
-                                                                           "design.md §7 default")
-    formula = diskplan.sizes(count, cfg.flag("SAVE_OPTIM"), source)
+    formula = diskplan.model_sizes(cfg.path("HF_MODEL"), cfg.flag("SAVE_OPTIM"))
     newest = ck.newest_complete(lay.megatron)
     ckpt, ckpt_how = formula.checkpoint, "estimated"
     if newest is not None:

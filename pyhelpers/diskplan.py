@@ -109,3 +109,10 @@ def params_from_hf_dir(hf_dir: Path) -> tuple[int, str] | None:
     if total <= 0:
         return None
     return total // per, f"{hf_dir.name}: index total_size {gb(total)} / {per} B ({dtype})"
+
+
+def model_sizes(hf_dir: Path, save_optim: bool) -> Sizes:
+    """Sizes of the base model in hf_dir (its index), or of the documented 4.2 B when it has none."""
+    got = params_from_hf_dir(Path(hf_dir))
+    params, source = got if got else (DEFAULT_PARAMS, "documented 4.2 B, no index in HF_MODEL")
+    return sizes(params, save_optim, source)

@@ -113,6 +113,15 @@ def validate(obj: Any, name: str, where: str) -> Any:
     return obj
 
 
+def load_json_or_none(path: Path) -> Any:
+    """The file's JSON, or None when it is missing or not (yet) valid JSON: for state a reader
+    may see before its writer made it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def load_json(path: Path) -> Any:
     path = Path(path)
     try:

@@ -79,6 +79,12 @@ def slime_entrypoint(cfg: Config, model_args: list[str], slime_args: list[str]) 
     return shlex.join(["python3", str(cfg.path("SLIME_TRAIN")), *model_args, *slime_args])
 
 
+def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
+    """One of slime's tools (the converters) in the slime env, with Megatron importable."""
+    return [str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], "env", f"PYTHONPATH={cfg.path('MEGATRON_DIR')}",
+            "python3", str(cfg.path(script_knob)), *args]
+
+
 def ray_head(cfg: Config) -> list[str]:
     """`ray start` for a head in the foreground (--block), dashboard on loopback only."""
     return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1",

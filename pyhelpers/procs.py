@@ -240,8 +240,9 @@ def stop(rec: Record, grace: float, *, pids_dir: Path | None = None, dry_run: bo
 
 
 def stop_all(pids_dir: Path, grace: float, names: Iterable[str] | None = None,
-             dry_run: bool = False) -> list[StopResult]:
-    """Stop the recorded services (all, or those named) in reverse start order."""
+             dry_run: bool = False, missing_ok: bool = False) -> list[StopResult]:
+    """Stop the recorded services (all, or those named) in reverse start order. A named service
+    never started is an error, or skipped with missing_ok."""
     recs = records(pids_dir)
     if names is not None:
         wanted = list(names)
@@ -249,7 +250,7 @@ def stop_all(pids_dir: Path, grace: float, names: Iterable[str] | None = None,
             _check_name(n)
         known = {r.name for r in recs}
         missing = [n for n in wanted if n not in known]
-        if missing:
+        if missing and not missing_ok:
             raise ToolkitError(f"no pidfile for {', '.join(missing)}", str(pids_dir),
                                f"`pyhelpers proc status --pids-dir {pids_dir}` lists what was started")
         recs = [r for r in recs if r.name in wanted]

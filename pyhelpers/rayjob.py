@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ToolkitError
+from .jsonfiles import load_json_or_none
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 
@@ -84,12 +85,7 @@ def record_job(run_dir: Path, submission_id: str, round_: int, dashboard_port: i
 
 
 def recorded_job(run_dir: Path) -> dict | None:
-    import json
-
-    try:
-        return json.loads(record_path(run_dir).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
+    return load_json_or_none(record_path(run_dir))
 
 
 def driver_log(ray_temp_dir: str, submission_id: str) -> Path:

@@ -99,6 +99,10 @@ class RunLayout:
     def hf_dir(self, iteration: int) -> Path:
         return self.save_dir / f"hf-{iteration:07d}"
 
+    def hf_staging(self, iteration: int) -> Path:
+        """Where the converter writes hf-<iteration> before the rename."""
+        return self.save_dir / f".hf-{iteration:07d}.partial"
+
     def last_iteration(self, r: int) -> int:
         """slime's iteration (0-based rollout id) of round r's final save."""
         return (r + 1) * self.steps_per_round - 1

@@ -58,6 +58,33 @@ def holder_alive(info: dict) -> bool:
     return info.get("host") == procfs.hostname() and procfs.is_alive(info["pid"], info.get("start_ticks"))
 
 
+def lock_free(lock_path: Path) -> bool:
+    """True when no process holds the run lock (probed with a non-blocking flock, then released)."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing drops a lock we took
+    return True
+
+
+def live_holder(lock_path: Path) -> dict | None:
+    """The holder record of a driver that holds the lock now, on this host; else None."""
+    info = read_holder(lock_path)
+    return info if info and not lock_free(lock_path) and holder_alive(info) else None
+
+
+def require_free(lock_path: Path) -> None:
+    """Raise the refusal (who holds it, how to stop it) unless the lock is free."""
+    if not lock_free(lock_path):
+        raise refusal(lock_path)
+
+
 def _describe(info: dict) -> str:
     return (f"pid {info['pid']} on host {info.get('host', '?')} since {info.get('since', '?')} "
             f"(command: {info.get('command') or '?'})")

@@ -62,9 +62,9 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
         out.append(f"  analyst: python -m pyhelpers analyst run --round-dir {lay.round_dir(r)} --wandb "
                    f"(model {cfg['ANALYST_MODEL']} at {cfg['ANALYST_BASE_URL']})")
     it = lay.last_iteration(r)
-    out.append(f"  export: {cfg.root / 'bin' / 'in-env'} {cfg['SLIME_ENV']} python3 {cfg['CONVERT_TO_HF']} "
-               f"--input-dir {lay.megatron / f'iter_{it:07d}'} --output-dir {lay.save_dir / f'.hf-{it:07d}.partial'} "
-               f"--origin-hf-dir {cfg['HF_MODEL']}" + (" (skipped when --save-hf wrote it)" if cfg.flag("SAVE_HF") else ""))
+    convert = launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(lay.megatron / f"iter_{it:07d}"),
+                                     "--output-dir", str(lay.hf_staging(it)), "--origin-hf-dir", str(cfg.path("HF_MODEL")))
+    out.append("  export: " + shlex.join(convert) + (" (skipped when --save-hf wrote it)" if cfg.flag("SAVE_HF") else ""))
     out.append("  eval-server: " + shlex.join(services.spec(cfg, lay, "eval-server").argv))
     out.append(f"  evaluate: python -m pyhelpers eval val / eval gate --round-dir {lay.round_dir(r)} --resume --wandb")
     secrets = sorted(n for n in cfg.secret_names if cfg.get(n))

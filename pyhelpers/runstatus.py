@@ -6,24 +6,17 @@ pidfiles and (when it answers) Ray's job API. Read-only: nothing is created or c
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from . import checkpoints as ck
 from . import events, procs, rayjob, runlock, runstate
 from .errors import ToolkitError
+from .jsonfiles import load_json_or_none
 from .runlayout import RunLayout
 
 # Service -> the knob(s) of the address it serves on (for the status table).
 PORTS = {"shopsim": ("SHOPSIM_HOST", "SHOPSIM_PORT"), "ray-head": (None, "RAY_DASHBOARD_PORT"),
          "eval-server": (None, "EVAL_PORT")}
-
-
-def _load(path: Path) -> dict | None:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 def val_line(summary: dict) -> str:
@@ -41,19 +34,18 @@ def gate_line(summary: dict) -> str:
 
 
 def bank_line(bank: dict) -> str:
-    counts: dict[str, int] = {}
-    for s in bank.get("skills", []):
-        counts[s["status"]] = counts.get(s["status"], 0) + 1
-    return ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "empty"
+    from .skills.bank import status_line
+
+    return status_line(bank)
 
 
 def results(cfg, lay: RunLayout) -> list[dict]:
     rows = []
-    base = _load(lay.baseline_dir / "val" / "summary.json")
+    base = load_json_or_none(lay.baseline_dir / "val" / "summary.json")
     if base:
         rows.append({"round": "baseline", "val": val_line(base), "gate": None})
     for r in range(cfg.int("ROUNDS")):
-        val, gate = _load(lay.val_summary(r)), _load(lay.gate_summary(r))
+        val, gate = load_json_or_none(lay.val_summary(r)), load_json_or_none(lay.gate_summary(r))
         if val or gate:
             rows.append({"round": r, "val": val_line(val) if val else None, "gate": gate_line(gate) if gate else None})
     return rows
@@ -64,16 +56,14 @@ def summary_lines(cfg, lay: RunLayout) -> list[str]:
     for row in results(cfg, lay):
         name = row["round"] if row["round"] == "baseline" else f"round {row['round']:03d}"
         out.append(f"  {name:<10} " + "; ".join(x for x in (row["val"], row["gate"]) if x))
-    final = _load(lay.final_bank)
+    final = load_json_or_none(lay.final_bank)
     out.append(f"  final bank {lay.final_bank}: " + (bank_line(final) if final else "not written yet"))
     return out
 
 
 def _driver(lay: RunLayout) -> dict:
-    from .runstop import lock_free
-
     holder = runlock.read_holder(lay.lock)
-    running = bool(holder) and not lock_free(lay.lock) and runlock.holder_alive(holder)
+    running = runlock.live_holder(lay.lock) is not None
     out = {"running": running, "pid": holder.get("pid") if holder else None,
            "since": holder.get("since") if holder else None, "host": holder.get("host") if holder else None}
     if lay.stopped_marker.is_file():
@@ -130,7 +120,7 @@ def gather(cfg, lay: RunLayout) -> dict:
     evs = events.read(lay.run_dir)
     return {
         "run": cfg.run_name, "run_dir": str(lay.run_dir), "save_dir": str(lay.save_dir),
-        "exists": lay.manifest.is_file(), "rehearsal": bool((_load(lay.manifest) or {}).get("rehearsal")),
+        "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
         "driver": _driver(lay), "position": pos, "step": _step(lay, pos.get("round")),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay), "disk": _disk(cfg, lay),

@@ -16,7 +16,6 @@ own process groups), also by TERM then KILL. Nothing is ever signalled by name.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import time
@@ -24,21 +23,6 @@ from pathlib import Path
 
 from . import procfs, procs, runlock
 from .runlayout import RunLayout
-
-
-def lock_free(lock_path: Path) -> bool:
-    """True when no process holds the run lock (probed with a non-blocking flock, then released)."""
-    try:
-        fd = os.open(lock_path, os.O_RDWR)
-    except FileNotFoundError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # closing drops a lock we took
-    return True
 
 
 def cleanup(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job) -> list[str]:
@@ -56,15 +40,15 @@ def stop_run(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job, progress
     lay.stopped_marker.write_text(f"stopped by `make stop` at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
     lines = []
     holder = runlock.read_holder(lay.lock)
-    if holder and not lock_free(lay.lock) and runlock.holder_alive(holder):
+    if runlock.live_holder(lay.lock):
         pid = holder["pid"]
         progress(f"stopping the driver (pid {pid}); it stops its stage and services in reverse order")
         os.kill(pid, signal.SIGTERM)
         # The driver stops a stage and then each service with the grace, so allow for several.
         deadline = time.monotonic() + 6 * grace + 30
-        while not lock_free(lay.lock) and time.monotonic() < deadline:
+        while not runlock.lock_free(lay.lock) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if lock_free(lay.lock):
+        if runlock.lock_free(lay.lock):
             lines.append(f"driver pid {pid}: stopped")
         elif procfs.is_alive(pid, holder.get("start_ticks")):
             os.kill(pid, signal.SIGKILL)

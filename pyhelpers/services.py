@@ -111,8 +111,7 @@ def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: 
 
 def stop(cfg, lay: RunLayout, *names: str) -> list[str]:
     """Stop the named services if they run (TERM, STOP_GRACE, KILL)."""
-    present = [n for n in names if procs.pidfile(lay.pids, n).exists()]
-    return [r.message for r in procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=present)] if present else []
+    return [r.message for r in procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=names, missing_ok=True)]
 
 
 def release_all_slots(cfg) -> str:

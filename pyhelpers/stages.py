@@ -48,7 +48,7 @@ def export_plan(lay: RunLayout, r: int) -> ExportPlan:
         raise ToolkitError(f"round {r}'s checkpoint iter_{it:07d} is missing or incomplete", str(lay.megatron),
                            "the train stage must finish first: run `make resume`")
     target = lay.hf_dir(it)
-    staging = lay.save_dir / f".hf-{it:07d}.partial"
+    staging = lay.hf_staging(it)
     if target.is_dir() and not ck.hf_problems(target):
         return ExportPlan("flip", it, source, target, staging)
     if target.exists():
@@ -63,7 +63,7 @@ def finish_export(lay: RunLayout, r: int) -> tuple[Path, list[Path]]:
     """After the converter wrote the staging dir (or slime's --save-hf wrote hf-<iter>): verify,
     rename into place, flip `hf` atomically, remove older exports. Returns (target, removed)."""
     it = lay.last_iteration(r)
-    target, staging = lay.hf_dir(it), lay.save_dir / f".hf-{it:07d}.partial"
+    target, staging = lay.hf_dir(it), lay.hf_staging(it)
     if staging.exists():
         problems = ck.hf_problems(staging)
         if problems:
@@ -84,14 +84,13 @@ def run_export(cfg, lay: RunLayout, r: int, log_path: Path, progress=lambda s: N
     the disk guard, then CONVERT_TO_HF in the slime env as the recorded service `convert` (a killed
     loop leaves it recorded, so `make resume` stops it before a second one could write the same
     staging dir); verify, flip `hf`, remove older exports. The checkpoint is only read."""
-    from . import diskguard, events, procs
+    from . import diskguard, events, launch_args, procs
 
     plan = export_plan(lay, r)
     if plan.action == "convert":
         progress("disk: " + diskguard.check(cfg, lay, "export").explain())
-        argv = [str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], "env", f"PYTHONPATH={cfg.path('MEGATRON_DIR')}",
-                "python3", str(cfg.path("CONVERT_TO_HF")), "--input-dir", str(plan.source),
-                "--output-dir", str(plan.staging), "--origin-hf-dir", str(cfg.path("HF_MODEL"))]
+        argv = launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(plan.source),
+                                      "--output-dir", str(plan.staging), "--origin-hf-dir", str(cfg.path("HF_MODEL")))
         progress(f"converting {plan.source.name} to HF weights (log: {log_path})")
         events.append(lay.run_dir, "convert-start", round=r, iteration=plan.iteration)
         _, child = procs.spawn(log_path.stem, argv, lay.pids, lay.logs)

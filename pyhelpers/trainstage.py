@@ -108,11 +108,14 @@ def analyst_argv(lay: RunLayout, r: int) -> list[str]:
 def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
     """While the job trains: warn once when free space falls below what the round's final save
     needs (the guard acts only at stage boundaries: Megatron saves inside the job)."""
+    from dataclasses import replace
+
     from . import diskguard
 
     interval = cfg.float("DISK_WATCH_INTERVAL")
+    base = diskguard.need(cfg, lay, "train")  # sizes are fixed within a round: only free space moves
     while not stopped(interval):
-        n = diskguard.need(cfg, lay, "train")
+        n = replace(base, free=diskguard.free_bytes(base.where))
         if not n.fits:
             text = f"disk low during round {r}: {n.explain()}; the round's final save may fail: free space on it now"
             events.append(lay.run_dir, "disk-low", round=r, free=n.free, need=n.total)

@@ -66,11 +66,7 @@ def proc_stop(pids_dir, names, all_, grace, dry_run, missing_ok):
     """
     if bool(names) == all_:
         raise click.UsageError("give --name NAME (repeatable) or --all")
-    if missing_ok:
-        names = tuple(n for n in names if procs.pidfile(pids_dir, n).exists())
-        if not names and not all_:
-            return
-    results = procs.stop_all(pids_dir, _knob(grace, "STOP_GRACE"), None if all_ else names, dry_run)
+    results = procs.stop_all(pids_dir, _knob(grace, "STOP_GRACE"), None if all_ else names, dry_run, missing_ok)
     for r in results:
         click.echo(r.message)
     if not results:

@@ -112,11 +112,9 @@ def run_check_lock():
       pyhelpers run check-lock && echo "no driver is running"
     """
     from .. import runlock
-    from ..runstop import lock_free
 
     _, lay = _ctx()
-    if not lock_free(lay.lock):
-        raise runlock.refusal(lay.lock)
+    runlock.require_free(lay.lock)
 
 
 @run.command("round-dir")

@@ -64,8 +64,7 @@ def run_rehearsal_reset():
     from ..errors import ToolkitError
 
     cfg, lay = _ctx()
-    if not runstop.lock_free(lay.lock):
-        raise runlock.refusal(lay.lock)
+    runlock.require_free(lay.lock)
     if rehearsal.is_rehearsal(lay) is False:
         raise ToolkitError(f"RUN_NAME={cfg.run_name} is a real run, not a rehearsal", str(lay.manifest),
                            "give the rehearsal its own RUN_NAME (default: rehearsal)")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .. import diskplan
 from ..config_check import device_of
+from ..diskguard import tree_bytes
 from .base import FAIL, PASS, WARN, Context, Result, result
 
 WEIGHT_DIRS = ("TRAIN_SAVE", "MODELS_DIR", "RUNS_DIR")
@@ -47,27 +48,10 @@ def check_system_disk(ctx: Context) -> list[Result]:
                    details=details)]
 
 
-def _bytes_under(path: Path) -> int:
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
-def model_sizes(ctx: Context) -> diskplan.Sizes:
-    got = diskplan.params_from_hf_dir(ctx.path("HF_MODEL"))
-    params, source = got if got else (diskplan.DEFAULT_PARAMS, "documented 4.2 B, no index in HF_MODEL")
-    return diskplan.sizes(params, ctx.cfg.flag("SAVE_OPTIM"), source)
-
-
 def check_disk_space(ctx: Context) -> list[Result]:
-    sz = model_sizes(ctx)
+    sz = diskplan.model_sizes(ctx.path("HF_MODEL"), ctx.cfg.flag("SAVE_OPTIM"))
     save = ctx.path("TRAIN_SAVE")
-    held = _bytes_under(ctx.cfg.save_dir) if ctx.cfg.save_dir.is_dir() else 0
+    held = tree_bytes(ctx.cfg.save_dir)
     plan = diskplan.round_plan(sz, ctx.cfg.float("DISK_MARGIN_GB"), held)
     needs: dict[int, list[tuple[str, int, Path]]] = {}
 

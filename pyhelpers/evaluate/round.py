@@ -89,16 +89,13 @@ def log_val_wandb(cfg, out: Path) -> str:
 
 def log_gate_wandb(cfg, round_dir: Path) -> str:
     from ..gate.wandb_log import log_gate
-    from ..skills.bank import load_bank
-    from ..skills.decisions import Caps, apply_decisions
+    from ..skills.bank import load_bank, status_counts
+    from ..skills.decisions import apply_decisions
+    from ..skills.steps import caps_from
 
     bank = load_bank(round_dir / "compiled.json")
     doc = load_json(round_dir / "gate" / "decisions.json")
-    caps = Caps(max_active=cfg.int("BANK_MAX_ACTIVE"), token_budget=cfg.int("SKILL_TOKEN_BUDGET"),
-                max_gate_rounds=cfg.int("GATE_MAX_ROUNDS"))
-    counts: dict[str, int] = {}
-    for s in apply_decisions(bank, doc["decisions"], int(bank["round"]), caps)["skills"]:
-        counts[s["status"]] = counts.get(s["status"], 0) + 1
+    counts = status_counts(apply_decisions(bank, doc["decisions"], int(bank["round"]), caps_from(cfg)))
     res = log_gate(load_json(round_dir / "gate" / "summary.json"), doc, counts, project=cfg["WANDB_PROJECT"],
                    group=cfg["WANDB_GROUP"], run_dir=cfg.run_dir, round=int(bank["round"]),
                    mode=cfg.get("WANDB_MODE") or None)

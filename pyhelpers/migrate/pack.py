@@ -31,6 +31,7 @@ import subprocess
 from pathlib import Path
 
 from .. import checkpoints as ck
+from .. import runlock
 from ..errors import ToolkitError
 from ..jsonfiles import write_json_atomic
 from ..runlayout import RunLayout
@@ -152,12 +153,10 @@ def recreate_commands(cfg) -> list[dict]:
 
 
 def pack(cfg, lay: RunLayout, progress=lambda s: None) -> Path:
-    from ..runstop import lock_free
-
     if not lay.manifest.is_file():
         raise ToolkitError(f"there is no run named {cfg.run_name} to pack", str(lay.run_dir),
                            "set RUN_NAME to the run you mean")
-    if not lock_free(lay.lock):
+    if not runlock.lock_free(lay.lock):
         raise ToolkitError("the run is in progress: its files change while it trains", str(lay.lock),
                            "stop it first (make stop), then make migrate-pack")
     out = pack_dir(cfg.path("RUNS_DIR"), cfg.run_name)

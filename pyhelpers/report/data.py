@@ -26,17 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import events
+from ..jsonfiles import load_json_or_none
 from ..runlayout import STAGES, RunLayout
 
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
 OUR_WANDB_RUNS = ("-val-", "-gate-", "-analyst-")  # the toolkit's own; the others are slime's
-
-
-def _load(path: Path) -> dict | None:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 @dataclass
@@ -141,13 +135,13 @@ def _timeline(evs: list[dict]) -> tuple[list[dict], list[dict]]:
 def gather(cfg, lay: RunLayout) -> Tables:
     rounds = cfg.int("ROUNDS")
     t = Tables(rounds)
-    base = _load(lay.baseline_dir / "val" / "summary.json")
+    base = load_json_or_none(lay.baseline_dir / "val" / "summary.json")
     if base:
         t.val.append(_val_row("baseline", base))
     for r in range(rounds):
-        val, gate = _load(lay.val_summary(r)), _load(lay.gate_summary(r))
+        val, gate = load_json_or_none(lay.val_summary(r)), load_json_or_none(lay.gate_summary(r))
         t.val.append(_val_row(r, val))
-        t.bank.append(_bank_row(r, _load(lay.bank_in(r))))
+        t.bank.append(_bank_row(r, load_json_or_none(lay.bank_in(r))))
         steps = _steps(lay, r)
         t.steps += steps
         missing = [what for what, ok in (("training steps", steps), ("val", val), ("gate", gate)) if not ok]
@@ -155,12 +149,12 @@ def gather(cfg, lay: RunLayout) -> Tables:
             t.notes.append(f"round {r}: no {', no '.join(missing)} yet (the run crashed in this round or has not "
                            "reached it)")
         if gate:
-            titles = {s["id"]: s["title"] for s in (_load(lay.compiled(r)) or {}).get("skills", [])}
+            titles = {s["id"]: s["title"] for s in (load_json_or_none(lay.compiled(r)) or {}).get("skills", [])}
             for skill, d in sorted(gate["decisions"].get("decisions", {}).items()):
                 t.gate.append({"round": r, "skill": skill, "title": titles.get(skill, ""), "estimate": d.get("estimate"),
                                "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high"), "decision": d.get("decision"),
                                "mde": gate.get("mde")})
-    final = _load(lay.final_bank)
+    final = load_json_or_none(lay.final_bank)
     t.bank.append(_bank_row("final", final))
     t.train = _train(lay)
     t.timeline, t.restarts = _timeline(events.read(lay.run_dir))

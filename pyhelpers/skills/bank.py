@@ -36,6 +36,19 @@ def empty_bank(round: int = 0, tokenizer: str = "estimate-v1", header_tokens: in
             "tokenizer": {"name": tokenizer, "header_tokens": header_tokens}, "config": {}, "skills": []}
 
 
+def status_counts(bank: Mapping) -> dict[str, int]:
+    """{status: number of skills}, only the statuses present."""
+    counts: dict[str, int] = {}
+    for s in bank.get("skills", []):
+        counts[s["status"]] = counts.get(s["status"], 0) + 1
+    return counts
+
+
+def status_line(bank: Mapping) -> str:
+    """'2 active, 1 candidate' (sorted by status), or 'empty'."""
+    return ", ".join(f"{v} {k}" for k, v in sorted(status_counts(bank).items())) or "empty"
+
+
 def copy_bank(bank: Mapping) -> dict:
     """A deep copy (JSON round trip: banks are plain JSON)."""
     return json.loads(json.dumps(bank))

@@ -65,10 +65,6 @@ def change_summary(old: dict, new: dict, out: Path, sha: str) -> str:
     from .report import diff_banks
 
     d = diff_banks(old, new)
-    counts: dict[str, int] = {}
-    for s in new["skills"]:
-        counts[s["status"]] = counts.get(s["status"], 0) + 1
-    status = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "empty"
-    return (f"round {new['round']}: {len(new['skills'])} skills ({status}); {len(d['added'])} added, "
+    return (f"round {new['round']}: {len(new['skills'])} skills ({bank_mod.status_line(new)}); {len(d['added'])} added, "
             f"{len(d['status_changes'])} status changes; tokens by {new['tokenizer']['name']}; "
             f"{out} sha256 {sha}")
