@@ -14,8 +14,7 @@ from ..errors import ToolkitError
 
 
 def _line(r) -> list[str]:
-    fix = f"  (fix: {r.fix})" if r.fix else ""
-    return [f"{r.status}  {r.name:<16} {r.found}{fix}"] + [f"      | {d}" for d in r.details]
+    return [r.line()] + [f"      | {d}" for d in r.details]
 
 
 @click.group(invoke_without_command=True)

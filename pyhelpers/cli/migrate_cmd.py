@@ -6,13 +6,9 @@ import os
 
 import click
 
-from .. import config as config_mod
 from ..errors import ToolkitError
-from ..runlayout import from_config
-
-
-def _echo(line: str) -> None:
-    click.echo(line, err=True)
+from .common import ctx
+from .common import echo_err as _echo
 
 
 @click.group()
@@ -33,8 +29,8 @@ def migrate_pack():
     from ..diskplan import gb
     from ..migrate import pack
 
-    cfg = config_mod.load()
-    out = pack.pack(cfg, from_config(cfg), progress=_echo)
+    cfg, lay = ctx()
+    out = pack.pack(cfg, lay, progress=_echo)
     m = pack.load_manifest(out)
     for item in m["recreate"]:
         _echo(f"not packed: {item['what']} -> {item['command']}")
@@ -61,6 +57,6 @@ def migrate_machine(from_, profile):
         raise ToolkitError("FROM is not set", "make migrate-machine FROM=...",
                            "give the pack dir that make migrate-pack printed on the old machine, e.g. "
                            "make migrate-machine FROM=root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/<RUN>")
-    cfg = config_mod.load()
-    raise SystemExit(fetch.migrate(cfg, from_config(cfg), from_, dict(os.environ),
+    cfg, lay = ctx()
+    raise SystemExit(fetch.migrate(cfg, lay, from_, dict(os.environ),
                                    profile or cfg.get("DOCTOR_PROFILE") or "full", _echo))

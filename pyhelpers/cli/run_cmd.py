@@ -1,6 +1,6 @@
 """`pyhelpers run ...`: where the run stands and what the driver does next.
 
-This module holds the run's state commands (init, next, check-resume, check-lock, record, argv);
+This module holds the run's state commands (init, next, check-resume, check-lock, argv);
 run_stage_cmd.py the training loop and the services it starts; run_ops_cmd.py what users call from
 another shell (status, plan, logs, stop, wandb-sync). All register on the `run` group.
 """
@@ -12,16 +12,10 @@ import sys
 
 import click
 
-from .. import config as config_mod
-from .. import events, launch_args, runmanifest, runstate, stages
+from .. import launch_args, runmanifest, runstate
 from .. import rehearsal as rehearsal_mod
 from ..errors import ToolkitError
-from ..runlayout import from_config
-
-
-def _ctx():
-    cfg = config_mod.load()
-    return cfg, from_config(cfg)
+from .common import ctx as _ctx
 
 
 @click.group()
@@ -117,53 +111,6 @@ def run_check_lock():
     runlock.require_free(lay.lock)
 
 
-@run.command("round-dir")
-@click.option("--round", "round_", type=int, required=True)
-def run_round_dir(round_):
-    """Print round ROUND's directory.
-
-    \b
-    Example:
-      pyhelpers run round-dir --round 0
-    """
-    _, lay = _ctx()
-    click.echo(str(lay.round_dir(round_)))
-
-
-@run.command("record")
-@click.option("--round", "round_", type=int, required=True)
-@click.option("--stage", required=True)
-@click.option("--status", default="ok")
-def run_record(round_, stage, status):
-    """Write stages/<stage>.done for a finished stage (a record for humans; artifacts decide).
-
-    \b
-    Example:
-      pyhelpers run record --round 0 --stage train
-    """
-    _, lay = _ctx()
-    stages.write_record(lay, round_, stage, status)
-
-
-@run.command("event")
-@click.argument("kind")
-@click.option("--round", "round_", type=int)
-@click.option("--stage")
-@click.option("--status", type=int)
-@click.option("--seconds", type=float)
-def run_event(kind, round_, stage, status, seconds):
-    """Append one line to the run's events.jsonl (the driver's stage starts and ends).
-
-    \b
-    Example:
-      pyhelpers run event stage-end --round 0 --stage train --status 0 --seconds 812.4
-    """
-    _, lay = _ctx()
-    fields = {k: v for k, v in (("round", round_), ("stage", stage), ("status", status),
-                                ("seconds", seconds)) if v is not None}
-    events.append(lay.run_dir, kind, **fields)
-
-
 def _nul(argv: list[str]) -> None:
     sys.stdout.write("\0".join(argv) + "\0")
 
@@ -190,18 +137,6 @@ def run_argv(program, round_, model):
         _nul(launch_args.shopsim(cfg))
     else:
         _nul(launch_args.eval_server(cfg, model or str(lay.hf_link)))
-
-
-@run.command("runtime-env")
-def run_runtime_env():
-    """Print the job's runtime env (import paths; never a secret).
-
-    \b
-    Example:
-      pyhelpers run runtime-env
-    """
-    cfg, _ = _ctx()
-    click.echo(json.dumps(launch_args.runtime_env(cfg), sort_keys=True))
 
 
 # The other modules add their commands to `run`.

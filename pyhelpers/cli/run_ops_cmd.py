@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from .. import runstop
-from .run_cmd import _ctx, run
+from .common import ctx as _ctx
+from .common import echo_err
+from .run_cmd import run
 
 
 def _stop_job(cfg, lay):
@@ -193,8 +195,9 @@ def run_wandb_sync(dry_run):
         click.echo(f"  {p.relative_to(lay.run_dir)}")
     if dry_run or not todo:
         return
-    netrc = Path(os.path.expanduser("~/.netrc"))
-    if not cfg.get("WANDB_API_KEY") and not (netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore")):
+    from ..doctor.envfile import netrc_has
+
+    if not cfg.get("WANDB_API_KEY") and not netrc_has(os.environ.get("HOME", ""), "api.wandb.ai"):
         raise ToolkitError("no W&B key: WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry",
                            str(cfg.env_file), "set WANDB_API_KEY (your W&B key) in .env, or run `wandb login`; then run this again")
     env = {**os.environ, "WANDB_MODE": "online"}
@@ -220,11 +223,10 @@ def run_convert_base(model_args):
       pyhelpers run convert-base -- "${MODEL_ARGS[@]}"
     """
     from .. import basemodel
-    from .. import config as config_mod
 
-    cfg = config_mod.load()
+    cfg, _ = _ctx()
     log = cfg.path("MODELS_DIR") / "convert-base.log"
-    basemodel.convert(cfg, list(model_args), log, progress=lambda s: click.echo(s, err=True))
+    basemodel.convert(cfg, list(model_args), log, progress=echo_err)
 
 
 @run.command("report")

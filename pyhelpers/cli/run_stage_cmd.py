@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import click
 
-from .run_cmd import _ctx, run
-
-
-def _echo(line: str) -> None:
-    click.echo(line, err=True)
+from .common import ctx as _ctx
+from .common import echo_err as _echo
+from .run_cmd import run
 
 
 @run.command("loop", context_settings={"ignore_unknown_options": True})

@@ -31,6 +31,10 @@ class Result:
     fix: str = ""
     details: tuple[str, ...] = ()
 
+    def line(self) -> str:
+        """The one line `make doctor` prints for it."""
+        return f"{self.status}  {self.name:<16} {self.found}" + (f"  (fix: {self.fix})" if self.fix else "")
+
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "found": self.found, "fix": self.fix,
                 "details": list(self.details)}

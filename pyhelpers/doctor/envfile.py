@@ -51,7 +51,8 @@ def check_dotenv(ctx: Context) -> list[Result]:
     return [result("dotenv", PASS, f"{env}: mode 600, {where}")]
 
 
-def _netrc_has(home: str, host: str) -> bool:
+def netrc_has(home: str, host: str) -> bool:
+    """True when ~/.netrc (under home) has an entry for host (`wandb login` writes api.wandb.ai)."""
     path = Path(home or "~").expanduser() / ".netrc"
     if not path.is_file():
         return False
@@ -69,7 +70,7 @@ def check_secrets(ctx: Context) -> list[Result]:
         found.append(f"W&B: WANDB_MODE={mode}, no key needed (upload later with `wandb sync`)")
     elif cfg.get("WANDB_API_KEY"):
         found.append(f"W&B: WANDB_API_KEY set (from {cfg.sources.get('WANDB_API_KEY')})")
-    elif _netrc_has(ctx.environ.get("HOME", ""), "api.wandb.ai"):
+    elif netrc_has(ctx.environ.get("HOME", ""), "api.wandb.ai"):
         found.append("W&B: api.wandb.ai entry in ~/.netrc (wandb login)")
     else:
         bad.append("W&B: WANDB_API_KEY not set, no api.wandb.ai entry in ~/.netrc")

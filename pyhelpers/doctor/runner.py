@@ -6,7 +6,7 @@ architecture), disks, secrets, inputs (models, data), services (ShopSimulator, e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..config import Config
 from ..errors import ToolkitError
@@ -68,13 +68,19 @@ def run_one(ctx: Context, family: str, fn: Check) -> list[Result]:
                        "this line; the other checks still ran")]
 
 
-def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full") -> list[Result]:
+def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full",
+               only: Iterable[str] | None = None) -> list[Result]:
+    """Every check (or only the named ones: their families run, with their prerequisites'
+    results taken into account only when those are named too), in the order of CHECKS."""
     ctx = Context(cfg, environ, profile)
+    wanted = set(only) if only is not None else None
     skips = _skips(ctx)
     unknown = sorted(set(skips) - set(NAMES) - {f for f, *_ in CHECKS})
     out: list[Result] = []
     status: dict[str, str] = {}
     for family, names, fn, needs in CHECKS:
+        if wanted is not None and not wanted & set(names):
+            continue
         if family in skips or all(n in skips for n in names):
             out.append(result(family, SKIP, skips.get(family) or skips[names[0]],
                               "run `make doctor` without PROFILE=rehearse on the GPU machine"
@@ -93,7 +99,7 @@ def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full") -
     if unknown:
         out.append(result("doctor", FAIL, f"DOCTOR_SKIP names unknown check(s): {', '.join(unknown)}",
                           f"use names from: {', '.join(NAMES)}"))
-    return out
+    return out if wanted is None else [r for r in out if r.name in wanted]
 
 
 def counts(results: list[Result]) -> dict[str, int]:

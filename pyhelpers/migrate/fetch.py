@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .. import checkpoints as ck
 from .. import diskplan, runstate
+from ..config_check import device_of
 from ..diskguard import free_bytes
 from ..errors import ToolkitError
 from ..jsonfiles import load_json, write_json_atomic
@@ -88,9 +89,9 @@ def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -
     from ..doctor.disks import _links
     from ..doctor.runner import run_checks
 
-    results = [r for r in run_checks(cfg, environ, profile) if r.name in ENV_CHECKS]
+    results = run_checks(cfg, environ, profile, only=ENV_CHECKS)
     for r in results:
-        echo(f"{r.status}  {r.name:<16} {r.found}" + (f"  (fix: {r.fix})" if r.fix else ""))
+        echo(r.line())
     failed = [r.name for r in results if r.status == "FAIL"]
     if failed:
         raise ToolkitError(f"this machine is not ready: {', '.join(failed)}", "make doctor",
@@ -107,26 +108,19 @@ def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -
                 raise ToolkitError(f"the {root} destination resolves into the system disk through {link} -> {target} "
                                    "(M3: an old machine's legacy symlink)", str(dest),
                                    "configure the real path on the data disk in .env instead")
+    dev_of = {root: device_of(dest)[0] for root, dest in roots.items()}
     need: dict[int, int] = {}
     for f in manifest["files"]:
         dest = roots[f["root"]] / f["path"]
         if not (dest.is_file() and dest.stat().st_size == f["size"]):
-            dev = _device(roots[f["root"]])
-            need[dev] = need.get(dev, 0) + f["size"]
+            need[dev_of[f["root"]]] = need.get(dev_of[f["root"]], 0) + f["size"]
     for dev, n in need.items():
-        where = next(roots[f["root"]] for f in manifest["files"] if _device(roots[f["root"]]) == dev)
+        where = next(roots[f["root"]] for f in manifest["files"] if dev_of[f["root"]] == dev)
         free = free_bytes(where)
         echo(f"disk: {diskplan.gb(n)} to copy onto {where}'s disk, {diskplan.gb(free)} free")
         if free < n:
             raise ToolkitError(f"not enough disk space: {diskplan.gb(n)} to copy, {diskplan.gb(free)} free",
                                str(where), "free space there or point the knob at a larger disk; nothing was copied")
-
-
-def _device(path: Path) -> int:
-    p = Path(path)
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return os.stat(p).st_dev
 
 
 def copy_and_verify(cfg, lay: RunLayout, from_: str, manifest: dict, staging: Path, echo) -> list[str]:
@@ -199,17 +193,14 @@ def after_checks(cfg, environ, profile: str, lay: RunLayout, echo) -> list[str]:
     from ..doctor.runner import run_checks
 
     todo = []
-    for r in (r for r in run_checks(cfg, environ, profile) if r.name in AFTER_CHECKS):
-        echo(f"{r.status}  {r.name:<16} {r.found}" + (f"  (fix: {r.fix})" if r.fix else ""))
+    for r in run_checks(cfg, environ, profile, only=AFTER_CHECKS):
+        echo(r.line())
         if r.status == "FAIL":
             todo.append(f"{r.name}: {r.fix}")
     if not cfg.env_file.is_file():
         todo.append(f"create {cfg.env_file} (secrets are never copied): cp env/example.env {cfg.env_file} && "
                     f"chmod 600 {cfg.env_file}, then fill in WANDB_API_KEY and DASHSCOPE_API_KEY")
-    netrc = Path(os.path.expanduser("~/.netrc"))
-    if cfg["WANDB_MODE"] == "online" and not cfg.get("WANDB_API_KEY") and not (
-            netrc.is_file() and "api.wandb.ai" in netrc.read_text(errors="ignore")):
-        todo.append("W&B: put WANDB_API_KEY in .env, or run `wandb login`, or set WANDB_MODE=offline")
+    # W&B login: the `secrets` check above (a FAIL names the fix)
     refused, allowed = runmanifest.differences(load_json(lay.manifest), runmanifest.build(cfg))
     for line in allowed:
         echo(f"config: {line} (allowed, recorded on resume)")

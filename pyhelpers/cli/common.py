@@ -1,0 +1,19 @@
+"""What the command modules share: the configuration with its run layout, and progress on stderr
+(stdout stays for data)."""
+
+from __future__ import annotations
+
+import click
+
+
+def ctx():
+    """(config, run layout) of the current configuration; a bad knob raises, naming it."""
+    from .. import config as config_mod
+    from ..runlayout import from_config
+
+    cfg = config_mod.load()
+    return cfg, from_config(cfg)
+
+
+def echo_err(line: str) -> None:
+    click.echo(line, err=True)
