@@ -6,7 +6,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 MAKEFLAGS += --no-print-directory
 
-# With REHEARSAL=1, stop/status/plan/logs act on the rehearsal (its stand-in configuration).
+# With REHEARSAL=1, stop/status/plan/logs/report and migrate-* act on the rehearsal (its stand-in configuration).
 IN_RUN = $(if $(REHEARSAL),bin/rehearse --env )
 
 .PHONY: help
@@ -16,7 +16,7 @@ help: ## Show this menu: targets, then knobs and their defaults
 ## --- The run ---
 
 .PHONY: train
-train: setup ## The whole run: preflight, then ROUNDS x (train, export, evaluate, inject); continues a stopped run
+train: setup ## The whole run: preflight, then ROUNDS x (train, rotate, export, compile, evaluate, inject); continues a stopped run
 	@bin/train
 
 .PHONY: resume

@@ -46,6 +46,21 @@ load_config() {
   eval "$block"
 }
 
+# load_model_args [--optional]: set MODEL_ARGS (slime's Qwen3.5-4B architecture flags) by sourcing
+# MODEL_ARGS_SCRIPT. A missing script stops with the fix, or with --optional leaves MODEL_ARGS empty.
+load_model_args() {
+  # shellcheck disable=SC2034  # read by the caller
+  MODEL_ARGS=()
+  if [[ ! -f "$MODEL_ARGS_SCRIPT" ]]; then
+    [[ "${1:-}" == --optional ]] && return 0
+    die "slime's model script is missing: MODEL_ARGS_SCRIPT=$MODEL_ARGS_SCRIPT (point it at scripts/models/qwen3.5-4B.sh of your slime checkout)"
+  fi
+  set +u  # slime's script is not written for nounset
+  # shellcheck source=/dev/null
+  source "$MODEL_ARGS_SCRIPT"
+  set -u
+}
+
 # --- The run lock (design.md §5) -----------------------------------------------------------
 # Services, their process groups and readiness are Python's (pyhelpers/procs.py, services.py:
 # `pyhelpers proc ...`, `pyhelpers run service ...`). What stays here is the lock of the driver

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config, read_knobs
+from .notify import FORMATS as NOTIFY_FORMATS
 
 # Knobs that are 0/1 switches, and knobs that are counts that must be at least 1.
 FLAGS = ("RETRY_TRAINS", "BASELINE_VAL", "ANALYST_ENABLED", "SAVE_OPTIM", "SAVE_HF", "MIGRATE_DATA", "MIGRATE_MODELS")
@@ -23,7 +24,7 @@ POSITIVE = ("ROUNDS", "STEPS_PER_ROUND", "NUM_GPUS", "TP_SIZE", "OVER_SAMPLING_G
             "ANALYST_BATCH_SIZE", "SKILL_TOKEN_BUDGET", "SKILL_MAX_TOKENS", "BANK_MAX_ACTIVE", "GATE_MAX_ROUNDS")
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
 CHOICES = {"REWARD": ("strict", "loose", "success"), "WANDB_MODE": ("online", "offline", "disabled"),
-           "NOTIFY_FORMAT": ("generic", "feishu", "dingtalk", "wecom", "slack")}
+           "NOTIFY_FORMAT": NOTIFY_FORMATS}
 SHARES = ("GATE_FAILED_SHARE", "GATE_ALPHA", "SKILL_DUP_JACCARD")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
 # below the temp dir, and AF_UNIX paths stop at 107 bytes (interfaces.md).

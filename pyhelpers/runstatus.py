@@ -10,6 +10,7 @@ from pathlib import Path
 
 from . import checkpoints as ck
 from . import events, procs, rayjob, runlock, runstate
+from .diskplan import gb
 from .errors import ToolkitError
 from .jsonfiles import load_json_or_none
 from .runlayout import RunLayout
@@ -53,12 +54,15 @@ def results(cfg, lay: RunLayout) -> list[dict]:
 
 def summary_lines(cfg, lay: RunLayout) -> list[str]:
     out = [f"run {cfg.run_name}: {cfg.int('ROUNDS')} round(s) of {cfg.int('STEPS_PER_ROUND')} steps"]
-    for row in results(cfg, lay):
-        name = row["round"] if row["round"] == "baseline" else f"round {row['round']:03d}"
-        out.append(f"  {name:<10} " + "; ".join(x for x in (row["val"], row["gate"]) if x))
+    out += [_result_line(row) for row in results(cfg, lay)]
     final = load_json_or_none(lay.final_bank)
     out.append(f"  final bank {lay.final_bank}: " + (bank_line(final) if final else "not written yet"))
     return out
+
+
+def _result_line(row: dict) -> str:
+    name = row["round"] if row["round"] == "baseline" else f"round {row['round']:03d}"
+    return f"  {name:<10} " + "; ".join(x for x in (row["val"], row["gate"]) if x)
 
 
 def _driver(lay: RunLayout) -> dict:
@@ -89,7 +93,7 @@ def _job(lay: RunLayout) -> dict | None:
     try:
         info = rayjob.JobApi(job["dashboard_port"], timeout=2.0).info(job["submission_id"])
         job["status"] = info.get("status")
-    except (ToolkitError, Exception):  # noqa: BLE001 - Ray down: the job cannot be running either
+    except Exception:  # noqa: BLE001 - Ray down: the job cannot be running either
         job["status"] = "unknown (Ray's job API does not answer)"
     return job
 
@@ -140,10 +144,6 @@ def _tracker(lay: RunLayout) -> int | None:
         return None
 
 
-def _gb(n: int) -> str:
-    return f"{n / 1e9:.1f} GB"
-
-
 def render(st: dict) -> list[str]:
     if not st["exists"]:
         return [f"run {st['run']}: not started ({st['run_dir']} has no run.json); start it with `make train`"]
@@ -175,16 +175,14 @@ def render(st: dict) -> list[str]:
     if st["job"]:
         out.append(f"  slime job      {st['job']['status']}  {st['job']['submission_id']}")
     disk = st["disk"]
-    out.append(f"disk: {_gb(disk['free_bytes'])} free; the next save needs {_gb(disk['next_save_needs_bytes'])} "
+    out.append(f"disk: {gb(disk['free_bytes'])} free; the next save needs {gb(disk['next_save_needs_bytes'])} "
                f"({'ok' if disk['ok'] else 'SHORT: free space before the next round'})")
-    for row in st["results"]:
-        name = row["round"] if row["round"] == "baseline" else f"round {row['round']:03d}"
-        out.append(f"  {name:<10} " + "; ".join(x for x in (row["val"], row["gate"]) if x))
+    out += [_result_line(row) for row in st["results"]]
     for e in st["restarts"][-5:]:
         what = {"run-failed": "stopped:", "disk-low": "warning:"}.get(e.get("kind"), "restart:")
         detail = e.get("reason") or " ".join(str(e[k]) for k in ("cause", "excerpt") if e.get(k))
         if e.get("kind") == "disk-low":
-            detail = f"free {e['free'] / 1e9:.1f} GB < {e['need'] / 1e9:.1f} GB needed by the round's save"
+            detail = f"free {gb(e['free'])} < {gb(e['need'])} needed by the round's save"
         out.append(f"{what} {e.get('at')} {e.get('kind')} round {e.get('round')} "
                    f"{e.get('service') or e.get('stage') or ''} {detail}".rstrip())
     if st["last_event"]:

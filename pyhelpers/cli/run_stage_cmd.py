@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import click
 
+from ..runlayout import STAGES
 from .common import ctx as _ctx
 from .common import echo_err as _echo
 from .run_cmd import run
 
 
 @run.command("loop", context_settings={"ignore_unknown_options": True})
-@click.option("--stop-before", type=click.Choice(["train", "rotate", "export", "compile", "evaluate", "inject"]),
+@click.option("--stop-before", type=click.Choice(STAGES),
               help="End when this stage is next (make smoke stops before compile).")
 @click.argument("model_args", nargs=-1, type=click.UNPROCESSED)
 def run_loop(stop_before, model_args):

@@ -5,7 +5,8 @@ The pack lives in RUNS_DIR/.migration/<RUN_NAME>/:
 
     manifest.json     every file: root, path (relative to the root), size, BLAKE2b-256; the hf
                       symlink; what is left behind and the command that re-creates it
-    config.json       the resolved configuration, no secrets (compared on the new machine)
+    config.json       the old machine's resolved configuration, no secrets, for people (the new
+                      machine compares its configuration with the packed run.json)
     conda-<env>.yml   `conda env export` of the slime and shopsim envs (or why it failed)
     files/<root>/...  the files, hardlinked (no extra disk; a symlink where the root is on another
                       filesystem), so one rsync per root fetches exactly the manifest
@@ -31,7 +32,7 @@ import subprocess
 from pathlib import Path
 
 from .. import checkpoints as ck
-from .. import runlock
+from .. import rehearsal, runlock
 from ..errors import ToolkitError
 from ..jsonfiles import write_json_atomic
 from ..runlayout import RunLayout
@@ -66,8 +67,7 @@ def pack_dir(runs_dir: Path, run_name: str) -> Path:
 def _left_behind(rel: str) -> bool:
     from fnmatch import fnmatch
 
-    return any(rel == pat or (pat.endswith("/") and rel.startswith(pat)) or fnmatch(rel, pat)
-               for pat, _, _ in LEFT_BEHIND)
+    return any(rel.startswith(pat) if pat.endswith("/") else fnmatch(rel, pat) for pat, _, _ in LEFT_BEHIND)
 
 
 def _run_files(run_dir: Path) -> list[tuple[Path, str]]:
@@ -96,17 +96,17 @@ def _save_files(lay: RunLayout) -> tuple[list[tuple[Path, str]], list[dict], int
         it_dir = ck.iter_dirs(mega)[newest]
         out += [(p, p.relative_to(lay.save_dir).as_posix()) for p in sorted(it_dir.rglob("*")) if p.is_file()]
         out.append((mega / ck.TRACKER, f"megatron/{ck.TRACKER}"))
-        state = mega / "rollout" / f"global_dataset_state_dict_{newest}.pt"
-        if state.is_file():
+        state = ck.rollout_states(mega).get(newest)
+        if state is not None:
             out.append((state, f"megatron/rollout/{state.name}"))
     links = []
     hf = ck.hf_target(lay.hf_link)
     if hf is not None and hf.is_dir():
         out += [(p, p.relative_to(lay.save_dir).as_posix()) for p in sorted(hf.rglob("*")) if p.is_file()]
         links.append({"root": "save", "path": lay.hf_link.name, "target": hf.name})
-    marker = lay.save_dir / "REHEARSAL"
+    marker = lay.save_dir / rehearsal.MARKER
     if marker.is_file():
-        out.append((marker, "REHEARSAL"))
+        out.append((marker, rehearsal.MARKER))
     return out, links, newest
 
 
