@@ -89,6 +89,7 @@ def plan_rotation(megatron: Path) -> RotationPlan:
     if newest is None:
         plan.notes.append("no complete checkpoint: nothing deleted")
         return plan
+    states = rollout_states(megatron)
     for it, path in dirs.items():
         if it == newest or it == tracked:
             continue
@@ -96,16 +97,20 @@ def plan_rotation(megatron: Path) -> RotationPlan:
             plan.notes.append(f"{path.name} is newer than the newest complete save and incomplete: kept "
                               f"(a save may be in progress; remove it by hand if it is a crash leftover)")
             continue
-        state = megatron / "rollout" / f"global_dataset_state_dict_{it}.pt"
-        if state.exists():  # before its dir: a kill in between leaves a dir the next rotation sees
-            plan.delete.append(state)
+        if it in states:  # before its dir: a kill in between leaves a dir the next rotation sees
+            plan.delete.append(states[it])
         plan.delete.append(path)
-    for it, state in rollout_states(megatron).items():  # strays of an older rotation cut short
-        if it < newest and it != tracked and it not in dirs:
-            plan.delete.append(state)
+    plan.delete += [states[it] for it in stray_states(megatron, below=newest) if it != tracked]
     if tracked is not None and tracked != newest:
         plan.notes.append(f"tracker names iteration {tracked} but the newest complete save is {newest}: both kept")
     return plan
+
+
+def stray_states(megatron: Path, below: int) -> list[int]:
+    """Iterations < below with a rollout state file but no checkpoint dir: what a rotation cut
+    short between deleting a save's state file and its dir leaves behind."""
+    dirs = iter_dirs(megatron)
+    return sorted(it for it in rollout_states(megatron) if it < below and it not in dirs)
 
 
 def rotate(megatron: Path, dry_run: bool = False) -> RotationPlan:

@@ -118,12 +118,9 @@ class Loop:
 
     def _report_in_background(self) -> None:
         """The report after each round (`make report` reads the run's files), off the loop's path."""
-        import sys
+        from . import services
 
-        from . import procs, services
-
-        if not services.alive(self.lay, "report"):
-            procs.start("report", [sys.executable, "-m", "pyhelpers", "run", "report"], self.lay.pids, self.lay.logs)
+        services.run_in_background(self.lay, "report", "report")
 
     def _round_headline(self, r: int) -> str:
         from . import runstatus

@@ -18,14 +18,13 @@ import sys
 import threading
 from collections.abc import Callable
 
-from . import procs, services, stages
+from . import services, stages
 from .runlayout import RunLayout
 
 
 def _wandb_in_background(cfg, lay: RunLayout) -> None:
-    if cfg.get("WANDB_MODE") == "disabled" or services.alive(lay, "wandb-log"):
-        return
-    procs.start("wandb-log", [sys.executable, "-m", "pyhelpers", "run", "log-wandb"], lay.pids, lay.logs)
+    if cfg.get("WANDB_MODE") != "disabled":
+        services.run_in_background(lay, "wandb-log", "log-wandb")
 
 
 _BUILDERS: dict[str, object] = {}

@@ -53,6 +53,11 @@ class RunLayout:
         """Written by `make stop`: a stop is final; the driver must not start anything new."""
         return self.run_dir / "stopped"
 
+    @property
+    def migrating_marker(self) -> Path:
+        """Present while `make migrate-machine` has not verified every file: nothing resumes."""
+        return self.run_dir / "MIGRATING"
+
     def round_dir(self, r: int) -> Path:
         return self.run_dir / "rounds" / f"round-{r:03d}"
 

@@ -46,7 +46,7 @@ def rotate_done(lay: RunLayout, r: int) -> tuple[bool, str]:
     older = [i for i in dirs if i < lay.last_iteration(r)]
     if older:
         return False, f"{len(older)} older checkpoint(s) to rotate"
-    strays = [i for i in ck.rollout_states(lay.megatron) if i < lay.last_iteration(r) and i not in dirs]
+    strays = ck.stray_states(lay.megatron, below=lay.last_iteration(r))
     if strays:  # a rotation cut short between a save's dir and its state file
         return False, f"{len(strays)} rollout state file(s) of deleted checkpoints to remove"
     return True, "only the newest checkpoint remains"

@@ -109,6 +109,15 @@ def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: 
     return wait(cfg, lay, name, model=model, round_=round_)
 
 
+def run_in_background(lay: RunLayout, name: str, command: str) -> None:
+    """`pyhelpers run COMMAND` as the recorded service NAME, unless one runs: work off the loop's
+    path (the report, W&B logging) that `make stop` and `make resume` still find by its pidfile."""
+    import sys
+
+    if not alive(lay, name):
+        procs.start(name, [sys.executable, "-m", "pyhelpers", "run", command], lay.pids, lay.logs)
+
+
 def stop(cfg, lay: RunLayout, *names: str) -> list[str]:
     """Stop the named services if they run (TERM, STOP_GRACE, KILL)."""
     return [r.message for r in procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=names, missing_ok=True)]

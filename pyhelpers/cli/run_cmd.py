@@ -34,7 +34,7 @@ def run_init(rehearsal, resume):
       pyhelpers run init
     """
     cfg, lay = _ctx()
-    if resume or (lay.run_dir / "MIGRATING").is_file():
+    if resume or lay.migrating_marker.is_file():
         _require_run(cfg, lay)
     rehearsal_mod.guard(lay, rehearsal)
     for d in (lay.run_dir, lay.pids, lay.logs, lay.wandb_dir, lay.megatron):
@@ -67,9 +67,9 @@ def run_next(as_json):
 
 
 def _require_run(cfg, lay) -> None:
-    if (lay.run_dir / "MIGRATING").is_file():
+    if lay.migrating_marker.is_file():
         raise ToolkitError("a migration into this run has not finished (not every file is verified)",
-                           str(lay.run_dir / "MIGRATING"), "run make migrate-machine FROM=... again; it continues "
+                           str(lay.migrating_marker), "run make migrate-machine FROM=... again; it continues "
                            "where it stopped")
     if not lay.manifest.is_file():
         raise ToolkitError(f"there is no run named {cfg.run_name} to resume", str(lay.run_dir),

@@ -42,10 +42,6 @@ AFTER_CHECKS = ("model-hf", "model-torch-dist", "train-tasks", "val-tasks", "dot
 CORRUPT_HOOK = "SHOPSIMRL_TEST_CORRUPT_AFTER_COPY"  # test-only: "root/path" to damage after its copy
 
 
-def marker(lay: RunLayout) -> Path:
-    return lay.run_dir / "MIGRATING"
-
-
 def dest_roots(cfg, lay: RunLayout) -> dict[str, Path]:
     return {"run": lay.run_dir, "save": lay.save_dir, "data": cfg.path("DATA_DIR"),
             "hf_model": cfg.path("HF_MODEL"), "torch_dist_model": cfg.path("TORCH_DIST_MODEL")}
@@ -222,14 +218,14 @@ def migrate(cfg, lay: RunLayout, from_: str, environ, profile: str, echo) -> int
     if manifest["run"] != cfg.run_name:
         raise ToolkitError(f"the pack holds run {manifest['run']!r}, this configuration names {cfg.run_name!r}",
                            f"FROM={from_}", f"set RUN_NAME={manifest['run']} in .env (or on the command line)")
-    if lay.manifest.is_file() and not marker(lay).is_file():
+    if lay.manifest.is_file() and not lay.migrating_marker.is_file():
         raise ToolkitError(f"run {cfg.run_name} already exists on this machine", str(lay.run_dir),
                            "migrating onto it could mix two runs: move it aside, or migrate under another RUNS_DIR")
     echo(f"migrating run {manifest['run']} from {from_} ({len(manifest['files'])} files, "
          f"{diskplan.gb(manifest['total_bytes'])}; packed on {manifest['host']})")
     env_gate(cfg, environ, profile, manifest, lay, echo)
     lay.run_dir.mkdir(parents=True, exist_ok=True)
-    marker(lay).write_text(json.dumps({"from": from_, "why": "a migration is copying this run"}) + "\n")
+    lay.migrating_marker.write_text(json.dumps({"from": from_, "why": "a migration is copying this run"}) + "\n")
     damaged = copy_and_verify(cfg, lay, from_, manifest, staging, echo)
     if damaged:
         for key in damaged:
@@ -238,7 +234,7 @@ def migrate(cfg, lay: RunLayout, from_: str, environ, profile: str, echo) -> int
                            f"FROM={from_}", "restore them on the old machine (or pack again), then run make "
                            "migrate-machine again: only what is missing or wrong is fetched")
     place_links(lay, manifest)
-    marker(lay).unlink()
+    lay.migrating_marker.unlink()
     echo(f"all {len(manifest['files'])} files verified ({HASH})")
     todo = after_checks(cfg, environ, profile, lay, echo)
     for line in todo:

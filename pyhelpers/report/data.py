@@ -17,6 +17,7 @@ A round the run did not finish (crashed mid-round, or not reached yet) has rows 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import subprocess
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import events
-from ..jsonfiles import load_json_or_none
+from ..jsonfiles import load_json_or_none, write_bytes_atomic
 from ..runlayout import STAGES, RunLayout
 
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
@@ -166,12 +167,11 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
     cols: list[str] = []
     for row in rows:
         cols += [k for k in row if k not in cols]
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols or ["empty"])
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=cols or ["empty"])
+    w.writeheader()
+    w.writerows(rows)
+    write_bytes_atomic(path, buf.getvalue().encode("utf-8"))
     return path
 
 

@@ -4,10 +4,10 @@ so the directory can be copied off the machine and opened anywhere)."""
 from __future__ import annotations
 
 import html
-import os
 import time
 from pathlib import Path
 
+from ..jsonfiles import write_bytes_atomic
 from .data import Tables
 
 SECTIONS = (
@@ -64,7 +64,5 @@ def write(path: Path, run: str, t: Tables, pngs: dict[str, Path], csvs: dict[str
             + "</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}img{max-width:100%}"
               "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}.missing{color:#c62828}"
               "</style></head><body>" + "\n".join(body) + "</body></html>\n")
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, path)
+    write_bytes_atomic(path, page.encode("utf-8"))
     return path

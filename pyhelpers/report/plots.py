@@ -6,10 +6,12 @@ only here, so nothing else pays for it.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from pathlib import Path
 
+from ..jsonfiles import write_bytes_atomic
 from .data import STAGE_ORDER, STATUSES, Tables
 
 DECISION_COLORS = {"accept": "#2e7d32", "reject": "#c62828", "retire": "#9e9e9e", "keep": "#1565c0"}
@@ -30,10 +32,10 @@ def _plt(mpl_dir: Path):
 
 
 def _save(plt, fig, path: Path) -> Path:
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
-    os.replace(tmp, path)
+    write_bytes_atomic(path, buf.getvalue())
     return path
 
 
