@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Measure the peak GPU memory of the vocab-logits log-prob path and compare it with pyhelpers.memplan.
+"""Measure the peak GPU memory of the vocab-logits log-prob path and compare it with pyhelpers.capacity.gpumem.
 
 Runs where only torch (with CUDA) and the standard library exist: no network, no other package.
-The estimate formulas live in pyhelpers/memplan.py (stdlib-only, imported by path), so the
+The estimate formulas live in pyhelpers/capacity/gpumem.py (stdlib-only, imported by path), so the
 benchmark and `pyhelpers plan memory` share one source of truth.
 
 Each measurement: hidden [T, H] bf16 and the output-layer weight [V/TP, H] bf16 (both leaves
@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from pyhelpers import memplan  # noqa: E402  (stdlib-only module; pyhelpers/__init__ imports nothing)
+from pyhelpers.capacity import gpumem as memplan  # noqa: E402  (stdlib-only; package __init__s import nothing)
 
 VARIANTS = ("reference", "reference-chunked", "reference-recompute", "slime", "slime-chunked",
             "slime-temperature")

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from pyhelpers import events  # noqa: E402
+from pyhelpers.run import events  # noqa: E402
 
 TARGET_S = 2.0
 

@@ -62,7 +62,7 @@ load_model_args() {
 }
 
 # --- The run lock (design.md §5) -----------------------------------------------------------
-# Services, their process groups and readiness are Python's (pyhelpers/procs.py, services.py:
+# Services, their process groups and readiness are Python's (pyhelpers/procs/groups.py, services.py:
 # `pyhelpers proc ...`, `pyhelpers run service ...`). What stays here is the lock of the driver
 # shell. It is held by a small coprocess that the kernel kills when the driver dies, never by a
 # descriptor of the driver shell: every $(...) and `&` of the driver is a forked shell that would

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .errors import ToolkitError
+from pyhelpers.errors import ToolkitError
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 

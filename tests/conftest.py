@@ -16,7 +16,7 @@ FAKES = ROOT / "tests" / "fakes"
 
 
 def _knob_names() -> list[str]:
-    from pyhelpers.config import read_knobs
+    from pyhelpers.config.load import read_knobs
 
     return list(read_knobs())
 
@@ -108,7 +108,7 @@ class _CmdlineWatch:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
-        from pyhelpers import procfs
+        from pyhelpers.procs import procfs
 
         while not self._stop.wait(0.1):
             for pid in procfs.all_pids():

@@ -51,12 +51,12 @@ class Run:
         return self.run_dir / "rounds" / f"round-{r:03d}"
 
     def events(self, kind: str | None = None) -> list[dict]:
-        from pyhelpers import events
+        from pyhelpers.run import events
 
         return [e for e in events.read(self.run_dir) if kind is None or e.get("kind") == kind]
 
     def lock_holder(self) -> dict | None:
-        from pyhelpers import runlock
+        from pyhelpers.run import lock as runlock
 
         return runlock.read_holder(self.run_dir / "lock")
 
@@ -160,7 +160,7 @@ def kill_driver(run: Run) -> int:
     """SIGKILL the driver (the lock holder) alone, as the OOM killer would. Returns its pid."""
     holder = run.lock_holder()
     assert holder, "no driver holds the lock"
-    from pyhelpers import procfs
+    from pyhelpers.procs import procfs
 
     os.kill(holder["pid"], signal.SIGKILL)
     deadline = time.monotonic() + 10
@@ -171,13 +171,13 @@ def kill_driver(run: Run) -> int:
 
 def recorded_groups(run: Run) -> dict[str, int]:
     """{service: pgid} of every pidfile of the run."""
-    from pyhelpers import procs
+    from pyhelpers.procs import groups as procs
 
     return {rec.name: rec.pgid for rec in procs.records(run.run_dir / "pids")}
 
 
 def group_alive(pgid: int) -> bool:
-    from pyhelpers import procfs
+    from pyhelpers.procs import procfs
 
     return bool(procfs.group_members(pgid))
 
@@ -226,7 +226,7 @@ def outcome(run: Run, rounds: int = 2) -> dict:
 
 
 def newest_complete(run: Run) -> int | None:
-    from pyhelpers import checkpoints
+    from pyhelpers.run import checkpoints
 
     return checkpoints.newest_complete(run.save_dir / "megatron")
 

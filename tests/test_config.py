@@ -7,8 +7,8 @@ import json
 from click.testing import CliRunner
 from conftest import ROOT, run_pyhelpers
 
-from pyhelpers import config
 from pyhelpers.cli import main
+from pyhelpers.config import load as config
 
 
 def test_every_knob_has_a_doc_and_a_section():

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import FAKES, ROOT, run_pyhelpers
 
-from pyhelpers import config, diskplan
+from pyhelpers.capacity import diskplan
+from pyhelpers.config import load as config
 from pyhelpers.doctor import arch, runner
 from pyhelpers.doctor.base import Context
 from pyhelpers.doctor.lockfile import matches, read_lock

@@ -15,11 +15,11 @@ from fakes.procs import _post, start_fake_sglang, start_fake_shopsim, stop
 from fakes.shop_fixture import write_shop_fixture
 from tokenizer_fixture import build_tokenizer
 
-from pyhelpers import taskdata
-from pyhelpers.prompting import PromptBuilder
-from pyhelpers.sglang_client import SGLangClient, SGLangRejected, parse_generate
+from pyhelpers.policy.prompt_builder import PromptBuilder
+from pyhelpers.policy.sglang_client import SGLangClient, SGLangRejected, parse_generate
 from pyhelpers.shopsim import protocol as p
 from pyhelpers.shopsim.client import ShopSimClient
+from pyhelpers.tasks import build as taskdata
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ rejected in >= 90% of runs, nulls accepted in <= 10% of runs. Pure numpy, about 
 
 from __future__ import annotations
 
-from pyhelpers.config import read_knobs
+from pyhelpers.config.load import read_knobs
 from pyhelpers.gate.plan import GateKnobs
 from pyhelpers.gate.report import build_summary, gate_report
 from pyhelpers.gate.simulate import simulate_round
@@ -96,6 +96,6 @@ def test_three_round_lifecycle_with_pooling():
 
 
 def test_knobs_from_config(toolkit_env):
-    from pyhelpers import config
+    from pyhelpers.config import load as config
 
     assert GateKnobs.from_config(config.load()) == shipped_knobs()

@@ -7,11 +7,11 @@ import json
 import pytest
 from conftest import offline_runs, wandb_records
 
-from pyhelpers import wandb_logging
 from pyhelpers.gate.plan import GateKnobs
 from pyhelpers.gate.report import build_summary
 from pyhelpers.gate.simulate import simulate_round
 from pyhelpers.gate.wandb_log import log_gate
+from pyhelpers.tracking import wandb_log as wandb_logging
 
 SECRET = "sk-test-SHOULD-NOT-LEAK-1234567890"
 HELP, HARM = "sk-00000000000a", "sk-00000000000b"

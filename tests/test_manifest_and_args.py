@@ -7,9 +7,12 @@ import json
 import pytest
 from conftest import SHARED
 
-from pyhelpers import config, launch_args, runmanifest, slime_flags
+from pyhelpers.config import load as config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.runlayout import from_config
+from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.launch import slime_flags
+from pyhelpers.run import manifest as runmanifest
+from pyhelpers.run.layout import from_config
 
 
 def test_manifest_has_no_secrets_or_machine_paths(toolkit_env, tmp_path):

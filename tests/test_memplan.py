@@ -1,4 +1,4 @@
-"""pyhelpers.memplan (the per-GPU memory estimate), `pyhelpers plan memory` and bench/logits_memory.py."""
+"""pyhelpers.capacity.gpumem (the per-GPU memory estimate), `pyhelpers plan memory` and bench/logits_memory.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT, run_pyhelpers
 
-from pyhelpers import memplan
+from pyhelpers.capacity import gpumem as memplan
 from pyhelpers.cli import main
 from pyhelpers.errors import ToolkitError
 
@@ -123,7 +123,7 @@ def test_bad_budget_knobs(gpu, fraction, knob):
 
 
 def test_memplan_imports_only_the_standard_library():
-    code = ("import sys; before = set(sys.modules); import pyhelpers.memplan; "
+    code = ("import sys; before = set(sys.modules); import pyhelpers.capacity.gpumem; "
             "new = sorted(m.split('.')[0] for m in set(sys.modules) - before); print(' '.join(new))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     top = set(out.stdout.split()) - {"pyhelpers"}

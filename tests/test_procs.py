@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from pyhelpers import ports, procfs, procs, runlock
+from pyhelpers.procs import groups as procs
+from pyhelpers.procs import ports, procfs
+from pyhelpers.run import lock as runlock
 
 DRIVER = ROOT / "tests" / "proc_driver.sh"
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from tokenizer_fixture import build_tokenizer
 
-from pyhelpers import prompting
-from pyhelpers.prompting import ContextBudgetError, PromptBuilder, TemplateError
-from pyhelpers.system_prompt import SYSTEM_PROMPT
+from pyhelpers.policy import prompt_builder as prompting
+from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder, TemplateError
+from pyhelpers.policy.system_prompt import SYSTEM_PROMPT
 
 
 @pytest.fixture(scope="module")
@@ -121,8 +121,8 @@ def test_plugin_modules_import_without_click_jsonschema_dotenv_wandb():
         "    def find_spec(self, name, path=None, target=None):\n"
         "        if name.split('.')[0] in BLOCK: raise ImportError('blocked: ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import pyhelpers.prompting, pyhelpers.shopsim.client, pyhelpers.sglang_client, pyhelpers.tasks\n"
-        "import pyhelpers.taskdata\n"
+        "import pyhelpers.policy.prompt_builder, pyhelpers.shopsim.client, pyhelpers.policy.sglang_client, pyhelpers.tasks.files\n"
+        "import pyhelpers.tasks.build\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stdout + r.stderr

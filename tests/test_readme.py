@@ -33,7 +33,7 @@ def test_the_quick_start_is_the_two_commands():
 
 
 def test_the_restart_rules_in_the_readme_are_the_codes():
-    from pyhelpers.supervisor import RULES
+    from pyhelpers.loop.supervisor import RULES
 
     readme = (ROOT / "README.md").read_text()
     table = readme.split("### Self-healing and notifications", 1)[1].split("\n### ", 1)[0]

@@ -15,9 +15,9 @@ from tokenizer_fixture import build_tokenizer
 
 from pyhelpers import jsonfiles
 from pyhelpers.errors import ToolkitError
+from pyhelpers.launch.slime_flags import SLIME_TRAIN_FLAGS, check
 from pyhelpers.rollout import flags, metrics, retry, runtime, settings
 from pyhelpers.skills.bank import write_bank
-from pyhelpers.slime_flags import SLIME_TRAIN_FLAGS, check
 
 use_slime_stub()
 from slime.utils.types import Sample  # noqa: E402  (the stand-in, from tests/fakes/slime_stub)

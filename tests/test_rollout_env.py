@@ -80,7 +80,7 @@ sys.path[:0] = [root, shim]
 import pyhelpers.rollout.flags, pyhelpers.rollout.generate, pyhelpers.rollout.rollout
 from pyhelpers.jsonfiles import validation_errors
 from pyhelpers.rollout import runtime, settings
-from pyhelpers.sglang_client import SGLangClient
+from pyhelpers.policy.sglang_client import SGLangClient
 from pyhelpers.shopsim.client import ShopSimClient
 
 builder, pad = runtime._builder(tok)

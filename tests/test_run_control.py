@@ -22,8 +22,8 @@ from rehearsal_support import (
     wait_for,
 )
 
-from pyhelpers import ports, procfs
-from pyhelpers.config import load
+from pyhelpers.config.load import load
+from pyhelpers.procs import ports, procfs
 
 
 def _ray_temp_dir(env) -> str:

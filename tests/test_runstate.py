@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from fakes.megatron_layout import write_checkpoint, write_hf
 
-from pyhelpers import checkpoints as ck
-from pyhelpers import runstate
 from pyhelpers.errors import ToolkitError
-from pyhelpers.runlayout import RunLayout
+from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import state as runstate
+from pyhelpers.run.layout import RunLayout
 
 ROUNDS = 3
 
@@ -130,7 +130,7 @@ def test_hf_flip_is_relative_and_atomic_and_old_exports_go(lay):
 def test_export_cut_after_the_flip_is_not_done_until_old_exports_are_gone(lay):
     """A kill between the flip and the cleanup (or mid-flip): the export stage is still to do, and
     re-running it (no conversion: hf-7 is complete) removes what was left."""
-    from pyhelpers import stages
+    from pyhelpers.loop.stages import export as stages
 
     write_checkpoint(lay.megatron, 7)
     write_hf(lay.hf_dir(3), 3)
@@ -200,8 +200,8 @@ def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
 def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
     """make status's step line: the last whole line (a replayed step after a resume is the newest
     line, a torn line is skipped), with the success rate the plugin logged."""
-    from pyhelpers import runstatus
     from pyhelpers.rollout.metrics import append_jsonl
+    from pyhelpers.run import status as runstatus
 
     lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
     assert runstatus._step(lay, 1) is None

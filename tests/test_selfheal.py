@@ -21,8 +21,8 @@ from rehearsal_support import (
     wait_for,
 )
 
-from pyhelpers import notify
-from pyhelpers.supervisor import PERMANENT, TRANSIENT, Supervisor, classify
+from pyhelpers.loop import notify
+from pyhelpers.loop.supervisor import PERMANENT, TRANSIENT, Supervisor, classify
 
 
 def test_the_restart_rules_table():

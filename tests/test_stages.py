@@ -8,10 +8,10 @@ import pytest
 from conftest import run_pyhelpers
 from fakes.megatron_layout import write_checkpoint, write_hf
 
-from pyhelpers import checkpoints as ck
-from pyhelpers import stages
 from pyhelpers.errors import ToolkitError
-from pyhelpers.runlayout import RunLayout
+from pyhelpers.loop.stages import export as stages
+from pyhelpers.run import checkpoints as ck
+from pyhelpers.run.layout import RunLayout
 
 
 @pytest.fixture

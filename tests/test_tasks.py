@@ -9,8 +9,9 @@ import pytest
 from conftest import run_pyhelpers
 from fakes.shop_fixture import goals, records, write_shop_fixture
 
-from pyhelpers import taskdata, tasks
 from pyhelpers.errors import ToolkitError
+from pyhelpers.tasks import build as taskdata
+from pyhelpers.tasks import files as tasks
 
 
 def _read(path):

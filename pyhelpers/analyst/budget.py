@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..jsonfiles import write_json_atomic
+from pyhelpers.jsonfiles import write_json_atomic
 
 
 class Stopped(Exception):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import requests
 
-from .budget import Budget, Clock, Stopped
+from pyhelpers.analyst.budget import Budget, Clock, Stopped
 
 log = logging.getLogger("pyhelpers.analyst")
 

@@ -22,9 +22,9 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..jsonfiles import validation_errors
-from .budget import Clock
+from pyhelpers.analyst.budget import Clock
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import validation_errors
 
 log = logging.getLogger("pyhelpers.analyst")
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 
-from ..jsonfiles import canonical_bytes, validation_errors
+from pyhelpers.jsonfiles import canonical_bytes, validation_errors
 
 MAX_TURNS_SHOWN = 12
 MAX_FIELD_CHARS = 600

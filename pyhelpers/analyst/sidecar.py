@@ -17,13 +17,13 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..jsonfiles import validate, write_json_atomic
-from . import prompt
-from .budget import Budget, CapReached, Clock, Stopped
-from .client import ChatClient, ChatError, FatalError, RejectedError, TransientError
-from .ledger import Ledger, RoundLock, batch_id, require_round
-from .stats import Stats, WandbLog, WandbOptions
+from pyhelpers.analyst import prompt
+from pyhelpers.analyst.budget import Budget, CapReached, Clock, Stopped
+from pyhelpers.analyst.client import ChatClient, ChatError, FatalError, RejectedError, TransientError
+from pyhelpers.analyst.ledger import Ledger, RoundLock, batch_id, require_round
+from pyhelpers.analyst.stats import Stats, WandbLog, WandbOptions
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import validate, write_json_atomic
 
 log = logging.getLogger("pyhelpers.analyst")
 

@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..jsonfiles import write_json_atomic
+from pyhelpers.jsonfiles import write_json_atomic
 
 log = logging.getLogger("pyhelpers.analyst")
 

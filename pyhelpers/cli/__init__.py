@@ -11,7 +11,7 @@ import importlib
 
 import click
 
-from ..errors import ToolkitError
+from pyhelpers.errors import ToolkitError
 
 # command name -> (module, attribute, one-line help shown by `pyhelpers --help`)
 GROUPS: dict[str, tuple[str, str, str]] = {

@@ -8,8 +8,8 @@ import click
 
 def ctx():
     """(config, run layout) of the current configuration; a bad knob raises, naming it."""
-    from .. import config as config_mod
-    from ..runlayout import from_config
+    from pyhelpers.config import load as config_mod
+    from pyhelpers.run.layout import from_config
 
     cfg = config_mod.load()
     return cfg, from_config(cfg)

@@ -8,8 +8,8 @@ import sys
 
 import click
 
-from .. import config as config_mod
-from ..config_check import check
+from pyhelpers.config import load as config_mod
+from pyhelpers.config.check import check
 
 
 def _problems_or_exit(cfg) -> None:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from .. import config as config_mod
-from .. import taskdata, tasks
-from ..jsonfiles import write_json_atomic
+from pyhelpers.config import load as config_mod
+from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.tasks import build as taskdata
+from pyhelpers.tasks import files as tasks
 
 
 @click.group()

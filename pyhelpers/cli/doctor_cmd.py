@@ -7,10 +7,10 @@ import os
 
 import click
 
-from .. import config as config_mod
-from ..doctor import hooks
-from ..doctor.base import PROFILES
-from ..errors import ToolkitError
+from pyhelpers.config import load as config_mod
+from pyhelpers.doctor import hooks
+from pyhelpers.doctor.base import PROFILES
+from pyhelpers.errors import ToolkitError
 
 
 def _line(r) -> list[str]:
@@ -35,7 +35,7 @@ def doctor(ctx, as_json, profile, verbose):
     """
     if ctx.invoked_subcommand:
         return
-    from ..doctor.runner import counts, run_checks
+    from pyhelpers.doctor.runner import counts, run_checks
 
     try:
         cfg = config_mod.load()

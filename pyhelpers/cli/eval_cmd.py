@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .. import config as config_mod
+from pyhelpers.config import load as config_mod
 
 _ROUND = re.compile(r"round-(\d+)$")
 
@@ -34,7 +34,7 @@ def _progress(quiet: bool):
 
 
 def _settings(cfg, model_dir, server, shopsim):
-    from ..evaluate.settings import EvalSettings
+    from pyhelpers.evaluate.settings import EvalSettings
 
     return EvalSettings.from_config(cfg, shopsim_url=shopsim, server_url=server,
                                     tokenizer_dir=str(model_dir) if model_dir else None)
@@ -60,8 +60,8 @@ def val_cmd(round_dir, out_dir, resume, use_wandb, model_dir, server, shopsim, t
       pyhelpers eval val --round-dir runs/demo/rounds/round-000 --resume --wandb
       pyhelpers eval val --out-dir runs/demo/baseline/val --model-dir models/Qwen3.5-4B
     """
-    from ..evaluate import round as rnd
-    from ..evaluate import val
+    from pyhelpers.evaluate import round as rnd
+    from pyhelpers.evaluate import val
 
     if round_dir is None and out_dir is None:
         raise click.UsageError("give --round-dir or --out-dir")
@@ -92,8 +92,8 @@ def gate_cmd(round_dir, resume, use_wandb, model_dir, server, shopsim, tasks_pat
     Example:
       pyhelpers eval gate --round-dir runs/demo/rounds/round-000 --resume --wandb
     """
-    from ..evaluate import round as rnd
-    from ..evaluate import val
+    from pyhelpers.evaluate import round as rnd
+    from pyhelpers.evaluate import val
 
     cfg = config_mod.load()
     settings = _settings(cfg, model_dir, server, shopsim)

@@ -6,9 +6,9 @@ import os
 
 import click
 
-from ..errors import ToolkitError
-from .common import ctx
-from .common import echo_err as _echo
+from pyhelpers.cli.common import ctx
+from pyhelpers.cli.common import echo_err as _echo
+from pyhelpers.errors import ToolkitError
 
 
 @click.group()
@@ -26,8 +26,8 @@ def migrate_pack():
     Example:
       pyhelpers migrate pack
     """
-    from ..diskplan import gb
-    from ..migrate import pack
+    from pyhelpers.capacity.diskplan import gb
+    from pyhelpers.migrate import pack
 
     cfg, lay = ctx()
     out = pack.pack(cfg, lay, progress=_echo)
@@ -51,7 +51,7 @@ def migrate_machine(from_, profile):
     Example:
       pyhelpers migrate machine --from root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/myrun
     """
-    from ..migrate import fetch
+    from pyhelpers.migrate import fetch
 
     if not from_:
         raise ToolkitError("FROM is not set", "make migrate-machine FROM=...",

@@ -10,8 +10,8 @@ import json
 
 import click
 
-from .. import config as config_mod
-from .. import memplan
+from pyhelpers.capacity import gpumem as memplan
+from pyhelpers.config import load as config_mod
 
 
 @click.group()

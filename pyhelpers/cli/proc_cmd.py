@@ -8,7 +8,9 @@ from pathlib import Path
 
 import click
 
-from .. import ports, procs, ready, runlock
+from pyhelpers.procs import groups as procs
+from pyhelpers.procs import ports, ready
+from pyhelpers.run import lock as runlock
 
 _dir = click.Path(file_okay=False, path_type=Path)
 
@@ -17,7 +19,7 @@ def _knob(value: float | None, name: str) -> float:
     """An explicit option wins; else the configured knob (read here, at the edge)."""
     if value is not None:
         return value
-    from .. import config
+    from pyhelpers.config import load as config
 
     return config.load().float(name)
 

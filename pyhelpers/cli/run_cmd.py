@@ -12,10 +12,12 @@ import sys
 
 import click
 
-from .. import launch_args, runmanifest, runstate
-from .. import rehearsal as rehearsal_mod
-from ..errors import ToolkitError
-from .common import ctx as _ctx
+from pyhelpers.cli.common import ctx as _ctx
+from pyhelpers.errors import ToolkitError
+from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.run import manifest as runmanifest
+from pyhelpers.run import rehearsal as rehearsal_mod
+from pyhelpers.run import state as runstate
 
 
 @click.group()
@@ -105,7 +107,7 @@ def run_check_lock():
     Example:
       pyhelpers run check-lock && echo "no driver is running"
     """
-    from .. import runlock
+    from pyhelpers.run import lock as runlock
 
     _, lay = _ctx()
     runlock.require_free(lay.lock)
@@ -128,7 +130,7 @@ def run_argv(program, round_, model):
     """
     cfg, lay = _ctx()
     if program == "slime":
-        from ..rollout.flags import plugin_flags
+        from pyhelpers.rollout.flags import plugin_flags
 
         _nul(launch_args.slime_train(cfg, lay, round_, plugin_flags()))
     elif program == "ray-head":
@@ -140,4 +142,4 @@ def run_argv(program, round_, model):
 
 
 # The other modules add their commands to `run`.
-from . import run_ops_cmd, run_stage_cmd  # noqa: E402,F401
+from pyhelpers.cli import run_ops_cmd, run_stage_cmd  # noqa: E402,F401

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from .. import runstop
-from .common import ctx as _ctx
-from .common import echo_err
-from .run_cmd import run
+from pyhelpers.cli.common import ctx as _ctx
+from pyhelpers.cli.common import echo_err
+from pyhelpers.cli.run_cmd import run
+from pyhelpers.run import stop as runstop
 
 
 def _stop_job(cfg, lay):
-    from .. import trainstage
+    from pyhelpers.loop.stages import train as trainstage
 
     return lambda: trainstage.stop_job(cfg, lay)
 
@@ -62,8 +62,9 @@ def run_rehearsal_reset():
     Example:
       RUN_NAME=rehearsal pyhelpers run rehearsal-reset
     """
-    from .. import rehearsal, runlock
-    from ..errors import ToolkitError
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.run import lock as runlock
+    from pyhelpers.run import rehearsal
 
     cfg, lay = _ctx()
     runlock.require_free(lay.lock)
@@ -84,7 +85,7 @@ def run_summary():
     Example:
       pyhelpers run summary
     """
-    from .. import runstatus
+    from pyhelpers.run import status as runstatus
 
     cfg, lay = _ctx()
     for line in runstatus.summary_lines(cfg, lay):
@@ -103,7 +104,7 @@ def run_status(as_json):
     """
     import json
 
-    from .. import runstatus
+    from pyhelpers.run import status as runstatus
 
     cfg, lay = _ctx()
     st = runstatus.gather(cfg, lay)
@@ -128,8 +129,8 @@ def run_logs(service, lines, follow):
     import os
     import time
 
-    from .. import procs
-    from ..errors import ToolkitError
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.procs import groups as procs
 
     _, lay = _ctx()
     logs = sorted(lay.logs.glob("*.log")) if lay.logs.is_dir() else []
@@ -162,7 +163,7 @@ def run_plan(model_args):
     Example:
       pyhelpers run plan
     """
-    from .. import runplan
+    from pyhelpers.run import plan as runplan
 
     cfg, lay = _ctx()
     for line in runplan.plan(cfg, lay, list(model_args) or None):
@@ -184,8 +185,8 @@ def run_wandb_sync(dry_run):
     import sys
     from pathlib import Path
 
-    from .. import wandbsync
-    from ..errors import ToolkitError
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.tracking import sync as wandbsync
 
     cfg, lay = _ctx()
     todo = wandbsync.pending(lay.run_dir)
@@ -195,7 +196,7 @@ def run_wandb_sync(dry_run):
         click.echo(f"  {p.relative_to(lay.run_dir)}")
     if dry_run or not todo:
         return
-    from ..doctor.envfile import netrc_has
+    from pyhelpers.doctor.envfile import netrc_has
 
     if not cfg.get("WANDB_API_KEY") and not netrc_has(os.environ.get("HOME", ""), "api.wandb.ai"):
         raise ToolkitError("no W&B key: WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry",
@@ -222,7 +223,7 @@ def run_convert_base(model_args):
     Example:
       pyhelpers run convert-base -- "${MODEL_ARGS[@]}"
     """
-    from .. import basemodel
+    from pyhelpers.launch import convert_base as basemodel
 
     cfg, _ = _ctx()
     log = cfg.path("MODELS_DIR") / "convert-base.log"
@@ -241,8 +242,8 @@ def run_report(out):
     """
     import time
 
-    from .. import report
-    from ..errors import ToolkitError
+    from pyhelpers import report
+    from pyhelpers.errors import ToolkitError
 
     cfg, lay = _ctx()
     if not lay.manifest.is_file():

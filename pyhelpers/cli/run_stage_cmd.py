@@ -1,14 +1,14 @@
-"""`pyhelpers run loop|service|stop-job|log-wandb`: the training loop (pyhelpers/driver.py) and
+"""`pyhelpers run loop|service|stop-job|log-wandb`: the training loop (pyhelpers/loop/loop.py) and
 the services and the job it starts."""
 
 from __future__ import annotations
 
 import click
 
-from ..runlayout import STAGES
-from .common import ctx as _ctx
-from .common import echo_err as _echo
-from .run_cmd import run
+from pyhelpers.cli.common import ctx as _ctx
+from pyhelpers.cli.common import echo_err as _echo
+from pyhelpers.cli.run_cmd import run
+from pyhelpers.run.layout import STAGES
 
 
 @run.command("loop", context_settings={"ignore_unknown_options": True})
@@ -16,7 +16,7 @@ from .run_cmd import run
               help="End when this stage is next (make smoke stops before compile).")
 @click.argument("model_args", nargs=-1, type=click.UNPROCESSED)
 def run_loop(stop_before, model_args):
-    """The training loop (pyhelpers/driver.py): derive the next stage from the artifacts, run it,
+    """The training loop (pyhelpers/loop/loop.py): derive the next stage from the artifacts, run it,
     repeat until the run is done; then log what W&B still lacks and print the summary. Run by
     bin/train as its child (dies with it); MODEL_ARGS are the flags of slime's model script.
     Exit 0 done, 1 a stage failed (the reason on stderr), 143/130 stopped.
@@ -25,8 +25,11 @@ def run_loop(stop_before, model_args):
     Example:
       pyhelpers run loop -- "${MODEL_ARGS[@]}"
     """
-    from .. import driver, procs, runstatus, wandb_pending
-    from ..errors import Stopped
+    from pyhelpers.errors import Stopped
+    from pyhelpers.loop import loop as driver
+    from pyhelpers.procs import groups as procs
+    from pyhelpers.run import status as runstatus
+    from pyhelpers.tracking import pending as wandb_pending
 
     procs.die_with_parent()
     driver.install_signal_handlers()
@@ -47,7 +50,8 @@ def run_loop(stop_before, model_args):
 
 
 def _final_report(cfg, lay) -> None:
-    from .. import report, services
+    from pyhelpers import report
+    from pyhelpers.launch import services
 
     services.stop(cfg, lay, "report")  # a round's background report: this one supersedes it
     try:
@@ -68,7 +72,8 @@ def run_service(name, model, round_):
     Example:
       pyhelpers run service shopsim
     """
-    from .. import ready, services
+    from pyhelpers.launch import services
+    from pyhelpers.procs import ready
 
     cfg, lay = _ctx()
     try:
@@ -87,7 +92,7 @@ def run_stop_job():
     Example:
       pyhelpers run stop-job
     """
-    from .. import trainstage
+    from pyhelpers.loop.stages import train as trainstage
 
     cfg, lay = _ctx()
     _echo(trainstage.stop_job(cfg, lay) or "no slime job recorded")
@@ -103,7 +108,7 @@ def run_log_wandb():
     Example:
       pyhelpers run log-wandb
     """
-    from .. import wandb_pending
+    from pyhelpers.tracking import pending as wandb_pending
 
     cfg, lay = _ctx()
     for line in wandb_pending.log_all(cfg, lay):

@@ -6,11 +6,11 @@ import asyncio
 
 import click
 
-from ..errors import ToolkitError
+from pyhelpers.errors import ToolkitError
 
 
 async def _call(url: str, what: str):
-    from ..shopsim.client import ShopSimClient, ShopSimError
+    from pyhelpers.shopsim.client import ShopSimClient, ShopSimError
 
     try:
         async with ShopSimClient(url) as client:

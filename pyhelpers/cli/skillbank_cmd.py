@@ -8,14 +8,14 @@ from pathlib import Path
 
 import click
 
-from .. import config as config_mod
-from ..errors import ToolkitError
-from ..skills import bank as bank_mod
-from ..skills import steps
-from ..skills.decisions import select_for_gate
-from ..skills.render import render
-from ..skills.report import diff_banks, format_diff, format_show, show_rows
-from ..skills.tokens import counter_for
+from pyhelpers.config import load as config_mod
+from pyhelpers.errors import ToolkitError
+from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills import steps
+from pyhelpers.skills.decisions import select_for_gate
+from pyhelpers.skills.render import render
+from pyhelpers.skills.report import diff_banks, format_diff, format_show, show_rows
+from pyhelpers.skills.tokens import counter_for
 
 
 def _embedder(spec: str | None):

@@ -18,9 +18,9 @@ import re
 import shutil
 from pathlib import Path
 
-from .base import FAIL, PASS, WARN, CheckError, Context, Result, result, tail
-from .conda import env_prefix, slime_probe
-from .gpus import used_gpus
+from pyhelpers.doctor.base import FAIL, PASS, WARN, CheckError, Context, Result, result, tail
+from pyhelpers.doctor.conda import env_prefix, slime_probe
+from pyhelpers.doctor.gpus import used_gpus
 
 _ELF = re.compile(r"^ELF file\s+\d+:\s*\S*?\.(sm_\d+[af]?)\.cubin\s*$", re.M)
 _PTX = re.compile(r"^PTX file\s+\d+:\s*\S*?\.(sm_\d+[af]?)\.ptx\s*$", re.M)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, is_secret
+from pyhelpers.config.load import Config, is_secret
 
 PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
 STATUSES = (PASS, WARN, FAIL, SKIP)

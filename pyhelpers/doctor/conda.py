@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import ToolkitError
-from . import lockfile
-from .base import FAIL, PASS, CheckError, Context, Result, result, tail
-from .slime_probe import MARKER
+from pyhelpers.doctor import lockfile
+from pyhelpers.doctor.base import FAIL, PASS, CheckError, Context, Result, result, tail
+from pyhelpers.doctor.slime_probe import MARKER
+from pyhelpers.errors import ToolkitError
 
 PROBE_FILE = Path(__file__).with_name("slime_probe.py")
 PROBE_TIMEOUT = 300  # importing a CUDA torch on a cold disk can take a while

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..config import PROJECT_ROOT
-from .base import FAIL, PASS, WARN, Context, Result, result
-from .conda import env_prefix, slime_probe
-from .slime_probe import CUDNN_DISTS
+from pyhelpers.config.load import PROJECT_ROOT
+from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
+from pyhelpers.doctor.conda import env_prefix, slime_probe
+from pyhelpers.doctor.slime_probe import CUDNN_DISTS
 
 HOOK = "cudnn_ldpath.sh"
 INSTALL = "make install-hooks"

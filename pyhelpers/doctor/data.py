@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..jsonfiles import validation_errors
-from .base import FAIL, PASS, Context, Result, result
+from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
+from pyhelpers.jsonfiles import validation_errors
 
 SHOWN = 5  # errors listed per file; the rest are counted
 MISSING = ("build the task files as docs/training.md describes, or copy data/ from the old machine "

@@ -1,5 +1,5 @@
 """Disks (M2, M3): weights never on the system disk, enough free space for a round's peak
-(pyhelpers.diskplan), and no configured path that depends on an old symlink into the system disk.
+(pyhelpers.capacity.diskplan), and no configured path that depends on an old symlink into the system disk.
 """
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import diskplan
-from ..config_check import device_of
-from ..diskguard import tree_bytes
-from .base import FAIL, PASS, WARN, Context, Result, result
+from pyhelpers.capacity import diskplan
+from pyhelpers.capacity.diskguard import tree_bytes
+from pyhelpers.config.check import device_of
+from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
 
 WEIGHT_DIRS = ("TRAIN_SAVE", "MODELS_DIR", "RUNS_DIR")
 RUN_STATE_BYTES = 1 * diskplan.GB  # logs, W&B offline files, spool, banks of one run

@@ -10,7 +10,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from .base import FAIL, PASS, WARN, Context, Result, result
+from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
 
 CREATE = "cp env/example.env {env} && chmod 600 {env}"
 

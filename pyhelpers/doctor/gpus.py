@@ -11,7 +11,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from .base import FAIL, PASS, WARN, CheckError, Context, Result, result, tail
+from pyhelpers.doctor.base import FAIL, PASS, WARN, CheckError, Context, Result, result, tail
 
 QUERY = ["--query-gpu=index,name,compute_cap,memory.total", "--format=csv,noheader,nounits"]
 APPS = ["--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"]

@@ -11,8 +11,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import PROJECT_ROOT, Config
-from ..errors import ToolkitError
+from pyhelpers.config.load import PROJECT_ROOT, Config
+from pyhelpers.errors import ToolkitError
 
 HOOK = "cudnn_ldpath.sh"
 KINDS = ("activate.d", "deactivate.d")

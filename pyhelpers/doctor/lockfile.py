@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..errors import ToolkitError
+from pyhelpers.errors import ToolkitError
 
 SPECIAL = ("python", "cuda-toolkit")  # not pip distributions
 _LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*=\s*(\S+)$")

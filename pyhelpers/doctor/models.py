@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from .base import FAIL, PASS, Context, Result, result
+from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
 
 TOKENIZER_SETS = (("tokenizer.json",), ("tokenizer.model",), ("vocab.json", "merges.txt"))
 

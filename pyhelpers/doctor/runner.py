@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from ..config import Config
-from ..errors import ToolkitError
-from . import arch, conda, cudnn, data, disks, envfile, gpus, models, shopsim, versions
-from .base import FAIL, SKIP, STATUSES, CheckError, Context, Result, result
+from pyhelpers.config.load import Config
+from pyhelpers.doctor import arch, conda, cudnn, data, disks, envfile, gpus, models, shopsim, versions
+from pyhelpers.doctor.base import FAIL, SKIP, STATUSES, CheckError, Context, Result, result
+from pyhelpers.errors import ToolkitError
 
 Check = Callable[[Context], list[Result]]
 

@@ -3,8 +3,9 @@ which ports the run opens on which addresses."""
 
 from __future__ import annotations
 
-from .. import ports, procfs, procs
-from .base import FAIL, PASS, WARN, Context, Result, result
+from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
+from pyhelpers.procs import groups as procs
+from pyhelpers.procs import ports, procfs
 
 
 def _ours(ctx: Context) -> set[int]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from . import lockfile
-from .base import FAIL, PASS, WARN, Context, Result, result
-from .conda import slime_probe
+from pyhelpers.doctor import lockfile
+from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
+from pyhelpers.doctor.conda import slime_probe
 
 REINSTALL = ("restore the system image with the pinned env (M18), or reinstall the locked versions into "
              "the slime env (env/conda/slime.yml); if the new versions are intended, update SLIME_LOCK={lock}")

@@ -1,6 +1,6 @@
 """One evaluation episode: the turn loop on the shared prompt builder, and its infra retries.
 
-The prompt is pyhelpers.prompting's (the chat template rendered once, then each turn's response
+The prompt is pyhelpers.policy.prompt_builder's (the chat template rendered once, then each turn's response
 tokens and observation tokens appended exactly as training does), generation is SGLang's native
 /generate with max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of
 ROLLOUT_MAX_CONTEXT_LEN, and the simulator is driven through ShopSimClient.episode_slot (the slot
@@ -37,13 +37,13 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ..prompting import ContextBudgetError, PromptBuilder
-from ..sglang_client import SGLangClient, SGLangError, SGLangRejected, SGLangUnavailable
-from ..shopsim.client import EpisodeSlot, ShopSimClient
-from ..shopsim.protocol import ShopSimError, TransportError, extract_action, persona_observation
-from ..skills.render import Rendered
-from ..system_prompt import PROMPT_VERSION
-from .settings import EvalSettings
+from pyhelpers.evaluate.settings import EvalSettings
+from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder
+from pyhelpers.policy.sglang_client import SGLangClient, SGLangError, SGLangRejected, SGLangUnavailable
+from pyhelpers.policy.system_prompt import PROMPT_VERSION
+from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient
+from pyhelpers.shopsim.protocol import ShopSimError, TransportError, extract_action, persona_observation
+from pyhelpers.skills.render import Rendered
 
 log = logging.getLogger(__name__)
 

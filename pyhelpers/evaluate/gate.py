@@ -18,19 +18,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..gate.decide import decide
-from ..gate.estimate import RoundEstimate, estimate
-from ..gate.plan import GateKnobs, Plan, make_plan
-from ..gate.report import build_summary
-from ..jsonfiles import load_json, validate, write_json_atomic
-from ..prompting import PromptBuilder
-from ..skills.decisions import select_for_gate
-from ..skills.render import render
-from .episode import SCORED, EpisodeSpec
-from .runner import RunResult
-from .settings import EvalSettings
-from .val import check_infra, play_specs
+from pyhelpers.errors import ToolkitError
+from pyhelpers.evaluate.episode import SCORED, EpisodeSpec
+from pyhelpers.evaluate.runner import RunResult
+from pyhelpers.evaluate.settings import EvalSettings
+from pyhelpers.evaluate.val import check_infra, play_specs
+from pyhelpers.gate.decide import decide
+from pyhelpers.gate.estimate import RoundEstimate, estimate
+from pyhelpers.gate.plan import GateKnobs, Plan, make_plan
+from pyhelpers.gate.report import build_summary
+from pyhelpers.jsonfiles import load_json, validate, write_json_atomic
+from pyhelpers.policy.prompt_builder import PromptBuilder
+from pyhelpers.skills.decisions import select_for_gate
+from pyhelpers.skills.render import render
 
 
 def load_or_make_plan(gate_dir: Path, bank: Mapping, val_summary: Mapping, val_tasks: Sequence[dict],

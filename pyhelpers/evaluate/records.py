@@ -13,8 +13,8 @@ import logging
 import os
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..jsonfiles import write_bytes_atomic
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 

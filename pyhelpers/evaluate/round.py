@@ -1,6 +1,6 @@
 """Bare val and the gate of one round, as the CLI (`pyhelpers eval val|gate`) and the training
 loop's evaluate stage both run them; and their W&B logging from the files they wrote, so it can
-run later, in the background (log once: pyhelpers/wandb_logging.py).
+run later, in the background (log once: pyhelpers/tracking/wandb_log.py).
 
 `echo` receives the report lines (the CLI prints them; the stage streams them to its log)."""
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import events
-from ..errors import ToolkitError
-from ..jsonfiles import load_json
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import load_json
+from pyhelpers.run import events
 
 Echo = Callable[[str], None]
 
@@ -25,7 +25,7 @@ def _episodes_event(cfg, what: str, round_no: int | None, result) -> None:
 
 
 def val_tasks(cfg, tasks_path: Path | None):
-    from ..tasks import load_tasks
+    from pyhelpers.tasks.files import load_tasks
 
     path = tasks_path or cfg.path("VAL_TASKS")
     return path, load_tasks(path, split="val")
@@ -33,7 +33,7 @@ def val_tasks(cfg, tasks_path: Path | None):
 
 def play_val(cfg, settings, builder, out: Path, round_no: int | None, label: str, tasks_path: Path | None,
              resume: bool, echo: Echo, progress=None) -> dict:
-    from . import val
+    from pyhelpers.evaluate import val
 
     path, tasks = val_tasks(cfg, tasks_path)
     summary, result = val.run_val(settings, builder, tasks, out, resume=resume, label=label, round_no=round_no,
@@ -48,10 +48,10 @@ def play_val(cfg, settings, builder, out: Path, round_no: int | None, label: str
 
 def play_gate(cfg, settings, builder_factory, round_dir: Path, tasks_path: Path | None, resume: bool, echo: Echo,
               progress=None) -> dict:
-    from ..gate.plan import GateKnobs
-    from ..gate.report import gate_report
-    from ..skills.bank import bank_sha256, load_bank
-    from . import gate
+    from pyhelpers.evaluate import gate
+    from pyhelpers.gate.plan import GateKnobs
+    from pyhelpers.gate.report import gate_report
+    from pyhelpers.skills.bank import bank_sha256, load_bank
 
     compiled = round_dir / "compiled.json"
     if not compiled.is_file():
@@ -80,7 +80,7 @@ def play_gate(cfg, settings, builder_factory, round_dir: Path, tasks_path: Path 
 
 
 def log_val_wandb(cfg, out: Path) -> str:
-    from .wandb_val import log_val
+    from pyhelpers.evaluate.wandb_val import log_val
 
     res = log_val(load_json(out / "summary.json"), project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
                   run_dir=cfg.run_dir, mode=cfg.get("WANDB_MODE") or None)
@@ -88,10 +88,10 @@ def log_val_wandb(cfg, out: Path) -> str:
 
 
 def log_gate_wandb(cfg, round_dir: Path) -> str:
-    from ..gate.wandb_log import log_gate
-    from ..skills.bank import load_bank, status_counts
-    from ..skills.decisions import apply_decisions
-    from ..skills.steps import caps_from
+    from pyhelpers.gate.wandb_log import log_gate
+    from pyhelpers.skills.bank import load_bank, status_counts
+    from pyhelpers.skills.decisions import apply_decisions
+    from pyhelpers.skills.steps import caps_from
 
     bank = load_bank(round_dir / "compiled.json")
     doc = load_json(round_dir / "gate" / "decisions.json")

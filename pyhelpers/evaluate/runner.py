@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..prompting import PromptBuilder
-from . import records, slots
-from .episode import Context, EpisodeSpec, play
-from .progress import Progress
-from .settings import EvalSettings
+from pyhelpers.errors import ToolkitError
+from pyhelpers.evaluate import records, slots
+from pyhelpers.evaluate.episode import Context, EpisodeSpec, play
+from pyhelpers.evaluate.progress import Progress
+from pyhelpers.evaluate.settings import EvalSettings
+from pyhelpers.policy.prompt_builder import PromptBuilder
 
 START_WAIT_S = 30.0  # how long the runner waits for both services before it starts
 

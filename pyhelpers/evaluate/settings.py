@@ -2,7 +2,7 @@
 
 `EvalSettings.from_config(cfg, ...)` maps the knobs; library code only ever sees the dataclass.
 Sampling follows training: temperature 1.0, top_p 1.0 (slime's --rollout-temperature 1.0 in
-pyhelpers/launch_args.py), max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of
+pyhelpers/launch/slime_args.py), max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of
 ROLLOUT_MAX_CONTEXT_LEN, special tokens kept as slime keeps them, so val and gate see the
 distribution the policy is trained under.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import ToolkitError
+from pyhelpers.errors import ToolkitError
 
 # What slime's GenerateState sends besides max_new_tokens (its defaults for our launch flags).
 SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "skip_special_tokens": False,
@@ -64,7 +64,7 @@ class EvalSettings:
     @classmethod
     def from_config(cls, cfg, *, shopsim_url: str | None = None, server_url: str | None = None,
                     tokenizer_dir: str | None = None) -> EvalSettings:
-        """The knob values of `cfg` (a pyhelpers.config.Config), with the CLI's overrides."""
+        """The knob values of `cfg` (a pyhelpers.config.load.Config), with the CLI's overrides."""
         reset_wait = cfg.int("SHOPSIM_RESET_RETRIES") * cfg.float("SHOPSIM_RESET_DELAY")
         return cls(
             shopsim_url=shopsim_url or f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}",

@@ -25,10 +25,10 @@ import json
 import logging
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..jsonfiles import write_bytes_atomic
-from ..shopsim.client import ShopSimClient
-from ..shopsim.protocol import ShopSimError
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import write_bytes_atomic
+from pyhelpers.shopsim.client import ShopSimClient
+from pyhelpers.shopsim.protocol import ShopSimError
 
 log = logging.getLogger(__name__)
 

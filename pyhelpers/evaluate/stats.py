@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..gate.dist import norm_ppf
-from .episode import SCORED, TERMINATIONS
+from pyhelpers.evaluate.episode import SCORED, TERMINATIONS
+from pyhelpers.gate.dist import norm_ppf
 
 LEVEL = 0.95
 

@@ -18,14 +18,14 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import ToolkitError
-from ..jsonfiles import write_json_atomic
-from ..prompting import PromptBuilder, PromptError
-from ..system_prompt import PROMPT_VERSION
-from .episode import EpisodeSpec
-from .runner import RunResult, run_episodes
-from .settings import EvalSettings
-from .stats import val_summary
+from pyhelpers.errors import ToolkitError
+from pyhelpers.evaluate.episode import EpisodeSpec
+from pyhelpers.evaluate.runner import RunResult, run_episodes
+from pyhelpers.evaluate.settings import EvalSettings
+from pyhelpers.evaluate.stats import val_summary
+from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.policy.prompt_builder import PromptBuilder, PromptError
+from pyhelpers.policy.system_prompt import PROMPT_VERSION
 
 
 def load_builder(tokenizer_dir: str) -> PromptBuilder:

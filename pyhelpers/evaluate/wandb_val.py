@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .. import wandb_logging
+from pyhelpers.tracking import wandb_log as wandb_logging
 
 
 def val_metrics(summary: Mapping) -> dict:

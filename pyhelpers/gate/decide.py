@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from . import dist
-from .estimate import RoundEstimate
-from .plan import GateKnobs
+from pyhelpers.gate import dist
+from pyhelpers.gate.estimate import RoundEstimate
+from pyhelpers.gate.plan import GateKnobs
 
 DECISIONS = ("accept", "reject", "retire", "keep")
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import dist
-from .plan import Plan
+from pyhelpers.gate import dist
+from pyhelpers.gate.plan import Plan
 
 
 @dataclass

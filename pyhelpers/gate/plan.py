@@ -23,8 +23,8 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
-from ..errors import ToolkitError
-from . import masks
+from pyhelpers.errors import ToolkitError
+from pyhelpers.gate import masks
 
 ARMS = ("mask", "complement", "off", "on")
 

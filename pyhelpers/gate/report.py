@@ -11,9 +11,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict
 
-from .decide import counts, critical_value, pairs_needed, round_mde
-from .estimate import RoundEstimate
-from .plan import GateKnobs, Plan
+from pyhelpers.gate.decide import counts, critical_value, pairs_needed, round_mde
+from pyhelpers.gate.estimate import RoundEstimate
+from pyhelpers.gate.plan import GateKnobs, Plan
 
 
 def _clean(obj):

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .decide import decide
-from .estimate import RoundEstimate, estimate
-from .plan import GateKnobs, Plan, make_plan
+from pyhelpers.gate.decide import decide
+from pyhelpers.gate.estimate import RoundEstimate, estimate
+from pyhelpers.gate.plan import GateKnobs, Plan, make_plan
 
 
 def outcomes(plan: Plan, effects: Mapping[str, float], rng: np.random.Generator, base: float = 0.3,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .. import wandb_logging
+from pyhelpers.tracking import wandb_log as wandb_logging
 
 _SKILL_FIELDS = ("estimate", "ci_low", "ci_high", "se", "p_value", "mde", "round_estimate")
 _TABLE = ("skill_id", "decision", "estimate", "ci_low", "ci_high", "se", "n", "p_value", "rounds_tested", "reason")

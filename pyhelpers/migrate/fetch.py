@@ -28,14 +28,15 @@ import os
 import subprocess
 from pathlib import Path
 
-from .. import checkpoints as ck
-from .. import diskplan, runstate
-from ..config_check import device_of
-from ..diskguard import free_bytes
-from ..errors import ToolkitError
-from ..jsonfiles import load_json, write_json_atomic
-from ..runlayout import RunLayout
-from .pack import HASH, file_hash, pack_dir
+from pyhelpers.capacity import diskplan
+from pyhelpers.capacity.diskguard import free_bytes
+from pyhelpers.config.check import device_of
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import load_json, write_json_atomic
+from pyhelpers.migrate.pack import HASH, file_hash, pack_dir
+from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import state as runstate
+from pyhelpers.run.layout import RunLayout
 
 ENV_CHECKS = ("conda", "versions", "cudnn", "gpus", "arch", "system-disk", "legacy-symlinks")
 AFTER_CHECKS = ("model-hf", "model-torch-dist", "train-tasks", "val-tasks", "dotenv", "secrets")
@@ -82,8 +83,8 @@ def fetch_manifest(from_: str, runs_dir: Path, bwlimit: int) -> tuple[dict, Path
 def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -> None:
     """Step 2-3: refuse before copying when this machine cannot run the job, or the space or a
     destination path is wrong."""
-    from ..doctor.disks import _links
-    from ..doctor.runner import run_checks
+    from pyhelpers.doctor.disks import _links
+    from pyhelpers.doctor.runner import run_checks
 
     results = run_checks(cfg, environ, profile, only=ENV_CHECKS)
     for r in results:
@@ -185,8 +186,8 @@ def place_links(lay: RunLayout, manifest: dict) -> None:
 
 def after_checks(cfg, environ, profile: str, lay: RunLayout, echo) -> list[str]:
     """Step 7: what must still be done before `make resume` (empty: nothing)."""
-    from .. import runmanifest
-    from ..doctor.runner import run_checks
+    from pyhelpers.doctor.runner import run_checks
+    from pyhelpers.run import manifest as runmanifest
 
     todo = []
     for r in run_checks(cfg, environ, profile, only=AFTER_CHECKS):

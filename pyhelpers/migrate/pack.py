@@ -31,11 +31,12 @@ import socket
 import subprocess
 from pathlib import Path
 
-from .. import checkpoints as ck
-from .. import rehearsal, runlock
-from ..errors import ToolkitError
-from ..jsonfiles import write_json_atomic
-from ..runlayout import RunLayout
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import lock as runlock
+from pyhelpers.run import rehearsal
+from pyhelpers.run.layout import RunLayout
 
 HASH = "blake2b-256"
 CHUNK = 8 << 20
@@ -194,6 +195,6 @@ def pack(cfg, lay: RunLayout, progress=lambda s: None) -> Path:
 
 
 def load_manifest(out: Path) -> dict:
-    from ..jsonfiles import load_json
+    from pyhelpers.jsonfiles import load_json
 
     return load_json(Path(out) / "manifest.json")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 def build(cfg, lay, out: Path | None = None) -> Path:
     """Write the report of the run at `lay` into `out` (default RUN_DIR/report); returns index.html."""
-    from . import data, html, plots
+    from pyhelpers.report import data, html, plots
 
     out = Path(out or lay.run_dir / "report")
     out.mkdir(parents=True, exist_ok=True)

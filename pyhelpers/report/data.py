@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import events
-from ..jsonfiles import load_json_or_none, write_bytes_atomic
-from ..runlayout import STAGES, RunLayout
+from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
+from pyhelpers.run import events
+from pyhelpers.run.layout import STAGES, RunLayout
 
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
 OUR_WANDB_RUNS = ("-val-", "-gate-", "-analyst-")  # the toolkit's own; the others are slime's
@@ -69,7 +69,7 @@ def _bank_row(label, bank: dict | None) -> dict:
 
 def _steps(lay: RunLayout, r: int) -> list[dict]:
     """One row per step; a step slime replayed after a resume counts once (its last line)."""
-    from ..rollout.metrics import read_jsonl
+    from pyhelpers.rollout.metrics import read_jsonl
 
     rows = []
     for _, rec in sorted(read_jsonl(lay.rollout_metrics(r)).items()):

@@ -7,8 +7,8 @@ import html
 import time
 from pathlib import Path
 
-from ..jsonfiles import write_bytes_atomic
-from .data import Tables
+from pyhelpers.jsonfiles import write_bytes_atomic
+from pyhelpers.report.data import Tables
 
 SECTIONS = (
     ("val", "Bare validation", "Full success, strict and loose score per round with 95% intervals; the dashed "

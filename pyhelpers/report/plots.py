@@ -11,8 +11,8 @@ import math
 import os
 from pathlib import Path
 
-from ..jsonfiles import write_bytes_atomic
-from .data import STAGE_ORDER, STATUSES, Tables
+from pyhelpers.jsonfiles import write_bytes_atomic
+from pyhelpers.report.data import STAGE_ORDER, STATUSES, Tables
 
 DECISION_COLORS = {"accept": "#2e7d32", "reject": "#c62828", "retire": "#9e9e9e", "keep": "#1565c0"}
 STAGE_COLORS = {"baseline": "#8d6e63", "train": "#1565c0", "rotate": "#90a4ae", "export": "#6a1b9a",

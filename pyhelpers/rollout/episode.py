@@ -1,6 +1,6 @@
 """One multi-turn ShopSimulator episode on slime's SGLang router: prompt, turns, outcome.
 
-The prompt is the shared builder's (pyhelpers.prompting: chat template rendered once, then each
+The prompt is the shared builder's (pyhelpers.policy.prompt_builder: chat template rendered once, then each
 turn's response tokens, loss mask 1 with their log-probs, and observation tokens, mask 0), so an
 evaluation episode and a training episode see the same tokens. Per turn: /generate with
 max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of ROLLOUT_MAX_CONTEXT_LEN (and
@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ..prompting import ContextBudgetError, Transcript
-from ..sglang_client import SGLangError, SGLangRejected
-from ..shopsim.protocol import ZERO_SCORES, Scores, ShopSimError, extract_action, persona_observation
-from ..skills.render import Rendered
-from .metrics import SCORED, EpisodeStats
-from .runtime import Runtime
+from pyhelpers.policy.prompt_builder import ContextBudgetError, Transcript
+from pyhelpers.policy.sglang_client import SGLangError, SGLangRejected
+from pyhelpers.rollout.metrics import SCORED, EpisodeStats
+from pyhelpers.rollout.runtime import Runtime
+from pyhelpers.shopsim.protocol import ZERO_SCORES, Scores, ShopSimError, extract_action, persona_observation
+from pyhelpers.skills.render import Rendered
 
 log = logging.getLogger(__name__)
 

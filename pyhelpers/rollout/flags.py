@@ -1,6 +1,6 @@
 """The slime flags the training loop must pass so that slime runs this plugin.
 
-Checked against slime v0.3.1 (624b824): every flag is in pyhelpers/slime_flags.py SLIME_TRAIN_FLAGS
+Checked against slime v0.3.1 (624b824): every flag is in pyhelpers/launch/slime_flags.py SLIME_TRAIN_FLAGS
 (slime ignores unknown flags silently, so the loop's builder refuses any other).
 
 - `--rollout-function-path pyhelpers.rollout.rollout.generate_rollout`: our per-step wrapper around

@@ -27,10 +27,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..errors import ToolkitError
-from . import metrics, retry, runtime, settings, slime_compat
-from .episode import Episode, play
-from .metrics import SCORED, EpisodeStats
+from pyhelpers.errors import ToolkitError
+from pyhelpers.rollout import metrics, retry, runtime, settings, slime_compat
+from pyhelpers.rollout.episode import Episode, play
+from pyhelpers.rollout.metrics import SCORED, EpisodeStats
 
 STATUS = {"done": "COMPLETED", "over": "COMPLETED", "max_turns": "TRUNCATED", "context_budget": "TRUNCATED",
           "aborted": "ABORTED", "timeout": "FAILED", "infra_error": "FAILED"}

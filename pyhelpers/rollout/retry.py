@@ -32,11 +32,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..jsonfiles import validation_errors, write_json_exclusive
-from . import episode
-from .episode import Episode
-from .metrics import Step
-from .runtime import Runtime
+from pyhelpers.jsonfiles import validation_errors, write_json_exclusive
+from pyhelpers.rollout import episode
+from pyhelpers.rollout.episode import Episode
+from pyhelpers.rollout.metrics import Step
+from pyhelpers.rollout.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import metrics, retry, runtime, settings, slime_compat
+from pyhelpers.rollout import metrics, retry, runtime, settings, slime_compat
 
 
 def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: bool = False) -> Any:
@@ -49,7 +49,7 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
 
 def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
     """The job is placed and its engines answer: the training loop's placement deadline
-    (JOB_START_TIMEOUT, pyhelpers/rayjob.py) waits for this file."""
+    (JOB_START_TIMEOUT, pyhelpers/launch/rayjob.py) waits for this file."""
     marker = Path(s.round_dir) / "plugin.started"
     if not marker.exists():
         marker.write_text(f"{rollout_id}\n", encoding="utf-8")

@@ -21,12 +21,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolkitError
-from ..prompting import PromptBuilder
-from ..sglang_client import SGLangClient
-from ..shopsim.client import ShopSimClient
-from ..skills.render import Rendered, render
-from .settings import PluginSettings
+from pyhelpers.errors import ToolkitError
+from pyhelpers.policy.prompt_builder import PromptBuilder
+from pyhelpers.policy.sglang_client import SGLangClient
+from pyhelpers.rollout.settings import PluginSettings
+from pyhelpers.shopsim.client import ShopSimClient
+from pyhelpers.skills.render import Rendered, render
 
 
 @dataclass
@@ -101,7 +101,7 @@ def _builder(tokenizer_path: str) -> tuple[PromptBuilder, int]:
 @cache
 def _bank(path: str) -> dict:
     """The round's bank ("" = an empty bank). Validated once per process."""
-    from ..skills.bank import empty_bank, load_bank
+    from pyhelpers.skills.bank import empty_bank, load_bank
 
     if not path:
         return empty_bank()

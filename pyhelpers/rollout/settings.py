@@ -15,7 +15,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolkitError
+from pyhelpers.errors import ToolkitError
 
 PREFIX = "shopsimrl_"
 REWARDS = ("strict", "loose", "success")
@@ -156,7 +156,7 @@ def write_plugin_yaml(path: Path, **values: Any) -> PluginSettings:
     """Check `values` (PluginSettings fields) and write them, prefixed, to `path` atomically."""
     import yaml
 
-    from ..jsonfiles import write_bytes_atomic
+    from pyhelpers.jsonfiles import write_bytes_atomic
 
     s = from_mapping(values)
     doc = {PREFIX + k: v for k, v in asdict(s).items()}
@@ -166,8 +166,8 @@ def write_plugin_yaml(path: Path, **values: Any) -> PluginSettings:
 
 
 def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
-    """The YAML values of round r from the run's configuration (pyhelpers.config.Config) and
-    layout (pyhelpers.runlayout.RunLayout). The bank is the one injected into round r."""
+    """The YAML values of round r from the run's configuration (pyhelpers.config.load.Config) and
+    layout (pyhelpers.run.layout.RunLayout). The bank is the one injected into round r."""
     bank = layout.bank_in(r)
     if r > 0 and not bank.exists():
         raise ToolkitError(f"round {r} has no injected bank", str(bank),

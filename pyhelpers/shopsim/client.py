@@ -32,8 +32,8 @@ from typing import Any
 
 import httpx
 
-from . import protocol as p
-from .protocol import NoSlotError, ShopSimError, TransportError  # noqa: F401  (re-exported)
+from pyhelpers.shopsim import protocol as p
+from pyhelpers.shopsim.protocol import NoSlotError, ShopSimError, TransportError  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .. import jsonfiles
-from ..errors import ToolkitError
-from .render import HEADER, skill_line
+from pyhelpers import jsonfiles
+from pyhelpers.errors import ToolkitError
+from pyhelpers.skills.render import HEADER, skill_line
 
 SCHEMA_VERSION = 1
 MAX_RECORD_IDS = 32   # provenance.record_ids: the lexicographically first 32 distinct ids

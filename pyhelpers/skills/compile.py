@@ -36,9 +36,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import jsonfiles
-from ..errors import ToolkitError
-from .bank import (
+from pyhelpers import jsonfiles
+from pyhelpers.errors import ToolkitError
+from pyhelpers.skills.bank import (
     add_event,
     bank_sha256,
     copy_bank,
@@ -48,8 +48,8 @@ from .bank import (
     new_skill,
     set_render,
 )
-from .similarity import Embedder, EmbeddingIndex, LexicalIndex
-from .text import ESTIMATE_NAME, clean, estimate_tokens, skill_id, text_sha256
+from pyhelpers.skills.similarity import Embedder, EmbeddingIndex, LexicalIndex
+from pyhelpers.skills.text import ESTIMATE_NAME, clean, estimate_tokens, skill_id, text_sha256
 
 OPS = ("UPVOTE", "MERGE", "REPROPOSED")
 TOMBSTONES = ("rejected", "retired")

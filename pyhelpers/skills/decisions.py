@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from ..errors import ToolkitError
-from .bank import LIVE, MAX_GATE, add_event, bank_sha256, copy_bank
+from pyhelpers.errors import ToolkitError
+from pyhelpers.skills.bank import LIVE, MAX_GATE, add_event, bank_sha256, copy_bank
 
 DECISIONS = ("accept", "reject", "retire", "keep")
 _RESULT_FIELDS = ("decision", "estimate", "ci_low", "ci_high", "n", "se", "p_value")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .render import STATUS_RANK
+from pyhelpers.skills.render import STATUS_RANK
 
 TITLE_WIDTH = 40
 

@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from .text import features, negations
+from pyhelpers.skills.text import features, negations
 
 _EPS = 1e-9
 

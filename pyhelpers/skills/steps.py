@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import jsonfiles
-from ..errors import ToolkitError
-from . import bank as bank_mod
-from .compile import CompileOptions, compile_bank
-from .decisions import Caps, apply_decisions
-from .tokens import counter_for
+from pyhelpers import jsonfiles
+from pyhelpers.errors import ToolkitError
+from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills.compile import CompileOptions, compile_bank
+from pyhelpers.skills.decisions import Caps, apply_decisions
+from pyhelpers.skills.tokens import counter_for
 
 
 def json_files(directory: Path, what: str) -> list[Path]:
@@ -62,7 +62,7 @@ def caps_from(cfg) -> Caps:
 
 def change_summary(old: dict, new: dict, out: Path, sha: str) -> str:
     """One line: the new bank's skills by status, what changed, where it was written."""
-    from .report import diff_banks
+    from pyhelpers.skills.report import diff_banks
 
     d = diff_banks(old, new)
     return (f"round {new['round']}: {len(new['skills'])} skills ({bank_mod.status_line(new)}); {len(d['added'])} added, "

@@ -16,8 +16,8 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import ToolkitError
-from .text import ESTIMATE_NAME, estimate_tokens
+from pyhelpers.errors import ToolkitError
+from pyhelpers.skills.text import ESTIMATE_NAME, estimate_tokens
 
 Counter = tuple[str, Callable[[str], int]]
 

@@ -137,7 +137,7 @@ def build(world: Path) -> Path:
 
 def exports(environ: dict[str, str]) -> dict[str, str]:
     """The rehearsal's environment: stand-ins always, scale unless given, fake keys if none."""
-    from pyhelpers import config as config_mod
+    from pyhelpers.config import load as config_mod
 
     runs = config_mod.load(environ).path("RUNS_DIR")
     base = runs / ".rehearsal"

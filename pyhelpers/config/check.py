@@ -1,0 +1,183 @@
+"""Validation of a resolved configuration, before any side effect (design.md §3).
+
+Each rule returns Problems that name the variable, its value and the fix. The checks are pure
+apart from stat() on paths (which device a path lives on); nothing is created or changed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyhelpers.config.load import Config, read_knobs
+from pyhelpers.loop.notify import FORMATS as NOTIFY_FORMATS
+
+# Knobs that are 0/1 switches, and knobs that are counts that must be at least 1.
+FLAGS = ("RETRY_TRAINS", "BASELINE_VAL", "ANALYST_ENABLED", "SAVE_OPTIM", "SAVE_HF", "MIGRATE_DATA", "MIGRATE_MODELS")
+POSITIVE = ("ROUNDS", "STEPS_PER_ROUND", "NUM_GPUS", "TP_SIZE", "OVER_SAMPLING_GROUPS",
+            "ROLLOUT_GROUPS", "SAMPLES_PER_GROUP", "GLOBAL_BATCH_SIZE", "MAX_TOKENS_PER_GPU",
+            "ROLLOUT_MAX_CONTEXT_LEN", "ROLLOUT_MAX_RESPONSE_LEN", "MAX_TURNS", "SHOPSIM_SLOTS",
+            "SHOPSIM_EPISODE_CONCURRENCY", "EVAL_CONCURRENCY", "GATE_PAIRS", "GATE_MAX_SKILLS",
+            "ANALYST_BATCH_SIZE", "SKILL_TOKEN_BUDGET", "SKILL_MAX_TOKENS", "BANK_MAX_ACTIVE", "GATE_MAX_ROUNDS")
+PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
+CHOICES = {"REWARD": ("strict", "loose", "success"), "WANDB_MODE": ("online", "offline", "disabled"),
+           "NOTIFY_FORMAT": NOTIFY_FORMATS}
+SHARES = ("GATE_FAILED_SHARE", "GATE_ALPHA", "SKILL_DUP_JACCARD")
+# Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
+# below the temp dir, and AF_UNIX paths stop at 107 bytes (interfaces.md).
+RAY_TEMP_MAX = 40
+# `ray start` gives its workers ports 10002-19999 by default and refuses a head port among them.
+RAY_WORKER_PORTS = (10002, 19999)
+RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    level: str  # "error" | "warning"
+    var: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.level}: {self.message}"
+
+
+def _err(var: str, msg: str) -> Problem:
+    return Problem("error", var, msg)
+
+
+def device_of(path: Path) -> tuple[int, Path]:
+    """Device id of the nearest existing ancestor of path (the path may not exist yet)."""
+    p = path
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return os.stat(p).st_dev, p
+
+
+def _integers(cfg: Config, knobs) -> tuple[dict[str, int], list[Problem]]:
+    ints, problems = {}, []
+    for name, knob in knobs.items():
+        if not re.fullmatch(r"-?\d+", knob.default or ""):
+            continue
+        raw = cfg.values.get(name, "")
+        if re.fullmatch(r"-?\d+", raw.strip()):
+            ints[name] = int(raw)
+        else:
+            problems.append(_err(name, f"{name}={raw!r} is not a whole number "
+                                       f"(set {name} to an integer, e.g. {name}={knob.default})"))
+    return ints, problems
+
+
+def _arithmetic(v: dict[str, int]) -> list[Problem]:
+    out = []
+    for name in POSITIVE:
+        if name in v and v[name] < 1:
+            out.append(_err(name, f"{name}={v[name]} must be at least 1 (set {name} to a positive integer)"))
+    for name in FLAGS:
+        if name in v and v[name] not in (0, 1):
+            out.append(_err(name, f"{name}={v[name]} must be 0 or 1"))
+    for name in PORTS:
+        if name in v and not 1 <= v[name] <= 65535:
+            out.append(_err(name, f"{name}={v[name]} is not a TCP port (use 1024-65535)"))
+    used = [(v[n], n) for n in PORTS if n in v]
+    for port in {p for p, _ in used}:
+        names = [n for p, n in used if p == port]
+        if len(names) > 1:
+            out.append(_err(names[0], f"{' and '.join(names)} are all {port} (give each service its own port)"))
+
+    def has(*names):
+        return all(n in v and v[n] >= 1 for n in names)
+
+    for name in ("RAY_PORT", "RAY_DASHBOARD_PORT"):
+        if name in v and RAY_WORKER_PORTS[0] <= v[name] <= RAY_WORKER_PORTS[1]:
+            out.append(_err(name, f"{name}={v[name]} is inside Ray's worker port range "
+                            f"{RAY_WORKER_PORTS[0]}-{RAY_WORKER_PORTS[1]}; `ray start` refuses it (use e.g. 6380 / 8265)"))
+    if has("NUM_GPUS", "TP_SIZE") and v["NUM_GPUS"] % v["TP_SIZE"]:
+        out.append(_err("NUM_GPUS", f"NUM_GPUS={v['NUM_GPUS']} is not divisible by TP_SIZE={v['TP_SIZE']} "
+                        f"(M15: use TP_SIZE=1 or 2 with NUM_GPUS=4, or NUM_GPUS a multiple of {v['TP_SIZE']})"))
+    if has("ROLLOUT_GROUPS", "SAMPLES_PER_GROUP", "GLOBAL_BATCH_SIZE"):
+        episodes = v["ROLLOUT_GROUPS"] * v["SAMPLES_PER_GROUP"]
+        if episodes % v["GLOBAL_BATCH_SIZE"]:
+            out.append(_err("GLOBAL_BATCH_SIZE",
+                            f"ROLLOUT_GROUPS×SAMPLES_PER_GROUP={episodes} episodes per step is not a multiple of "
+                            f"GLOBAL_BATCH_SIZE={v['GLOBAL_BATCH_SIZE']} (choose a GLOBAL_BATCH_SIZE that divides "
+                            f"{episodes}, e.g. {episodes // 2 or 1})"))
+    if has("OVER_SAMPLING_GROUPS", "ROLLOUT_GROUPS") and v["OVER_SAMPLING_GROUPS"] < v["ROLLOUT_GROUPS"]:
+        out.append(_err("OVER_SAMPLING_GROUPS",
+                        f"OVER_SAMPLING_GROUPS={v['OVER_SAMPLING_GROUPS']} is below ROLLOUT_GROUPS="
+                        f"{v['ROLLOUT_GROUPS']} (slime asserts over-sampling >= kept; raise OVER_SAMPLING_GROUPS)"))
+    if has("SHOPSIM_SLOTS", "SHOPSIM_EPISODE_CONCURRENCY") and \
+            v["SHOPSIM_SLOTS"] < v["SHOPSIM_EPISODE_CONCURRENCY"]:
+        out.append(_err("SHOPSIM_SLOTS",
+                        f"SHOPSIM_SLOTS={v['SHOPSIM_SLOTS']} is below SHOPSIM_EPISODE_CONCURRENCY="
+                        f"{v['SHOPSIM_EPISODE_CONCURRENCY']} (episodes would wait for slots; raise SHOPSIM_SLOTS)"))
+    if has("SHOPSIM_SLOTS", "EVAL_CONCURRENCY") and v["EVAL_CONCURRENCY"] > v["SHOPSIM_SLOTS"]:
+        out.append(_err("EVAL_CONCURRENCY",
+                        f"EVAL_CONCURRENCY={v['EVAL_CONCURRENCY']} exceeds SHOPSIM_SLOTS={v['SHOPSIM_SLOTS']} "
+                        f"(lower EVAL_CONCURRENCY or raise SHOPSIM_SLOTS)"))
+    if has("ROLLOUT_MAX_RESPONSE_LEN", "ROLLOUT_MAX_CONTEXT_LEN") and \
+            v["ROLLOUT_MAX_RESPONSE_LEN"] >= v["ROLLOUT_MAX_CONTEXT_LEN"]:
+        out.append(_err("ROLLOUT_MAX_RESPONSE_LEN",
+                        f"ROLLOUT_MAX_RESPONSE_LEN={v['ROLLOUT_MAX_RESPONSE_LEN']} must be below "
+                        f"ROLLOUT_MAX_CONTEXT_LEN={v['ROLLOUT_MAX_CONTEXT_LEN']} (one turn cannot fill the episode)"))
+    return out
+
+
+def _strings(cfg: Config) -> list[Problem]:
+    out = []
+    for name, allowed in CHOICES.items():
+        if cfg.values.get(name) not in allowed:
+            out.append(_err(name, f"{name}={cfg.values.get(name)!r} is not one of {', '.join(allowed)}"))
+    for name in SHARES:
+        try:
+            share = float(cfg.values.get(name, ""))
+            if not 0 < share < 1:
+                raise ValueError
+        except ValueError:
+            out.append(_err(name, f"{name}={cfg.values.get(name)!r} must be a number between 0 and 1"))
+    if not RUN_NAME_RE.match(cfg.run_name):
+        out.append(_err("RUN_NAME", f"RUN_NAME={cfg.run_name!r} may hold only letters, digits, '.', '_' "
+                                    f"and '-' (it names directories; set RUN_NAME explicitly)"))
+    temp = cfg.ray_temp_dir
+    if len(temp) > RAY_TEMP_MAX:
+        out.append(_err("RAY_TEMP_DIR", f"RAY_TEMP_DIR={temp!r} is {len(temp)} characters; Ray's Unix sockets "
+                        f"under it would pass the 107-byte limit (use at most {RAY_TEMP_MAX}, e.g. /tmp/ray-run1, "
+                        f"or leave it empty)"))
+    return out
+
+
+def _disks(cfg: Config) -> list[Problem]:
+    system = cfg.path("SYSTEM_DISK")
+    if not system.exists():
+        return [_err("SYSTEM_DISK", f"SYSTEM_DISK={str(system)!r} does not exist "
+                                    f"(set it to the mount point of the system disk, usually /)")]
+    sys_dev = os.stat(system).st_dev
+    dev, found = device_of(cfg.path("TRAIN_SAVE"))
+    if dev == sys_dev and cfg.get("DOCTOR_PROFILE") != "rehearse":
+        # (Under the rehearse profile the checkpoints are a few KB of stand-in files; make doctor
+        # reports the rule as SKIP there.)
+        return [_err("TRAIN_SAVE", f"TRAIN_SAVE={cfg['TRAIN_SAVE']!r} is on the system disk (its nearest existing "
+                     f"directory {str(found)!r} shares a device with SYSTEM_DISK={str(system)!r}); checkpoints "
+                     f"would fill it (M2: set TRAIN_SAVE to a directory on the data disk"
+                     + (", or mount the data disk first" if found != cfg.path("TRAIN_SAVE") else "") + ")")]
+    return []
+
+
+def _undeclared(cfg: Config, knobs) -> list[Problem]:
+    out = []
+    for name in cfg.undeclared:
+        close = difflib.get_close_matches(name, list(knobs), n=1, cutoff=0.8)
+        if close:
+            out.append(Problem("warning", name, f"{name} in {cfg.env_file} is not a knob; did you mean "
+                                                f"{close[0]}? (rename it, or it has no effect)"))
+    return out
+
+
+def check(cfg: Config) -> list[Problem]:
+    """Every validation of design.md §3; errors first, in a stable order."""
+    knobs = read_knobs(cfg.root / "env" / "defaults.env")
+    ints, problems = _integers(cfg, knobs)
+    problems += _arithmetic(ints) + _strings(cfg) + _disks(cfg) + _undeclared(cfg, knobs)
+    return sorted(problems, key=lambda p: p.level != "error")

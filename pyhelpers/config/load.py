@@ -1,0 +1,194 @@
+"""Resolved configuration: env/defaults.env < the project's .env < the process environment.
+
+One parser (python-dotenv) reads both files; ``${NAME}`` references are expanded after the
+precedence is applied, so an override of MODELS_DIR in .env moves HF_MODEL with it. The result
+is a plain value object that the rest of the code receives; nothing deeper reads os.environ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyhelpers.errors import ToolkitError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULTS_FILE = PROJECT_ROOT / "env" / "defaults.env"
+SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_WEBHOOK")
+_REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One declared knob: its name, raw default, doc comment and section."""
+
+    name: str
+    default: str
+    doc: str
+    section: str
+
+
+def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
+    """Declared knobs, in file order, with the comment lines above each as its doc."""
+    from dotenv import dotenv_values
+
+    values = dotenv_values(path, interpolate=False)
+    knobs: dict[str, Knob] = {}
+    section, doc = "", []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            section, doc = line[3:].strip(), []
+        elif line.startswith("#"):
+            doc.append(line.lstrip("#").strip())
+        elif "=" in line and not line.startswith(" "):
+            name = line.split("=", 1)[0].strip()
+            knobs[name] = Knob(name, values.get(name) or "", " ".join(doc), section)
+            doc = []
+        else:
+            doc = []
+    return knobs
+
+
+def is_secret(name: str, extra: frozenset[str] = frozenset()) -> bool:
+    """Secret by the naming rule of design.md §3, or listed in SECRET_VARS."""
+    return name.endswith(SECRET_SUFFIXES) or name in extra
+
+
+@dataclass(frozen=True)
+class Config:
+    """Resolved knob values (strings), where each came from, and the project root."""
+
+    values: dict[str, str]
+    sources: dict[str, str]
+    root: Path
+    env_file: Path
+    undeclared: tuple[str, ...] = field(default=())
+
+    def __getitem__(self, name: str) -> str:
+        return self.values[name]
+
+    def get(self, name: str, default: str = "") -> str:
+        return self.values.get(name, default)
+
+    def int(self, name: str) -> int:
+        raw = self.values[name]
+        try:
+            return int(raw)
+        except ValueError:
+            raise ToolkitError(
+                f"{name}={raw!r} is not a whole number", self.sources.get(name, name),
+                f"set {name} to an integer, e.g. {name}={read_knobs().get(name, Knob(name, '1', '', '')).default}",
+            ) from None
+
+    def float(self, name: str) -> float:
+        raw = self.values[name]
+        try:
+            return float(raw)
+        except ValueError:
+            raise ToolkitError(f"{name}={raw!r} is not a number", self.sources.get(name, name),
+                               f"set {name} to a number such as 0.5") from None
+
+    def flag(self, name: str) -> bool:
+        return self.values.get(name, "0").strip() == "1"
+
+    def path(self, name: str) -> Path:
+        """A path knob; relative paths are relative to the project root."""
+        p = Path(os.path.expanduser(self.values[name]))
+        return p if p.is_absolute() else self.root / p
+
+    @property
+    def secret_names(self) -> frozenset[str]:
+        extra = frozenset(s.strip() for s in self.values.get("SECRET_VARS", "").split(",") if s.strip())
+        return frozenset(n for n in self.values if is_secret(n, extra))
+
+    def public(self) -> dict[str, str]:
+        """Values with every secret replaced by '***' (or '' when unset): safe to print or save."""
+        secrets = self.secret_names
+        return {k: ("***" if v else "") if k in secrets else v for k, v in self.values.items()}
+
+    # Derived values: computed once here so bash and Python never disagree.
+    @property
+    def run_name(self) -> str:
+        return self.values.get("RUN_NAME") or self.values["WANDB_GROUP"]
+
+    @property
+    def run_dir(self) -> Path:
+        return self.path("RUNS_DIR") / self.run_name
+
+    @property
+    def save_dir(self) -> Path:
+        return self.path("TRAIN_SAVE") / self.run_name
+
+    @property
+    def ray_temp_dir(self) -> str:
+        if self.values.get("RAY_TEMP_DIR"):
+            return self.values["RAY_TEMP_DIR"]
+        digest = hashlib.sha256(str(self.run_dir).encode()).hexdigest()[:8]
+        return f"/tmp/ray-{digest}"
+
+    @property
+    def cuda_visible_devices(self) -> str:
+        return ",".join(str(i) for i in range(max(self.int("NUM_GPUS"), 0)))
+
+    def derived(self) -> dict[str, str]:
+        return {
+            "PROJECT_ROOT": str(self.root),
+            "RUN_NAME": self.run_name,
+            "RUN_DIR": str(self.run_dir),
+            "SAVE_DIR": str(self.save_dir),
+            "RAY_TEMP_DIR": self.ray_temp_dir,
+            "CUDA_VISIBLE_DEVICES": self.cuda_visible_devices,
+            "WANDB_DIR": str(self.run_dir / "wandb"),
+            # wandb stages files in ~/.local/share and ~/.cache by default: on AutoDL that is the
+            # small system disk (M2), so every process of the run keeps them under the run.
+            "WANDB_DATA_DIR": str(self.run_dir / "wandb" / "data"),
+            "WANDB_CACHE_DIR": str(self.run_dir / "wandb" / "cache"),
+        }
+
+
+def _expand(values: dict[str, str]) -> dict[str, str]:
+    """Expand ${NAME} from other knobs (then the environment), repeatedly, catching cycles."""
+    out = dict(values)
+    for _ in range(10):
+        changed = False
+        for k, v in out.items():
+            new = _REF.sub(lambda m: out.get(m.group(1), os.environ.get(m.group(1), "")), v)
+            if new != v:
+                out[k], changed = new, True
+        if not changed:
+            return out
+    loops = sorted(k for k, v in out.items() if _REF.search(v))
+    raise ToolkitError("knob references form a cycle", ", ".join(loops), "remove the ${...} loop")
+
+
+def env_file_path(root: Path, environ: Mapping[str, str]) -> Path:
+    """The project's .env (SHOPSIMRL_ENV_FILE points elsewhere, for tests and rehearsals)."""
+    return Path(environ.get("SHOPSIMRL_ENV_FILE") or root / ".env")
+
+
+def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
+         defaults_file: Path | None = None) -> Config:
+    """Resolve the configuration. Every .env entry is kept (it may hold extra secrets or
+    proxies); only declared knobs are taken from the process environment."""
+    from dotenv import dotenv_values
+
+    environ = os.environ if environ is None else environ
+    knobs = read_knobs(defaults_file or root / "env" / "defaults.env")
+    env_file = env_file_path(root, environ)
+    dotenv = {k: (v or "") for k, v in dotenv_values(env_file, interpolate=False).items()} \
+        if env_file.is_file() else {}
+    values: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for name, knob in knobs.items():
+        values[name], sources[name] = knob.default, "env/defaults.env"
+    for name, value in dotenv.items():
+        values[name], sources[name] = value, str(env_file)
+    for name in list(values):
+        if name in environ:
+            values[name], sources[name] = environ[name], "environment"
+    undeclared = tuple(sorted(set(dotenv) - set(knobs)))
+    return Config(_expand(values), sources, root, env_file, undeclared)

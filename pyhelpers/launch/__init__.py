@@ -1,0 +1,4 @@
+"""How outside programs start: slime's command line (slime_args) checked against the flags the
+pinned slime/Megatron/SGLang know (slime_flags), the Ray job (rayjob), the long-lived services in
+their own process groups (services), and slime's base-model converter (convert_base).
+"""

@@ -1,0 +1,128 @@
+"""The slime job on the run's Ray head, through Ray's job REST API on the loopback dashboard:
+submit (POST /api/jobs/, what `ray job submit --submission-id ID --runtime-env-json ...` sends),
+watch (GET /api/jobs/<id>), stop (POST /api/jobs/<id>/stop, what `ray job stop ID` sends).
+
+Submitting over HTTP rather than through the `ray` CLI keeps the runtime env off every command
+line (nothing in `ps`) and saves the CLI's 1-2 s of imports per round (design.md §10). The
+submission id is recorded in runs/<RUN>/slime-job.json, so `make stop` and `make resume` can stop a job
+the driver no longer watches.
+
+slime waits forever for a placement group when GPUs are short (slime-interface.md §1.5), so the
+watcher applies its own deadline to "started training": the rollout plugin touches a marker file
+on its first episode. The job's final status, exit code and message come back to the driver.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import load_json_or_none
+
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    status: str  # SUCCEEDED | FAILED | STOPPED | START_TIMEOUT
+    message: str
+    exit_code: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "SUCCEEDED"
+
+
+class JobApi:
+    """The two calls the watcher needs, over HTTP on 127.0.0.1 (requests, lazily imported)."""
+
+    def __init__(self, dashboard_port: int, timeout: float = 10.0):
+        import requests
+
+        self.base = f"http://127.0.0.1:{dashboard_port}/api/jobs"
+        self.timeout = timeout
+        self.http = requests.Session()
+        self.http.trust_env = False  # loopback: never through an http_proxy of the environment
+
+    def info(self, job_id: str) -> dict:
+
+        r = self.http.get(f"{self.base}/{job_id}", timeout=self.timeout)
+        if r.status_code == 404:
+            raise ToolkitError(f"Ray knows no job {job_id}", self.base, "was the Ray head restarted? run `make resume`")
+        r.raise_for_status()
+        return r.json()
+
+    def stop(self, job_id: str) -> None:
+        self.http.post(f"{self.base}/{job_id}/stop", timeout=self.timeout)
+
+    def submit(self, submission_id: str, entrypoint: str, runtime_env: dict) -> str:
+        import requests
+
+        body = {"entrypoint": entrypoint, "submission_id": submission_id, "runtime_env": runtime_env}
+        try:
+            r = self.http.post(f"{self.base}/", json=body, timeout=max(self.timeout, 30.0))
+        except requests.RequestException as exc:
+            raise ToolkitError(f"cannot reach Ray's job API ({exc})", self.base,
+                               "is the Ray head up? see logs/ray-head.log, then `make resume`") from None
+        if r.status_code >= 400:
+            raise ToolkitError(f"Ray refused the job (HTTP {r.status_code}: {r.text[:300]})", self.base,
+                               "see logs/ray-head.log; then `make resume`")
+        return r.json().get("submission_id") or submission_id
+
+
+def record_path(run_dir: Path) -> Path:
+    return Path(run_dir) / "slime-job.json"
+
+
+def record_job(run_dir: Path, submission_id: str, round_: int, dashboard_port: int, log: str) -> None:
+    from pyhelpers.jsonfiles import write_json_atomic
+
+    write_json_atomic(record_path(run_dir), {"submission_id": submission_id, "round": round_,
+                                              "dashboard_port": dashboard_port, "log": log})
+
+
+def recorded_job(run_dir: Path) -> dict | None:
+    return load_json_or_none(record_path(run_dir))
+
+
+def driver_log(ray_temp_dir: str, submission_id: str) -> Path:
+    """Where Ray writes the job driver's output (the slime process's stdout/stderr)."""
+    return Path(ray_temp_dir) / "session_latest" / "logs" / f"job-driver-{submission_id}.log"
+
+
+def watch(job_id: str, info: Callable[[str], dict], stop: Callable[[str], None], started: Callable[[], bool],
+          start_timeout: float, poll: float = 0.25, clock=time.monotonic, sleep=time.sleep,
+          progress: Callable[[str], None] = lambda s: None) -> JobOutcome:
+    """Poll until the job ends; stop it when it has not started training within start_timeout."""
+    t0 = clock()
+    seen_start = False
+    last = None
+    while True:
+        try:
+            data = info(job_id)
+        except ToolkitError:
+            raise
+        except Exception as exc:  # the dashboard may hiccup; the deadline still applies
+            data = {"status": "UNKNOWN", "message": f"job API unreachable: {exc}"}
+        status = data.get("status", "UNKNOWN")
+        if status in TERMINAL:
+            return JobOutcome(status, data.get("message") or "", data.get("driver_exit_code"))
+        if not seen_start and started():
+            seen_start = True
+            progress(f"job {job_id} started training ({clock() - t0:.0f} s after submission)")
+        if status != last:
+            progress(f"job {job_id}: {status}")
+            last = status
+        if not seen_start and clock() - t0 > start_timeout:
+            stop(job_id)
+            return JobOutcome("START_TIMEOUT", f"the job did not start training within {start_timeout:.0f} s "
+                              f"(JOB_START_TIMEOUT); slime waits for a placement group of its GPUs forever, so "
+                              f"this usually means fewer GPUs than NUM_GPUS are free", None)
+        sleep(poll)
+
+
+def marker_started(marker: Path) -> Callable[[], bool]:
+    return lambda: Path(marker).exists()

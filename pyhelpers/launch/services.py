@@ -1,0 +1,167 @@
+"""The run's long-lived services, defined once: how each starts, which address it needs, when it
+is ready (design.md §5).
+
+| service     | runs in      | command                                   | ready when                      |
+|-------------|--------------|-------------------------------------------|---------------------------------|
+| shopsim     | SHOPSIM_ENV  | the ShopSimulator launcher (M6)           | the no-slot probe answers       |
+| ray-head    | SLIME_ENV    | ray start --head --block ... (loopback)   | GET /api/version on the dashboard |
+| eval-server | SLIME_ENV    | SGLang, TP=1, DP=NUM_GPUS on a model (M9) | GET /health answers 200         |
+
+Each is started through bin/in-env (conda activate, so activate.d hooks run: M4) in its own
+process group with a pidfile (pyhelpers/procs/groups.py); the address it binds is checked free first
+(a holder that is not ours is named). `ensure()` starts a service unless it is up and waits until
+it answers, with its *_START_TIMEOUT knob; on failure the error carries its log's tail.
+`watch_shopsim()` restarts a ShopSimulator that dies during a round, at most SHOPSIM_MAX_RESTARTS
+times per round, each restart an event in events.jsonl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyhelpers.errors import ToolkitError
+from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.procs import groups as procs
+from pyhelpers.procs import ready
+from pyhelpers.run import events
+from pyhelpers.run.layout import RunLayout
+
+RAY_READY_PATH = "/api/version"
+
+
+@dataclass(frozen=True)
+class Spec:
+    argv: list[str]
+    env_extra: dict[str, str]
+    address: tuple[str, int]
+    probe: ready.Probe
+    timeout_knob: str
+
+
+def _shopsim_probe(url: str) -> ready.Probe:
+    def probe() -> tuple[bool, str]:
+        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError
+
+        async def ask() -> bool:
+            async with ShopSimClient(url) as client:
+                return await client.probe()
+
+        try:
+            ok = asyncio.run(ask())
+        except (ShopSimError, OSError) as exc:
+            return False, f"{url}: {exc}"
+        return ok, f"{url}: no-slot probe {'answered' if ok else 'not answered'}"
+    return probe
+
+
+def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
+    in_env = str(cfg.root / "bin" / "in-env")
+    if name == "shopsim":
+        host, port = cfg["SHOPSIM_HOST"], cfg.int("SHOPSIM_PORT")
+        return Spec([in_env, cfg["SHOPSIM_ENV"], *launch_args.shopsim(cfg)],
+                    {"SHOPSIM_ENV_MAX_NUM": cfg["SHOPSIM_SLOTS"], "SHOPSIM_RESET_RETRIES": cfg["SHOPSIM_RESET_RETRIES"],
+                     "SHOPSIM_RESET_DELAY": cfg["SHOPSIM_RESET_DELAY"]},
+                    (host, port), _shopsim_probe(f"http://{host}:{port}"), "SHOPSIM_START_TIMEOUT")
+    if name == "ray-head":
+        port = cfg.int("RAY_DASHBOARD_PORT")
+        return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)], {}, ("127.0.0.1", port),
+                    ready.http_probe(f"http://127.0.0.1:{port}{RAY_READY_PATH}"), "RAY_START_TIMEOUT")
+    if name == "eval-server":
+        port = cfg.int("EVAL_PORT")
+        return Spec([in_env, cfg["SLIME_ENV"], *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
+                    ("127.0.0.1", port), ready.http_probe(f"http://127.0.0.1:{port}/health"), "SGLANG_START_TIMEOUT")
+    raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
+
+
+def alive(lay: RunLayout, name: str) -> bool:
+    path = procs.pidfile(lay.pids, name)
+    return path.exists() and procs.state(procs.load(path)) == "alive"
+
+
+def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
+          progress: Callable[[str], None] = lambda s: None) -> procs.Record:
+    """Start `name` (its address checked free first) without waiting for it."""
+    import os
+
+    s = spec(cfg, lay, name, model)
+    progress(f"starting {name} on {s.address[0]}:{s.address[1]} (log: {lay.logs / (name + '.log')})")
+    rec = procs.start(name, s.argv, lay.pids, lay.logs, env={**os.environ, **s.env_extra}, needs_ports=[s.address])
+    events.append(lay.run_dir, "service-start", service=name, pid=rec.pid,
+                  **({"round": round_} if round_ is not None else {}))
+    return rec
+
+
+def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None) -> str:
+    """Wait until a started `name` answers (its *_START_TIMEOUT); NotReady carries its log's tail."""
+    s = spec(cfg, lay, name, model)
+    took = ready.wait_service(lay.pids, name, s.probe, timeout=cfg.float(s.timeout_knob),
+                              backoff_max=cfg.float("READY_BACKOFF_MAX"), knob=s.timeout_knob)
+    events.append(lay.run_dir, "service-ready", service=name, seconds=round(took, 3),
+                  **({"round": round_} if round_ is not None else {}))
+    return f"{name}: ready after {took:.1f} s"
+
+
+def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
+           progress: Callable[[str], None] = lambda s: None) -> str:
+    """Start `name` unless it is up, and wait until it answers. Returns what happened."""
+    if alive(lay, name):
+        return f"{name}: already up"
+    start(cfg, lay, name, model=model, round_=round_, progress=progress)
+    return wait(cfg, lay, name, model=model, round_=round_)
+
+
+def run_in_background(lay: RunLayout, name: str, command: str) -> None:
+    """`pyhelpers run COMMAND` as the recorded service NAME, unless one runs: work off the loop's
+    path (the report, W&B logging) that `make stop` and `make resume` still find by its pidfile."""
+    import sys
+
+    if not alive(lay, name):
+        procs.start(name, [sys.executable, "-m", "pyhelpers", "run", command], lay.pids, lay.logs)
+
+
+def stop(cfg, lay: RunLayout, *names: str) -> list[str]:
+    """Stop the named services if they run (TERM, STOP_GRACE, KILL)."""
+    return [r.message for r in procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=names, missing_ok=True)]
+
+
+def release_all_slots(cfg) -> str:
+    """Free every ShopSimulator slot (the run owns the simulator and nothing is playing)."""
+    from pyhelpers.shopsim.client import ShopSimClient
+
+    async def call():
+        async with ShopSimClient(f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}") as client:
+            return await client.release_all()
+
+    return str(asyncio.run(call()))
+
+
+def restarts(lay: RunLayout, round_: int, name: str = "shopsim") -> int:
+    return sum(1 for e in events.read(lay.run_dir)
+               if e.get("kind") == "service-restart" and e.get("service") == name and e.get("round") == round_)
+
+
+def watch_shopsim(cfg, lay: RunLayout, round_: int, stopped: Callable[[float], bool],
+                  on_give_up: Callable[[str], None], progress: Callable[[str], None] = lambda s: None,
+                  poll: float = 1.0) -> None:
+    """Restart ShopSimulator when it dies, at most SHOPSIM_MAX_RESTARTS times in this round (then
+    on_give_up(reason)), until stopped(timeout) -- e.g. threading.Event.wait -- returns True."""
+    limit = cfg.int("SHOPSIM_MAX_RESTARTS")
+    while not stopped(poll):
+        if not alive(lay, "shopsim"):
+            done = restarts(lay, round_)
+            tail = " | ".join(procs.log_tail(lay.logs / "shopsim.log", 3))
+            if done >= limit:
+                reason = (f"ShopSimulator died {done + 1} times in round {round_} (SHOPSIM_MAX_RESTARTS={limit}); "
+                          f"last log lines: {tail}")
+                events.append(lay.run_dir, "service-gave-up", service="shopsim", round=round_, reason=reason)
+                on_give_up(reason)
+                return
+            events.append(lay.run_dir, "service-restart", service="shopsim", round=round_, count=done + 1,
+                          log_tail=tail)
+            progress(f"ShopSimulator died during round {round_}; restart {done + 1} of {limit}")
+            try:
+                progress(ensure(cfg, lay, "shopsim", round_=round_))
+            except ToolkitError as exc:
+                progress(f"restart failed: {exc}")

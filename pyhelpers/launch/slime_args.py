@@ -1,0 +1,110 @@
+"""Command lines of every program the driver launches, built from the configuration.
+
+One builder per program; each checks its flags against pyhelpers.launch.slime_flags. No secret is ever
+placed on a command line: the key reaches slime through the Ray head's environment.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from pyhelpers.config.load import Config
+from pyhelpers.launch import slime_flags
+from pyhelpers.run.layout import RunLayout
+
+# slime's filter that keeps groups whose rewards are not all equal (M10).
+NONZERO_STD_FILTER = "slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std"
+
+# GRPO settings (docs/training.md says why): no KL term (as the ShopSimulator paper's RL), clip-higher.
+ALGORITHM = [
+    "--advantage-estimator", "grpo", "--kl-coef", "0.0", "--entropy-coef", "0.0",
+    "--eps-clip", "0.2", "--eps-clip-high", "0.28",
+    "--optimizer", "adam", "--lr", "1e-6", "--lr-decay-style", "constant", "--weight-decay", "0.1",
+    "--adam-beta1", "0.9", "--adam-beta2", "0.98",
+    "--attention-dropout", "0.0", "--hidden-dropout", "0.0",
+    "--accumulate-allreduce-grads-in-fp32", "--attention-softmax-in-fp32",
+    # Full activation recompute: the memory plan (pyhelpers/capacity/gpumem.py, docs/oom_qwen35_4b.md)
+    # assumes it; without it the 24k-token micro-batch does not fit at TP=2.
+    "--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1",
+]
+
+
+def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) -> list[str]:
+    """slime train.py flags for round r (the model-args script's MODEL_ARGS come first, added by
+    bin/ from slime's own scripts/models/qwen3.5-4B.sh)."""
+    gpus = cfg["NUM_GPUS"]
+    megatron = str(lay.megatron)
+    argv = [
+        "--actor-num-nodes", "1", "--actor-num-gpus-per-node", gpus, "--num-gpus-per-node", gpus,
+        "--colocate", "--rollout-num-gpus-per-engine", "1",
+        "--tensor-model-parallel-size", cfg["TP_SIZE"], "--sequence-parallel",
+        "--hf-checkpoint", str(cfg.path("HF_MODEL")), "--ref-load", str(cfg.path("TORCH_DIST_MODEL")),
+        "--load", megatron, "--save", megatron, "--save-interval", cfg["STEPS_PER_ROUND"],
+        "--prompt-data", str(cfg.path("TRAIN_TASKS")),
+        "--num-rollout", str(lay.num_rollout(r)), "--rollout-shuffle",
+        "--rollout-batch-size", cfg["ROLLOUT_GROUPS"], "--n-samples-per-prompt", cfg["SAMPLES_PER_GROUP"],
+        "--over-sampling-batch-size", cfg["OVER_SAMPLING_GROUPS"],
+        "--dynamic-sampling-filter-path", NONZERO_STD_FILTER, "--global-batch-size", cfg["GLOBAL_BATCH_SIZE"],
+        "--max-tokens-per-gpu", cfg["MAX_TOKENS_PER_GPU"], "--use-dynamic-batch-size",
+        "--rollout-max-response-len", cfg["ROLLOUT_MAX_RESPONSE_LEN"],
+        "--rollout-max-context-len", cfg["ROLLOUT_MAX_CONTEXT_LEN"],
+        "--sglang-context-length", cfg["ROLLOUT_MAX_CONTEXT_LEN"],
+        "--rollout-temperature", "1.0", "--sglang-mem-fraction-static", "0.7",
+        *ALGORITHM,
+        "--skip-eval-before-train",
+        "--custom-config-path", str(lay.plugin_config(r)),
+        *plugin_flags,
+    ]
+    if cfg.flag("SAVE_HF"):  # HF weights written from the GPUs at the round's final save (design.md §7)
+        argv += ["--save-hf", str(lay.save_dir / "hf-{rollout_id:07d}")]
+    if not cfg.flag("SAVE_OPTIM"):
+        argv += ["--no-save-optim", "--no-load-optim"]
+    if cfg["WANDB_MODE"] != "disabled":
+        argv += ["--use-wandb", "--wandb-project", cfg["WANDB_PROJECT"], "--wandb-group", cfg["WANDB_GROUP"],
+                 "--wandb-dir", str(lay.wandb_dir), "--disable-wandb-random-suffix"]
+    return slime_flags.check(argv, slime_flags.SLIME_TRAIN_FLAGS, "slime train.py")
+
+
+def runtime_env(cfg: Config) -> dict:
+    """The job's runtime env: import paths only, never a secret (Ray shows it in the job's info;
+    the job inherits the Ray head's environment, which carries WANDB_API_KEY)."""
+    pythonpath = ":".join([str(cfg.path("MEGATRON_DIR")), str(cfg.root), str(cfg.path("SLIME_DIR"))])
+    return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1"}}
+
+
+def slime_entrypoint(cfg: Config, model_args: list[str], slime_args: list[str]) -> str:
+    """The job's entrypoint, a shell command line as Ray runs it: `python3 train.py MODEL_ARGS flags`.
+    python3 is the slime env's (the Ray head runs activated). MODEL_ARGS come from slime's own
+    model script (MODEL_ARGS_SCRIPT), not from this toolkit, so they are passed as they are."""
+    return shlex.join(["python3", str(cfg.path("SLIME_TRAIN")), *model_args, *slime_args])
+
+
+def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
+    """One of slime's tools (the converters) in the slime env, with Megatron importable."""
+    return [str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], "env", f"PYTHONPATH={cfg.path('MEGATRON_DIR')}",
+            "python3", str(cfg.path(script_knob)), *args]
+
+
+def ray_head(cfg: Config) -> list[str]:
+    """`ray start` for a head in the foreground (--block), dashboard on loopback only."""
+    return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
+            "--port", cfg["RAY_PORT"], "--dashboard-host", "127.0.0.1", "--dashboard-port",
+            cfg["RAY_DASHBOARD_PORT"], "--num-gpus", cfg["NUM_GPUS"], "--temp-dir", cfg.ray_temp_dir,
+            "--disable-usage-stats"]
+
+
+def eval_server(cfg: Config, model_path: str) -> list[str]:
+    """The SGLang eval server on the round's HF export: TP=1, DP=NUM_GPUS (M9), loopback only."""
+    argv = ["--model-path", model_path, "--tp-size", "1", "--dp-size", cfg["NUM_GPUS"],
+            "--host", "127.0.0.1", "--port", cfg["EVAL_PORT"], "--context-length", cfg["ROLLOUT_MAX_CONTEXT_LEN"]]
+    slime_flags.check(argv, slime_flags.SGLANG_SERVER_FLAGS, "sglang.launch_server")
+    return [*shlex.split(cfg["SGLANG_LAUNCHER"]), *argv]
+
+
+def shopsim(cfg: Config) -> list[str]:
+    """ShopSimulator through a launcher that fixes pool size, port, host, seed and reset retries
+    before the envs are built (M6): SHOPSIM_LAUNCHER, or the project's own launcher."""
+    launcher = shlex.split(cfg["SHOPSIM_LAUNCHER"]) if cfg.get("SHOPSIM_LAUNCHER") else [
+        "python3", str(cfg.root / "pyhelpers" / "shopsim" / "launcher.py"), "--shopsim-dir", str(cfg.path("SHOPSIM_DIR"))]
+    return [*launcher, "--host", cfg["SHOPSIM_HOST"], "--port", cfg["SHOPSIM_PORT"],
+            "--slots", cfg["SHOPSIM_SLOTS"], "--seed", cfg["SHOPSIM_SEED"]]

@@ -1,0 +1,237 @@
+"""The training loop's decisions, in one long-lived process: `pyhelpers run loop` (design.md §4).
+
+bin/train (bash) takes the run lock, traps signals, stops what a killed driver left, sources
+slime's model script, and starts this loop as its own child. The loop derives the next stage from
+the artifacts (runstate.position), runs it, and repeats until the run is done:
+
+    train     trainstage.run: services up, slime job submitted and watched, analyst beside it
+    rotate    checkpoints.rotate (keeps the newest complete save)
+    export    stages.run_export: the converter as a recorded service, `hf` flipped atomically
+    compile   the analyst's drain awaited, then skills.steps.compile_step
+    evaluate  evalstage.run: eval server (a service), bare val, gate
+    inject    skills.steps.inject_step -> the next round's bank (last round: the final bank)
+    baseline  the base model's bare val before round 0 (BASELINE_VAL=1)
+
+Self-healing (pyhelpers/loop/supervisor.py): a stage that fails for a transient cause is restarted
+the way `make resume` would (job and services stopped, a backoff, the next stage derived again),
+within MAX_RESTARTS / MAX_RESTARTS_PER_STAGE; a permanent cause stops the run with the reason.
+Each restart is an event (`run-restart`: stage, cause, log excerpt), shown by `make status`.
+Notifications (pyhelpers/loop/notify.py) go out on start, each round's end, restarts and the end.
+
+One process for the whole run keeps each round transition to a few hundred milliseconds of our
+own time (design.md §10: no interpreter start or `import transformers` per stage). It dies with
+the driver (PR_SET_PDEATHSIG): everything long-lived it starts -- the job, the services, the
+converter -- is recorded (pids/, slime-job.json), so `make resume` finds and stops it.
+TERM/INT (make stop, Ctrl-C) raise Stopped wherever the loop is; each stage's `finally` stops
+what that stage started.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyhelpers.errors import Stopped, ToolkitError
+from pyhelpers.loop import supervisor
+from pyhelpers.loop.stages import export as stages
+from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import events
+from pyhelpers.run import state as runstate
+from pyhelpers.run.layout import RunLayout
+
+# The log whose tail tells why a stage failed (what the supervisor reads besides the error).
+STAGE_LOGS = {"train": "slime-log.log", "export": "convert.log", "evaluate": "eval-server.log",
+              "baseline": "eval-server.log"}
+
+Echo = Callable[[str], None]
+
+
+def _on_signal(signum, _frame):
+    raise Stopped(signal.Signals(signum).name)
+
+
+@dataclass
+class Loop:
+    cfg: object
+    lay: RunLayout
+    model_args: list[str]
+    echo: Echo
+    notifier: object = None
+
+    def __post_init__(self):
+        from pyhelpers.loop.notify import Notifier
+
+        if self.notifier is None:
+            self.notifier = Notifier.from_config(self.cfg, log=self.echo)
+        self.supervisor = supervisor.Supervisor.from_config(self.cfg)
+
+    # --- the stages ------------------------------------------------------------------------
+    def train(self, r: int) -> None:
+        from pyhelpers.loop.stages import train as trainstage
+
+        trainstage.run(self.cfg, self.lay, r, self.model_args, self.echo,
+                       warn=lambda text: self.notifier.send("disk-low", text, round=r))
+
+    def rotate(self, r: int) -> None:
+        plan = ck.rotate(self.lay.megatron)
+        for p in plan.delete:
+            self.echo(f"rotate: deleted {p.relative_to(self.lay.save_dir)}")
+        for note in plan.notes:
+            self.echo(f"rotate: note: {note}")
+        stages.write_record(self.lay, r, "rotate", "ok", kept=plan.keep, deleted=[p.name for p in plan.delete])
+
+    def export(self, r: int) -> None:
+        target, removed = stages.run_export(self.cfg, self.lay, r, self.lay.logs / "convert.log", progress=self.echo)
+        self.echo(f"hf -> {target.name}" + (f" (removed {', '.join(p.name for p in removed)})" if removed else ""))
+
+    def compile(self, r: int) -> None:
+        from pyhelpers.loop.stages import train as trainstage
+        from pyhelpers.skills import bank as bank_mod
+        from pyhelpers.skills.steps import change_summary, compile_step
+
+        trainstage.drain_wait(self.cfg, self.lay, r, self.echo)
+        d, hf = self.lay.round_dir(r), self.cfg.path("HF_MODEL")
+        for sub in ("spool", "candidates"):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+        old, new, _ = compile_step(self.lay.bank_in(r), d / "candidates", r, hf if hf.is_dir() else None, d / "spool",
+                                   self.cfg.float("SKILL_DUP_JACCARD"), self.cfg.int("SKILL_MAX_TOKENS"))
+        out = self.lay.compiled(r)
+        self.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
+        stages.write_record(self.lay, r, "compile", "ok", output=out)
+
+    def evaluate(self, r: int) -> None:
+        from pyhelpers.loop.stages import evaluate as evalstage
+
+        evalstage.run(self.cfg, self.lay, r, self.echo)
+
+    def inject(self, r: int) -> None:
+        from pyhelpers.skills import bank as bank_mod
+        from pyhelpers.skills.steps import caps_from, change_summary, inject_step
+
+        decisions = self.lay.round_dir(r) / "gate" / "decisions.json"
+        out = self.lay.bank_out(r, self.cfg.int("ROUNDS"))
+        old, new = inject_step(self.lay.compiled(r), decisions if decisions.is_file() else None, r,
+                               caps_from(self.cfg))
+        self.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
+        stages.write_record(self.lay, r, "inject", "ok", output=out)
+        self.notifier.send("round-done", self._round_headline(r), round=r)
+        self._report_in_background()
+
+    def _report_in_background(self) -> None:
+        """The report after each round (`make report` reads the run's files), off the loop's path."""
+        from pyhelpers.launch import services
+
+        services.run_in_background(self.lay, "report", "report")
+
+    def _round_headline(self, r: int) -> str:
+        from pyhelpers.run import status as runstatus
+
+        row = next((x for x in runstatus.results(self.cfg, self.lay) if x["round"] == r), {})
+        parts = [x for x in (row.get("val"), row.get("gate")) if x]
+        return f"round {r} of {self.cfg.int('ROUNDS')} done: " + ("; ".join(parts) or "no results")
+
+    def baseline(self, r: int) -> None:
+        from pyhelpers.loop.stages import evaluate as evalstage
+
+        evalstage.run(self.cfg, self.lay, None, self.echo, baseline=True)
+
+    # --- the loop --------------------------------------------------------------------------
+    def run_stage(self, r: int, stage: str) -> None:
+        events.append(self.lay.run_dir, "stage-start", round=r, stage=stage)
+        t0, status = time.monotonic(), 1
+        try:
+            getattr(self, stage)(r)
+            status = 0
+        except Stopped:
+            status = 143
+            raise
+        finally:
+            events.append(self.lay.run_dir, "stage-end", round=r, stage=stage, status=status,
+                          seconds=round(time.monotonic() - t0, 3))
+
+    def run(self, stop_before: str | None = None) -> str:
+        """Stages until the run is done ("done") or the next is `stop_before` ("stopped-before").
+        Transient failures are restarted (see the module doc); a permanent one raises ToolkitError."""
+        first = runstate.position(self.lay, self.cfg.int("ROUNDS"), self.cfg.flag("BASELINE_VAL"))
+        if not first.finished:
+            self.notifier.send("run-start", f"run started at round {first.round}, stage {first.stage} "
+                                            f"({self.cfg.int('ROUNDS')} rounds of {self.cfg.int('STEPS_PER_ROUND')} steps)")
+        try:
+            end = self._stages(stop_before)
+        except Stopped:
+            self.notifier.send("run-stopped", "run stopped (make stop or Ctrl-C); continue with make resume")
+            raise
+        except ToolkitError as exc:
+            self.notifier.send("run-failed", f"run FAILED: {exc.what}"[:1500])
+            raise
+        finally:
+            self.notifier.close()
+        return end
+
+    def _stages(self, stop_before: str | None) -> str:
+        while True:
+            if self.lay.stopped_marker.is_file():
+                raise ToolkitError(f"run {self.lay.run_dir.name} was stopped by make stop",
+                                   str(self.lay.stopped_marker), "continue it with `make resume`")
+            pos = runstate.position(self.lay, self.cfg.int("ROUNDS"), self.cfg.flag("BASELINE_VAL"))
+            if pos.finished:
+                self.notifier.send("run-done", f"run finished: {self.cfg.int('ROUNDS')} rounds")
+                return "done"
+            if pos.stage == stop_before:
+                return "stopped-before"
+            self.echo(f"[{time.strftime('%H:%M:%S')}] round {pos.round}: {pos.stage} ({pos.detail})")
+            try:
+                self.run_stage(pos.round, pos.stage)
+            except Stopped:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is classified; bugs are permanent
+                self._failed(pos.round, pos.stage, exc)
+
+    def _failed(self, r: int, stage: str, exc: Exception) -> None:
+        """Restart after a transient failure (returns), or raise ToolkitError with the reason."""
+        from pyhelpers.procs import groups as procs
+
+        log = self.lay.logs / STAGE_LOGS.get(stage, "")
+        tail = "\n".join(procs.log_tail(log, 40)) if stage in STAGE_LOGS else ""
+        failure = supervisor.classify_exception(stage, r, self._step(r, stage), exc, tail)
+        decision = self.supervisor.decide(failure)
+        self.echo(f"{type(exc).__name__}: {exc}")
+        if not decision.restart:
+            events.append(self.lay.run_dir, "run-failed", round=r, stage=stage, cause=failure.cause,
+                          verdict=failure.kind, reason=decision.reason)
+            raise ToolkitError(f"the run stopped: {decision.reason}", f"run {self.lay.run_dir.name}",
+                               "fix the cause, then `make resume`" if failure.kind == supervisor.PERMANENT
+                               else "look at the logs (make logs), then `make resume`") from exc
+        n = len(self.supervisor.seen)
+        events.append(self.lay.run_dir, "run-restart", round=r, stage=stage, step=failure.step, cause=failure.cause,
+                      excerpt=failure.excerpt, attempt=n, wait_s=decision.wait_s)
+        self.echo(f"restart {n} of at most {self.supervisor.max_restarts}: {decision.reason}; "
+                  f"stopping the job and the services, then resuming in {decision.wait_s:g} s")
+        self.notifier.send("restart", f"restart {n}: {decision.reason}"[:1500], round=r, stage=stage,
+                           cause=failure.cause)
+        self._stop_everything()
+        time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
+
+    def _stop_everything(self) -> None:
+        from pyhelpers.loop.stages import train as trainstage
+        from pyhelpers.run import stop as runstop
+
+        for line in runstop.cleanup(self.lay, self.cfg.ray_temp_dir, self.cfg.float("STOP_GRACE"),
+                                    lambda: trainstage.stop_job(self.cfg, self.lay)):
+            self.echo(line)
+
+    def _step(self, r: int, stage: str) -> int | None:
+        """The training step in progress when train failed: one past the last the plugin finished."""
+        if stage != "train":
+            return None
+        from pyhelpers.rollout.metrics import last_record
+
+        rec = last_record(self.lay.rollout_metrics(r))
+        return int(rec["rollout_id"]) + 1 if rec else r * self.lay.steps_per_round
+
+
+def install_signal_handlers() -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _on_signal)

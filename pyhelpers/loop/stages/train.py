@@ -1,0 +1,238 @@
+"""The train stage of round r, in one process (design.md §4; M1, M6-M8, M10, M11, M15).
+
+1. the round's slime.yaml (round 0's bank from SEED_BANK or empty), the disk guard;
+2. ShopSimulator and the Ray head up (both stay up for later rounds; the driver stops them at the
+   end), a watchdog thread that restarts a ShopSimulator dying mid-round (SHOPSIM_MAX_RESTARTS;
+   beyond that the job is stopped and the stage fails, saying why);
+3. the Failure Analyst sidecar started beside training (its failures never stop training);
+4. the slime job submitted (pyhelpers.launch.rayjob, recorded submission id), its output copied into
+   logs/slime-log.log, watched with the placement deadline JOB_START_TIMEOUT;
+5. at the end: the analyst stopped, and its drain started in a thread of the loop, beside the
+   export (network-bound, it overlaps the CPU-bound conversion); compile waits for it
+   (drain_wait below). The drain is resumable (the analyst's ledger): if the loop dies, the next
+   compile drains what is left.
+While the job trains, a thread also loads the eval prompt builder (evalstage.builder_for), which
+the loop is otherwise idle enough to do: the round transition then does not wait for it.
+
+On Stopped (make stop, Ctrl-C: pyhelpers/loop/loop.py) or a failure, the job, the analyst and the log
+copy are stopped here; the driver stops the rest.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from pyhelpers.errors import ToolkitError
+from pyhelpers.launch import rayjob, services
+from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.loop.stages import export as stages
+from pyhelpers.procs import groups as procs
+from pyhelpers.run import events
+from pyhelpers.run.layout import RunLayout
+
+
+def prepare(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> None:
+    from pyhelpers.capacity import diskguard
+    from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
+    from pyhelpers.skills import bank as bank_mod
+    from pyhelpers.skills.tokens import counter_for
+
+    d = lay.round_dir(r)
+    for sub in ("spool", "candidates", "stages"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    if r == 0 and not lay.bank_in(0).is_file():
+        if cfg.get("SEED_BANK"):
+            seed = bank_mod.load_bank(cfg.path("SEED_BANK"))
+            bank_mod.write_bank(lay.bank_in(0), {**seed, "round": 0})
+        else:
+            hf = cfg.path("HF_MODEL")
+            name, count = counter_for(hf if hf.is_dir() else None)
+            bank_mod.write_bank(lay.bank_in(0), bank_mod.empty_bank(0, name, bank_mod.header_tokens(count)))
+    write_plugin_yaml(lay.plugin_config(r), **plugin_values(cfg, lay, r))
+    echo("disk: " + diskguard.check(cfg, lay, "train").explain())
+    lay.started_marker(r).unlink(missing_ok=True)
+
+
+def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
+    from pyhelpers.rollout.flags import plugin_flags
+
+    entry = launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r, plugin_flags()))
+    job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
+    port = cfg.int("RAY_DASHBOARD_PORT")
+    rayjob.JobApi(port).submit(job_id, entry, launch_args.runtime_env(cfg))
+    source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
+    rayjob.record_job(lay.run_dir, job_id, r, port, str(source))
+    events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
+    procs.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], lay.pids, lay.logs)
+    return job_id
+
+
+def watch(cfg, lay: RunLayout, r: int, job_id: str, echo: Callable[[str], None]) -> rayjob.JobOutcome:
+    api = rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT"))
+    outcome = rayjob.watch(job_id, api.info, api.stop, rayjob.marker_started(lay.started_marker(r)),
+                           cfg.float("JOB_START_TIMEOUT"), progress=echo)
+    events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
+                  exit_code=outcome.exit_code)
+    time.sleep(0.2)  # let slime-log copy the job's last lines before it is stopped
+    return outcome
+
+
+def stop_job(cfg, lay: RunLayout) -> str:
+    """Stop the job recorded in slime-job.json and wait up to STOP_GRACE s for it to end."""
+    job = rayjob.recorded_job(lay.run_dir)
+    grace = cfg.float("STOP_GRACE")
+    try:
+        if not job:
+            return ""
+        api, job_id = rayjob.JobApi(job["dashboard_port"], timeout=3.0), job["submission_id"]
+        try:
+            if api.info(job_id).get("status") in rayjob.TERMINAL:
+                return f"slime job {job_id}: already ended"
+            api.stop(job_id)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                if api.info(job_id).get("status") in rayjob.TERMINAL:
+                    return f"slime job {job_id}: stopped"
+                time.sleep(0.2)
+            return f"slime job {job_id}: still stopping after {grace:g} s (stopping the Ray head ends it)"
+        except Exception as exc:  # noqa: BLE001 - the head may be gone; stopping the head ends the job anyway
+            return f"slime job {job_id}: Ray not reachable ({type(exc).__name__}); stopping the Ray head ends it"
+    finally:
+        services.stop(cfg, lay, "slime-log")
+
+
+def analyst_argv(lay: RunLayout, r: int) -> list[str]:
+    """The analyst sidecar watching the round's spool/ while the job trains (W&B live)."""
+    return [sys.executable, "-m", "pyhelpers", "analyst", "run", "--round-dir", str(lay.round_dir(r)), "--wandb"]
+
+
+def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
+    """While the job trains: warn once when free space falls below what the round's final save
+    needs (the guard acts only at stage boundaries: Megatron saves inside the job)."""
+    from dataclasses import replace
+
+    from pyhelpers.capacity import diskguard
+
+    interval = cfg.float("DISK_WATCH_INTERVAL")
+    base = diskguard.need(cfg, lay, "train")  # sizes are fixed within a round: only free space moves
+    while not stopped(interval):
+        n = replace(base, free=diskguard.free_bytes(base.where))
+        if not n.fits:
+            text = f"disk low during round {r}: {n.explain()}; the round's final save may fail: free space on it now"
+            events.append(lay.run_dir, "disk-low", round=r, free=n.free, need=n.total)
+            warn(text)
+            return
+
+
+def run(cfg, lay: RunLayout, r: int, model_args: list[str], echo: Callable[[str], None],
+        warn: Callable[[str], None] = lambda s: None) -> None:
+    prepare(cfg, lay, r, echo)
+    echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
+    echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
+    stop, gave_up = threading.Event(), []
+
+    def give_up(reason: str) -> None:
+        gave_up.append(reason)
+        echo(reason)
+        echo(stop_job(cfg, lay))
+
+    watchdog = threading.Thread(target=services.watch_shopsim, daemon=True, name="shopsim-watchdog",
+                                args=(cfg, lay, r, stop.wait, give_up, echo))
+    watchdog.start()
+
+    def disk_warning(text: str) -> None:
+        echo(f"WARNING: {text}")
+        warn(text)
+
+    threading.Thread(target=_disk_watch, daemon=True, name="disk-watch",
+                     args=(cfg, lay, r, stop.wait, disk_warning)).start()
+    analyst = cfg.flag("ANALYST_ENABLED")
+    ok = False
+    try:
+        if analyst:
+            procs.start("analyst", analyst_argv(lay, r), lay.pids, lay.logs)
+        job_id = submit(cfg, lay, r, model_args)
+        _warm_eval_builder(cfg)
+        echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{lay.last_iteration(r)} "
+             f"(output: logs/slime-log.log)")
+        outcome = watch(cfg, lay, r, job_id, echo)
+        if not outcome.ok:
+            tail = "\n".join(procs.log_tail(lay.logs / "slime-log.log", 30))
+            echo(f"--- last lines of the slime job ({lay.logs / 'slime-log.log'}) ---\n{tail}\n---")
+            why = f"; {gave_up[0]}" if gave_up else ""
+            raise ToolkitError(f"slime job {job_id} {outcome.status} (exit code {outcome.exit_code}): "
+                               f"{outcome.message.splitlines()[0] if outcome.message else ''}{why}",
+                               f"round {r}; full log: {lay.logs / 'slime-log.log'}",
+                               "fix the cause shown above, then `make resume` (training continues from the newest "
+                               "checkpoint)")
+        ok = True
+        echo(f"slime job {job_id} succeeded")
+    finally:
+        stop.set()
+        watchdog.join(timeout=5)
+        if not ok:
+            echo(stop_job(cfg, lay))
+        for line in services.stop(cfg, lay, "slime-log", "analyst"):
+            echo(line)
+    if analyst:  # the drain runs beside the export; compile waits for it
+        _DRAINS[r] = _drain_thread(cfg, lay, r, echo)
+    stages.write_record(lay, r, "train", "ok")
+
+
+def _warm_eval_builder(cfg) -> None:
+    def warm():
+        try:
+            from pyhelpers.loop.stages import evaluate as evalstage
+
+            evalstage.builder_for(str(cfg.path("HF_MODEL")))
+        except Exception:  # noqa: BLE001 - only a head start; the evaluate stage loads it if this failed
+            pass
+    threading.Thread(target=warm, daemon=True, name="warm-eval-builder").start()
+
+
+# round -> the thread draining its analyst (started by run, joined by drain_wait)
+_DRAINS: dict[int, threading.Thread] = {}
+
+
+def _drain_thread(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> threading.Thread:
+    """The analyst's drain of round r in a thread of this process (no W&B here: pyhelpers run
+    log-wandb logs its final counters). Its failures are logged and never stop the round."""
+    def drain():
+        from pyhelpers.analyst import logs, sidecar
+
+        key = cfg.get("DASHSCOPE_API_KEY")
+        if not key:
+            echo("analyst drain skipped: DASHSCOPE_API_KEY is not set")
+            return
+        logs.setup(key)
+        try:
+            out = sidecar.run(sidecar.Settings.from_config(cfg, lay.round_dir(r), r), key, threading.Event(),
+                              drain=True)
+            echo(f"analyst drain of round {r}: {out.why}, {out.left} record(s) left")
+        except Exception as exc:  # noqa: BLE001 - the analyst never stops training
+            echo(f"analyst drain of round {r} failed: {type(exc).__name__}: {exc} (compiling what it wrote)")
+    t = threading.Thread(target=drain, daemon=True, name=f"analyst-drain-r{r}")
+    t.start()
+    return t
+
+
+def drain_wait(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> None:
+    """Before compile: let the round's analyst drain finish (ANALYST_DRAIN_TIMEOUT + a minute);
+    when none runs but records are pending (a resumed round), drain now. Never fails the round."""
+    if not cfg.flag("ANALYST_ENABLED"):
+        return
+    t = _DRAINS.pop(r, None)
+    if t is None:
+        from pyhelpers.analyst import sidecar
+
+        pending = sidecar.status(sidecar.Settings.from_config(cfg, lay.round_dir(r), r))["records_pending"]
+        if not pending:
+            return
+        echo(f"{pending} spool record(s) not analysed yet: draining the Failure Analyst first")
+        t = _drain_thread(cfg, lay, r, echo)
+    t.join(timeout=cfg.float("ANALYST_DRAIN_TIMEOUT") + 60)
+    if t.is_alive():
+        echo("the analyst drain overran ANALYST_DRAIN_TIMEOUT; compiling what it wrote (the rest is not used)")

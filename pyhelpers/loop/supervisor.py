@@ -1,0 +1,138 @@
+"""Self-healing: is a failed stage worth restarting, and when (issue: self-healing runs).
+
+`classify()` reads the failure -- the error's text and the tail of the failing process's log --
+against RULES, one table, first match wins. `Supervisor.decide()` adds the limits: at most
+MAX_RESTARTS restarts per driver run and MAX_RESTARTS_PER_STAGE per stage of a round, exponential
+backoff from RESTART_BACKOFF (doubling, at most RESTART_BACKOFF_MAX seconds), and the same
+failure at the same step twice is permanent (a crash that repeats deterministically would only
+burn GPU hours). A user's `make stop` is final: the loop never restarts after it.
+
+Restarting means what `make resume` does: stop the job and every service, wait, then continue from
+the artifacts (the next stage is derived again; a checkpoint is never deleted).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+TRANSIENT, PERMANENT = "transient", "permanent"
+
+# (cause, kind, pattern, what it means) -- matched case-insensitively against the error text and
+# the failing process's log tail. Order matters: permanent causes first.
+RULES: tuple[tuple[str, str, str, str], ...] = (
+    ("config", PERMANENT, r"configuration error|is not one of|not a whole number|must be (at least|0 or 1|below)",
+     "a configuration error: fix the knob named above"),
+    ("disk-short", PERMANENT, r"not enough disk space", "TRAIN_SAVE's disk is too full for the next save or export"),
+    ("flag", PERMANENT, r"unknown flag|unrecognized arguments|not in the toolkit's checked flag list|"
+                        r"ValueError: --[a-z]", "slime (or SGLang) rejected its arguments"),
+    ("placement", PERMANENT, r"did not start training within", "the job never got its GPUs (JOB_START_TIMEOUT)"),
+    ("missing-file", PERMANENT, r"FileNotFoundError|No such file or directory|does not exist|is missing",
+     "a file or directory the run needs is missing"),
+    ("nccl", TRANSIENT, r"NCCL error|Watchdog caught collective operation timeout|DistBackendError|ProcessGroupNCCL",
+     "an NCCL error or timeout between the GPUs"),
+    ("cuda-oom", TRANSIENT, r"CUDA out of memory|OutOfMemoryError",
+     "out of GPU memory (a restart may get past it; if it repeats at the same step, see docs/oom_qwen35_4b.md)"),
+    ("engine", TRANSIENT, r"RayActorError|ActorDiedError|ActorUnavailableError|RaySystemError|GetTimeoutError|"
+                          r"SGLang engine (died|crashed)|sglang\S* (died|crashed|exited)",
+     "an SGLang engine or a Ray actor died"),
+    ("shopsim", TRANSIENT, r"ShopSimulator (died|did not answer)|ShopSimError|TransportError",
+     "ShopSimulator failed"),
+    ("node", TRANSIENT, r"Connection (reset|refused)|Ray's job API|cannot reach Ray|node .* (died|dead)|"
+                        r"heartbeat|Broken pipe|Segmentation fault|exit code -?(9|137)\b",
+     "a process or the node hiccupped (killed, connection lost)"),
+)
+
+
+@dataclass(frozen=True)
+class Failure:
+    stage: str
+    round: int | None
+    step: int | None        # the training step in progress (train), else None
+    cause: str              # a RULES cause, or "unknown"
+    kind: str               # transient | permanent
+    meaning: str
+    excerpt: str            # the lines that matched (or the error's first line)
+
+    @property
+    def key(self) -> tuple:
+        return self.stage, self.round, self.step, self.cause
+
+
+def _failure(stage, round_, step, rule, line) -> Failure:
+    cause, kind, _, meaning = rule
+    return Failure(stage, round_, step, cause, kind, meaning, line.strip()[:300])
+
+
+def classify(stage: str, round_: int | None, step: int | None, message: str, log_text: str = "") -> Failure:
+    """The toolkit's own error message is read first, rule by rule (permanent causes first); if no
+    rule matches it, the failing process's log is read for the rule that matches LAST in it -- the
+    fatal error ends a log, earlier lines may hold harmless warnings."""
+    for rule in RULES:
+        m = re.search(rule[2], message, flags=re.IGNORECASE)
+        if m:
+            return _failure(stage, round_, step, rule, next(ln for ln in message.splitlines() if m.group(0) in ln))
+    best = None
+    for rule in RULES:
+        for m in re.finditer(rule[2], log_text, flags=re.IGNORECASE):
+            if best is None or m.end() > best[1].end():
+                best = (rule, m)
+    if best:
+        rule, m = best
+        line = log_text[log_text.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0]
+        return _failure(stage, round_, step, rule, line)
+    first = next((ln for ln in message.splitlines() if ln.strip()), "")
+    return Failure(stage, round_, step, "unknown", PERMANENT,
+                   "not recognised as transient (see the restart rules in README.md)", first.strip()[:300])
+
+
+def classify_exception(stage: str, round_: int | None, step: int | None, exc: BaseException,
+                       log_text: str = "") -> Failure:
+    """A stage's exception: a ToolkitError by its message and the failing process's log (RULES);
+    any other exception is a bug in the toolkit (permanent)."""
+    from pyhelpers.errors import ToolkitError
+
+    if not isinstance(exc, ToolkitError):
+        return Failure(stage, round_, step, "bug", PERMANENT,
+                       "an error inside the toolkit, not the stack: report it with the driver's log",
+                       f"{type(exc).__name__}: {exc}"[:300])
+    return classify(stage, round_, step, exc.what, f"{exc.where}\n{log_text}")
+
+
+@dataclass
+class Decision:
+    restart: bool
+    reason: str
+    wait_s: float = 0.0
+
+
+@dataclass
+class Supervisor:
+    max_restarts: int
+    max_per_stage: int
+    backoff: float
+    backoff_max: float
+    seen: list[Failure] = field(default_factory=list)
+
+    @classmethod
+    def from_config(cls, cfg) -> Supervisor:
+        return cls(cfg.int("MAX_RESTARTS"), cfg.int("MAX_RESTARTS_PER_STAGE"), cfg.float("RESTART_BACKOFF"),
+                   cfg.float("RESTART_BACKOFF_MAX"))
+
+    def decide(self, f: Failure) -> Decision:
+        where = f"{f.stage} of round {f.round}" + (f" at step {f.step}" if f.step is not None else "")
+        if f.kind == PERMANENT:
+            return Decision(False, f"{where} failed: {f.meaning} ({f.cause}): {f.excerpt}")
+        if any(prev.key == f.key for prev in self.seen):
+            return Decision(False, f"{where} failed the same way twice ({f.cause}: {f.meaning}): {f.excerpt}; "
+                                   "a repeating failure is not transient")
+        same_stage = sum(1 for prev in self.seen if (prev.stage, prev.round) == (f.stage, f.round))
+        if len(self.seen) >= self.max_restarts:
+            return Decision(False, f"{where} failed ({f.cause}) after {len(self.seen)} restart(s) of this run "
+                                   f"(MAX_RESTARTS={self.max_restarts}): {f.excerpt}")
+        if same_stage >= self.max_per_stage:
+            return Decision(False, f"{where} failed ({f.cause}) after {same_stage} restart(s) of this stage "
+                                   f"(MAX_RESTARTS_PER_STAGE={self.max_per_stage}): {f.excerpt}")
+        self.seen.append(f)
+        wait = min(self.backoff_max, self.backoff * 2 ** (len(self.seen) - 1))
+        return Decision(True, f"{where} failed: {f.meaning} ({f.cause}): {f.excerpt}", wait)

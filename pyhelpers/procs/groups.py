@@ -1,0 +1,346 @@
+"""Services in their own process groups: start with a pidfile, stop the group, report (design.md §5).
+
+A service is started with `start()`: its own session (setsid, so pid == process group id ==
+session id), stdin from /dev/null, stdout+stderr appended to `<logs>/<name>.log`, and no
+inherited descriptors except 0-2 (close_fds), so neither the run lock nor a caller's pipe leaks
+into it. The pid comes from the fork itself (Popen), never from a wrapper's `$!`. The pidfile
+`<pids>/<name>.json` records name, pid (== pgid), start time in clock ticks (so a reused pid is
+never mistaken for ours), host, argv, log path and start order.
+
+`stop()` TERMs the whole group, waits until no non-zombie member remains, KILLs the group after
+the grace period and says which happened. `stop_all()` does that in reverse start order.
+`stop_marked()` ends processes that are in no pidfile group but reference a path we created
+(Ray's workers run in their own process groups; their marker is the Ray temp dir). Nothing is
+ever signalled by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.procs import ports, procfs
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+KILL_WAIT_S = 5.0  # after KILL the kernel ends a group at once, unless a member sits in state D
+POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Record:
+    """One pidfile: a service we started."""
+
+    name: str
+    pid: int  # == process group id == session id
+    start_ticks: int
+    host: str
+    argv: list[str]
+    log: str
+    order: int
+    started_at: str  # for people; ownership is decided by start_ticks
+
+    @property
+    def pgid(self) -> int:
+        return self.pid
+
+
+@dataclass(frozen=True)
+class StopResult:
+    name: str
+    pid: int
+    outcome: str  # stopped | killed | gone | reused | other-host | stuck | would-stop
+    message: str
+
+
+def pidfile(pids_dir: Path, name: str) -> Path:
+    return Path(pids_dir) / f"{name}.json"
+
+
+def load(path: Path) -> Record:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return Record(**{k: data[k] for k in Record.__dataclass_fields__})
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ToolkitError(f"unreadable pidfile ({exc})", str(path),
+                           "check whether that process still runs (`pyhelpers proc status`), then "
+                           "delete the file") from None
+
+
+def records(pids_dir: Path) -> list[Record]:
+    """Every pidfile in pids_dir, in start order."""
+    d = Path(pids_dir)
+    if not d.is_dir():
+        return []
+    return sorted((load(p) for p in d.glob("*.json")), key=lambda r: (r.order, r.name))
+
+
+def find(pids_dir: Path, name: str) -> Record:
+    path = pidfile(pids_dir, name)
+    if not path.exists():
+        raise ToolkitError(f"no service named {name!r} was started", str(path),
+                           f"start it first; `pyhelpers proc status --pids-dir {pids_dir}` lists what runs")
+    return load(path)
+
+
+def state(rec: Record) -> str:
+    """alive | dead | reused | other-host.
+
+    alive: the leader runs with the recorded start time, or it is gone but members of its group
+    remain (the kernel does not hand out a pid while a group of that id exists, so they are ours).
+    reused: the pid now belongs to a process that started at another time.
+    """
+    if rec.host != procfs.hostname():
+        return "other-host"
+    st = procfs.read_stat(rec.pid)
+    if st and st.start_ticks != rec.start_ticks:
+        return "reused"
+    if st and st.state != "Z":
+        return "alive"
+    return "alive" if procfs.group_members(rec.pgid) else "dead"
+
+
+def _check_name(name: str) -> None:
+    if not NAME_RE.match(name):
+        raise ToolkitError(f"bad service name {name!r}", "--name",
+                           "use letters, digits, '.', '_' and '-' (at most 64), e.g. shopsim")
+
+
+def start(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
+          env: Mapping[str, str] | None = None, cwd: Path | None = None,
+          needs_ports: Iterable[tuple[str, int]] = ()) -> Record:
+    """Start argv as service `name`; return its record once the pidfile is written.
+
+    Refuses when a live service is recorded under the same name, or when a port in needs_ports
+    cannot be bound (the error names the holder). env=None passes this process's environment.
+    """
+    return spawn(name, argv, pids_dir, logs_dir, env=env, cwd=cwd, needs_ports=needs_ports)[0]
+
+
+def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
+          env: Mapping[str, str] | None = None, cwd: Path | None = None,
+          needs_ports: Iterable[tuple[str, int]] = ()) -> tuple[Record, subprocess.Popen]:
+    """`start()`, also returning the Popen, for a caller that waits for the service itself."""
+    _check_name(name)
+    if not argv:
+        raise ToolkitError("no command given", f"service {name}", "put the command after `--`")
+    pids_dir, logs_dir = Path(pids_dir), Path(logs_dir)
+    path = pidfile(pids_dir, name)
+    existing = records(pids_dir)
+    old = next((r for r in existing if r.name == name), None)
+    if old and state(old) == "alive":
+        raise ToolkitError(f"service {name!r} is already running", f"pid {old.pid} ({path})",
+                           "stop it first: `make stop`, or pyhelpers proc stop --name " + name)
+    ours = [p for r in existing if state(r) == "alive" for p in procfs.group_members(r.pgid)]
+    for host, port in needs_ports:
+        ports.check_port(host, port, ours=ours)
+    pids_dir.mkdir(parents=True, exist_ok=True)
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    log_path = logs_dir / f"{name}.log"
+    started_at = datetime.now().astimezone().isoformat(timespec="seconds")
+    with open(log_path, "ab") as log:
+        log.write(f"==> {started_at} start {name}: {' '.join(argv)}\n".encode())
+        log.flush()
+        try:
+            child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, close_fds=True, env=env, cwd=cwd)
+        except OSError as exc:
+            raise ToolkitError(f"cannot start {argv[0]!r} ({exc.strerror})", f"service {name}",
+                               "check the program path / PATH and the knob that names it") from None
+    # The child is our unreaped child until we exit, so its stat (even as a zombie) is readable.
+    ticks = procfs.start_ticks(child.pid)
+    rec = Record(name=name, pid=child.pid, start_ticks=ticks or 0, host=procfs.hostname(),
+                 argv=list(argv), log=str(log_path), order=max((r.order for r in existing), default=0) + 1,
+                 started_at=started_at)
+    write_json_atomic(path, asdict(rec))
+    return rec, child
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG; Linux).
+    The training loop and the lock holder are the driver's children: they must not outlive it."""
+    import ctypes
+
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the call took effect
+        os._exit(137)
+
+
+def stop_group(pgid: int, grace: float) -> tuple[str, str]:
+    """TERM the group, wait up to `grace` s for every non-zombie member to exit, then KILL.
+    Returns (outcome, detail): stopped | killed | gone | stuck."""
+    if not procfs.group_members(pgid):
+        return "gone", ""
+    t0 = time.monotonic()
+    if not _killpg(pgid, signal.SIGTERM) or _wait_group(pgid, t0 + grace):
+        return "stopped", f"exited {time.monotonic() - t0:.1f} s after TERM"
+    _killpg(pgid, signal.SIGKILL)
+    if _wait_group(pgid, time.monotonic() + KILL_WAIT_S):
+        return "killed", f"still running {grace:g} s after TERM"
+    left = procfs.group_members(pgid)
+    states = ", ".join(f"{p} [{getattr(procfs.read_stat(p), 'state', '?')}]" for p in left)
+    return "stuck", f"still alive after KILL: {states}"
+
+
+def _killpg(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        raise ToolkitError(f"not allowed to signal process group {pgid}", f"pgid {pgid}",
+                           "it belongs to another user; stop it as that user") from None
+    return True
+
+
+def _wait_group(pgid: int, deadline: float) -> bool:
+    while procfs.group_members(pgid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+def stop(rec: Record, grace: float, *, pids_dir: Path | None = None, dry_run: bool = False) -> StopResult:
+    """Stop one recorded service if it is still ours; remove its pidfile once its group is gone."""
+    st = state(rec)
+    head = f"{rec.name}: pid {rec.pid}"
+    if st == "other-host":
+        return StopResult(rec.name, rec.pid, "other-host",
+                          f"{head} was started on host {rec.host}, not {procfs.hostname()} — left alone")
+    if st == "reused":
+        msg = f"{head} reused by another process ({procfs.cmdline(rec.pid)}) — left alone"
+        outcome = "reused"
+    elif dry_run:
+        return StopResult(rec.name, rec.pid, "would-stop" if st == "alive" else "gone",
+                          f"{head}: would stop (TERM, KILL after the grace)" if st == "alive"
+                          else f"{head}: already gone")
+    else:
+        outcome, detail = stop_group(rec.pgid, grace) if st == "alive" else ("gone", "")
+        msg = {"stopped": f"{head}: stopped ({detail})", "gone": f"{head}: already gone",
+               "killed": f"{head}: killed after {grace:g} s ({detail})",
+               "stuck": f"{head}: {detail} (a member in state D waits in the kernel, e.g. on a GPU "
+                        f"driver; see `ps -o pid,stat,wchan -g {rec.pgid}`)"}[outcome]
+    if outcome != "stuck" and not dry_run and pids_dir is not None:
+        pidfile(pids_dir, rec.name).unlink(missing_ok=True)
+    return StopResult(rec.name, rec.pid, outcome, msg)
+
+
+def stop_all(pids_dir: Path, grace: float, names: Iterable[str] | None = None,
+             dry_run: bool = False, missing_ok: bool = False) -> list[StopResult]:
+    """Stop the recorded services (all, or those named) in reverse start order. A named service
+    never started is an error, or skipped with missing_ok."""
+    recs = records(pids_dir)
+    if names is not None:
+        wanted = list(names)
+        for n in wanted:
+            _check_name(n)
+        known = {r.name for r in recs}
+        missing = [n for n in wanted if n not in known]
+        if missing and not missing_ok:
+            raise ToolkitError(f"no pidfile for {', '.join(missing)}", str(pids_dir),
+                               f"`pyhelpers proc status --pids-dir {pids_dir}` lists what was started")
+        recs = [r for r in recs if r.name in wanted]
+    return [stop(r, grace, pids_dir=pids_dir, dry_run=dry_run) for r in reversed(recs)]
+
+
+def status(pids_dir: Path) -> list[dict]:
+    """One row per pidfile: name, pid, state, age_s (None unless alive), log."""
+    rows = []
+    for r in records(pids_dir):
+        st = state(r)
+        age = procfs.age_seconds(r.start_ticks) if st == "alive" else None
+        rows.append({"name": r.name, "pid": r.pid, "state": st, "age_s": age, "log": r.log,
+                     "order": r.order})
+    return rows
+
+
+def log_tail(path: str | Path, lines: int = 30) -> list[str]:
+    """The last `lines` lines of a log (reads at most the last 256 KiB)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 256 * 1024))
+            data = fh.read()
+    except OSError:
+        return []
+    return data.decode("utf-8", "replace").splitlines()[-lines:]
+
+
+def stop_marked(marker: str | Path, grace: float, *, open_files: bool = False,
+                dry_run: bool = False) -> list[StopResult]:
+    """End every process that references the path `marker` (see procfs.marker_matches), e.g.
+    all processes of a Ray session, identified by its temp dir: TERM each, wait up to `grace`,
+    KILL the rest, then look again (a dying raylet may still have forked a worker) — twice.
+
+    Each process is signalled through a pidfd opened while its start time still matched, so a
+    pid reused between the scan and the signal is never hit. Returns one result per process.
+    """
+    results: dict[int, StopResult] = {}
+    for _ in range(2):
+        found = procfs.marker_matches(marker, open_files=open_files)
+        targets = {pid: how for pid, how in found.items() if pid not in results}
+        if not targets:
+            break
+        if dry_run:
+            return [StopResult(procfs.cmdline(p), p, "would-stop", f"pid {p} ({procfs.cmdline(p)}): "
+                               f"would stop — {how}") for p, how in sorted(targets.items())]
+        results.update(_end_processes(targets, grace))
+    return [results[p] for p in sorted(results)]
+
+
+def _end_processes(targets: dict[int, str], grace: float) -> dict[int, StopResult]:
+    handles = {}
+    for pid in targets:
+        st = procfs.read_stat(pid)
+        if not st or st.state == "Z":
+            continue
+        cmd = procfs.cmdline(pid)
+        try:
+            fd = os.pidfd_open(pid)
+        except (ProcessLookupError, OSError):
+            continue
+        if procfs.start_ticks(pid) != st.start_ticks:  # pid reused before we held it
+            os.close(fd)
+            continue
+        handles[pid] = (fd, st.start_ticks, cmd)
+    out: dict[int, StopResult] = {}
+    try:
+        for sig, wait_s, outcome in ((signal.SIGTERM, grace, "stopped"), (signal.SIGKILL, KILL_WAIT_S, "killed")):
+            live = [p for p in handles if p not in out]
+            for pid in live:
+                try:
+                    signal.pidfd_send_signal(handles[pid][0], sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait_s
+            while True:
+                for pid in live:
+                    if pid not in out and not procfs.is_alive(pid, handles[pid][1]):
+                        how = "after TERM" if outcome == "stopped" else f"after {grace:g} s"
+                        out[pid] = StopResult(handles[pid][2], pid, outcome,
+                                              f"pid {pid} ({handles[pid][2]}): {outcome} {how} — {targets[pid]}")
+                if all(p in out for p in live) or time.monotonic() >= deadline:
+                    break
+                time.sleep(POLL_S)
+        for pid in handles:
+            if pid not in out:
+                out[pid] = StopResult(handles[pid][2], pid, "stuck", f"pid {pid} ({handles[pid][2]}): "
+                                      "still alive after KILL (state D: waiting in the kernel)")
+    finally:
+        for fd, _, _ in handles.values():
+            os.close(fd)
+    return out

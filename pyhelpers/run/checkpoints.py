@@ -1,0 +1,196 @@
+"""Megatron checkpoints and HF exports on disk (M12, design.md §7).
+
+A Megatron save counts only when it is complete: the tracker file names it, or its torch_dist
+files (`.metadata` and `common.pt`) are all present. Rotation keeps the newest complete save and
+never deletes the iteration the tracker names, nor an incomplete save that might be the newest
+(it reports it instead). HF exports live in `hf-<iter>/`; `hf` is a symlink flipped atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyhelpers.errors import ToolkitError
+
+TRACKER = "latest_checkpointed_iteration.txt"
+ITER_RE = re.compile(r"^iter_(\d{7})$")
+HF_RE = re.compile(r"^hf-(\d{7})$")
+TORCH_DIST_FILES = (".metadata", "common.pt")
+
+
+def read_tracker(megatron: Path) -> int | None:
+    """The iteration slime's tracker names, None when there is no tracker. 'release' (a
+    converted base model) counts as no training iteration."""
+    path = Path(megatron) / TRACKER
+    if not path.is_file():
+        return None
+    text = path.read_text().strip()
+    if text == "release":
+        return None
+    if not text.isdigit():
+        raise ToolkitError(f"checkpoint tracker holds {text!r}, not an iteration number", str(path),
+                           "restore it from the newest complete iter_* directory name, or remove the file")
+    return int(text)
+
+
+def iter_dirs(megatron: Path) -> dict[int, Path]:
+    """Every iter_XXXXXXX directory, by iteration."""
+    megatron = Path(megatron)
+    if not megatron.is_dir():
+        return {}
+    out = {}
+    for p in megatron.iterdir():
+        m = ITER_RE.match(p.name)
+        if m and p.is_dir():
+            out[int(m.group(1))] = p
+    return dict(sorted(out.items()))
+
+
+def is_complete(path: Path) -> bool:
+    """A torch_dist save is complete when its metadata and common state exist and at least one
+    shard does (Megatron writes .metadata last)."""
+    path = Path(path)
+    return all((path / f).is_file() for f in TORCH_DIST_FILES) and any(path.glob("*.distcp"))
+
+
+def rollout_states(megatron: Path) -> dict[int, Path]:
+    """{iteration: rollout/global_dataset_state_dict_<iteration>.pt} (slime's data-source state)."""
+    out = {}
+    for p in (Path(megatron) / "rollout").glob("global_dataset_state_dict_*.pt"):
+        num = p.stem.rsplit("_", 1)[1]
+        if num.isdigit():
+            out[int(num)] = p
+    return out
+
+
+def newest_complete(megatron: Path) -> int | None:
+    done = [i for i, p in iter_dirs(megatron).items() if is_complete(p)]
+    return max(done) if done else None
+
+
+@dataclass
+class RotationPlan:
+    keep: int | None
+    delete: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_rotation(megatron: Path) -> RotationPlan:
+    """Which iter_* directories (and their rollout state files) rotation would delete."""
+    megatron = Path(megatron)
+    tracked = read_tracker(megatron)
+    dirs = iter_dirs(megatron)
+    newest = newest_complete(megatron)
+    plan = RotationPlan(keep=newest)
+    if newest is None:
+        plan.notes.append("no complete checkpoint: nothing deleted")
+        return plan
+    states = rollout_states(megatron)
+    for it, path in dirs.items():
+        if it == newest or it == tracked:
+            continue
+        if it > newest:
+            plan.notes.append(f"{path.name} is newer than the newest complete save and incomplete: kept "
+                              f"(a save may be in progress; remove it by hand if it is a crash leftover)")
+            continue
+        if it in states:  # before its dir: a kill in between leaves a dir the next rotation sees
+            plan.delete.append(states[it])
+        plan.delete.append(path)
+    plan.delete += [states[it] for it in stray_states(megatron, below=newest) if it != tracked]
+    if tracked is not None and tracked != newest:
+        plan.notes.append(f"tracker names iteration {tracked} but the newest complete save is {newest}: both kept")
+    return plan
+
+
+def stray_states(megatron: Path, below: int) -> list[int]:
+    """Iterations < below with a rollout state file but no checkpoint dir: what a rotation cut
+    short between deleting a save's state file and its dir leaves behind."""
+    dirs = iter_dirs(megatron)
+    return sorted(it for it in rollout_states(megatron) if it < below and it not in dirs)
+
+
+def rotate(megatron: Path, dry_run: bool = False) -> RotationPlan:
+    plan = plan_rotation(megatron)
+    if not dry_run:
+        for path in plan.delete:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+    return plan
+
+
+# --- HF exports ------------------------------------------------------------------------------
+
+def hf_problems(path: Path) -> list[str]:
+    """Why an HF model dir is not usable (empty list = complete): config, tokenizer, and every
+    weight file its index names."""
+    path = Path(path)
+    if not path.is_dir():
+        return [f"{path} does not exist"]
+    problems = []
+    if not (path / "config.json").is_file():
+        problems.append("config.json missing")
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        import json
+
+        try:
+            names = set(json.loads(index.read_text())["weight_map"].values())
+        except (ValueError, KeyError) as exc:
+            return problems + [f"model.safetensors.index.json unreadable ({exc})"]
+        missing = sorted(n for n in names if not (path / n).is_file())
+        if missing:
+            problems.append(f"weight files named by the index are missing: {', '.join(missing[:3])}")
+    elif not any(path.glob("*.safetensors")):
+        problems.append("no *.safetensors weights")
+    return problems
+
+
+def hf_target(link: Path) -> Path | None:
+    """The directory the `hf` symlink points at (resolved against its parent), or None."""
+    link = Path(link)
+    if not link.is_symlink():
+        return None
+    return (link.parent / os.readlink(link)).resolve()
+
+
+def flip_hf(link: Path, target: Path) -> None:
+    """Point `link` at `target` atomically (a relative symlink, renamed over the old one), so the
+    eval server never sees a missing or half-written model, and the run can move machines."""
+    link, target = Path(link), Path(target)
+    if link.exists() and not link.is_symlink():
+        raise ToolkitError("the HF export path is a real directory, not the symlink the toolkit manages",
+                           str(link), f"move it aside (e.g. mv {link} {link}.old) and run again")
+    tmp = link.with_name(f".{link.name}.tmp-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    os.symlink(os.path.relpath(target, link.parent), tmp)
+    os.replace(tmp, link)
+
+
+def old_exports(save_dir: Path, keep: Path) -> list[Path]:
+    """What an export leaves behind once `hf` points at `keep`: older hf-* directories, the
+    converter's staging dirs (.hf-*) and a flip's temp link (.hf.tmp-*), e.g. after a kill."""
+    keep = Path(keep).resolve()
+    out = []
+    for p in sorted(Path(save_dir).iterdir()):
+        if p.name.startswith(".hf.tmp-") and p.is_symlink():
+            out.append(p)
+        elif (HF_RE.match(p.name) or p.name.startswith(".hf-")) and p.is_dir() and p.resolve() != keep:
+            out.append(p)
+    return out
+
+
+def remove_old_exports(save_dir: Path, keep: Path) -> list[Path]:
+    """Delete old_exports(save_dir, keep) (after the flip)."""
+    removed = old_exports(save_dir, keep)
+    for p in removed:
+        if p.is_symlink():
+            p.unlink()
+        else:
+            shutil.rmtree(p)
+    return removed

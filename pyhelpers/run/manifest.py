@@ -1,0 +1,115 @@
+"""run.json: the resolved configuration a run was started with (no secrets, no machine paths),
+and the comparison `make resume` makes against it (design.md §3).
+
+A change that would corrupt the run (batch shape, TP, lengths, reward, model) is refused, naming
+each difference; a harmless one (more ROUNDS, concurrency, timeouts, ports) is allowed and
+recorded in the manifest's `changes` list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+from pathlib import Path
+
+from pyhelpers.config.load import Config
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import load_json, write_json_atomic
+
+SCHEMA_VERSION = 1
+# Changing these mid-run silently changes what is being trained or how checkpoints load.
+LOCKED = ("STEPS_PER_ROUND", "TP_SIZE", "OVER_SAMPLING_GROUPS", "ROLLOUT_GROUPS", "SAMPLES_PER_GROUP",
+          "GLOBAL_BATCH_SIZE", "ROLLOUT_MAX_CONTEXT_LEN", "ROLLOUT_MAX_RESPONSE_LEN", "MAX_TURNS", "REWARD",
+          "RETRY_TRAINS", "SAVE_OPTIM", "SKILL_TOKEN_BUDGET", "RUN_NAME", "SHOPSIM_SEED", "GATE_SEED")
+# Machine-specific values: they differ after a migration and are not part of the run's identity.
+MACHINE_LOCAL_SUFFIXES = ("_DIR", "_DISK", "_ROOT", "_PORT", "_LAUNCHER", "_TRAIN", "_TEMP_DIR", "_URL")
+MACHINE_LOCAL = ("TRAIN_SAVE", "RUNS_DIR", "HF_MODEL", "TORCH_DIST_MODEL", "TRAIN_TASKS", "VAL_TASKS",
+                 "MODEL_ARGS_SCRIPT", "CONVERT_TO_HF", "CONVERT_TO_TORCH_DIST", "NVIDIA_SMI", "CUOBJDUMP",
+                 "SEED_BANK", "SHOPSIM_HOST")
+
+
+def _machine_local(name: str) -> bool:
+    return name in MACHINE_LOCAL or name.endswith(MACHINE_LOCAL_SUFFIXES)
+
+
+def run_config(cfg: Config) -> dict[str, str]:
+    """The run's identity-bearing configuration: public values, no secrets, no machine paths."""
+    public = cfg.public()
+    secrets = cfg.secret_names
+    out = {k: v for k, v in public.items() if k not in secrets and not _machine_local(k) and k != "SECRET_VARS"}
+    out["RUN_NAME"] = cfg.run_name
+    return dict(sorted(out.items()))
+
+
+def file_sha256(path: Path) -> str | None:
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def fingerprints(cfg: Config) -> dict[str, str | None]:
+    """Content hashes that identify the model and data independently of where they live."""
+    return {
+        "hf_config_sha256": file_sha256(cfg.path("HF_MODEL") / "config.json"),
+        "train_tasks_sha256": file_sha256(cfg.path("TRAIN_TASKS")),
+        "val_tasks_sha256": file_sha256(cfg.path("VAL_TASKS")),
+    }
+
+
+def _git_commit(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def build(cfg: Config, rehearsal: bool = False) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_name": cfg.run_name,
+        "rehearsal": rehearsal,
+        "config": run_config(cfg),
+        "fingerprints": fingerprints(cfg),
+        "toolkit_commit": _git_commit(cfg.root),
+        "host": platform.node(),
+        "changes": [],
+    }
+
+
+def differences(recorded: dict, current: dict) -> tuple[list[str], list[str]]:
+    """(refused, allowed) differences between a recorded manifest and the current one."""
+    refused, allowed = [], []
+    old, new = recorded.get("config", {}), current["config"]
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a == b:
+            continue
+        line = f"{name}: {a!r} -> {b!r}"
+        (refused if name in LOCKED else allowed).append(line)
+    for name, a in recorded.get("fingerprints", {}).items():
+        b = current["fingerprints"].get(name)
+        if a and b and a != b:
+            refused.append(f"{name.removesuffix('_sha256')} content changed ({a[:12]} -> {b[:12]})")
+    return refused, allowed
+
+
+def record_or_compare(cfg: Config, path: Path, rehearsal: bool = False) -> list[str]:
+    """Create run.json on the first start; afterwards refuse dangerous changes and record the
+    harmless ones. Returns the allowed changes (for the driver to log)."""
+    current = build(cfg, rehearsal)
+    if not Path(path).is_file():
+        write_json_atomic(path, current)
+        return []
+    recorded = load_json(path)
+    refused, allowed = differences(recorded, current)
+    if refused:
+        raise ToolkitError(
+            "the configuration differs from the one this run was started with: " + "; ".join(refused), str(path),
+            "restore those values (see run.json), or start a new run with another RUN_NAME")
+    if allowed:
+        recorded["config"] = current["config"]
+        recorded["changes"] = recorded.get("changes", []) + [{"allowed": allowed}]
+        write_json_atomic(path, recorded)
+    return allowed

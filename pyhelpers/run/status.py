@@ -1,0 +1,199 @@
+"""What `make status` and the end-of-run summary show, read from the run's own files, the
+pidfiles and (when it answers) Ray's job API. Read-only: nothing is created or changed.
+
+`gather()` returns one JSON-ready dict (`make status --json`); `render()` turns it into lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyhelpers.capacity.diskplan import gb
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import load_json_or_none
+from pyhelpers.launch import rayjob
+from pyhelpers.procs import groups as procs
+from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import events
+from pyhelpers.run import lock as runlock
+from pyhelpers.run import state as runstate
+from pyhelpers.run.layout import RunLayout
+
+# Service -> the knob(s) of the address it serves on (for the status table).
+PORTS = {"shopsim": ("SHOPSIM_HOST", "SHOPSIM_PORT"), "ray-head": (None, "RAY_DASHBOARD_PORT"),
+         "eval-server": (None, "EVAL_PORT")}
+
+
+def val_line(summary: dict) -> str:
+    s = summary["success"]
+    rate = "n/a" if s["rate"] is None else f"{100 * s['rate']:.1f}%"
+    ci = "" if s["ci_low"] is None else f" [{100 * s['ci_low']:.1f}, {100 * s['ci_high']:.1f}]"
+    return f"val success {rate}{ci} of {summary['n']}"
+
+
+def gate_line(summary: dict) -> str:
+    counts = {k: v for k, v in (summary.get("counts") or {}).items() if v}
+    what = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no skills tested"
+    mde = summary.get("mde")
+    return f"gate: {what}" + (f" (MDE {100 * mde:.0f} points)" if mde else "")
+
+
+def bank_line(bank: dict) -> str:
+    from pyhelpers.skills.bank import status_line
+
+    return status_line(bank)
+
+
+def results(cfg, lay: RunLayout) -> list[dict]:
+    rows = []
+    base = load_json_or_none(lay.baseline_dir / "val" / "summary.json")
+    if base:
+        rows.append({"round": "baseline", "val": val_line(base), "gate": None})
+    for r in range(cfg.int("ROUNDS")):
+        val, gate = load_json_or_none(lay.val_summary(r)), load_json_or_none(lay.gate_summary(r))
+        if val or gate:
+            rows.append({"round": r, "val": val_line(val) if val else None, "gate": gate_line(gate) if gate else None})
+    return rows
+
+
+def summary_lines(cfg, lay: RunLayout) -> list[str]:
+    out = [f"run {cfg.run_name}: {cfg.int('ROUNDS')} round(s) of {cfg.int('STEPS_PER_ROUND')} steps"]
+    out += [_result_line(row) for row in results(cfg, lay)]
+    final = load_json_or_none(lay.final_bank)
+    out.append(f"  final bank {lay.final_bank}: " + (bank_line(final) if final else "not written yet"))
+    return out
+
+
+def _result_line(row: dict) -> str:
+    name = row["round"] if row["round"] == "baseline" else f"round {row['round']:03d}"
+    return f"  {name:<10} " + "; ".join(x for x in (row["val"], row["gate"]) if x)
+
+
+def _driver(lay: RunLayout) -> dict:
+    holder = runlock.read_holder(lay.lock)
+    running = runlock.live_holder(lay.lock) is not None
+    out = {"running": running, "pid": holder.get("pid") if holder else None,
+           "since": holder.get("since") if holder else None, "host": holder.get("host") if holder else None}
+    if lay.stopped_marker.is_file():
+        out["stopped"] = lay.stopped_marker.read_text().strip()
+    return out
+
+
+def _services(cfg, lay: RunLayout) -> list[dict]:
+    rows = []
+    for row in procs.status(lay.pids):
+        host_knob, port_knob = PORTS.get(row["name"], (None, None))
+        if port_knob:
+            row["address"] = f"{cfg[host_knob] if host_knob else '127.0.0.1'}:{cfg[port_knob]}"
+        row["log"] = str(Path(row["log"]).name)
+        rows.append(row)
+    return rows
+
+
+def _job(lay: RunLayout) -> dict | None:
+    job = rayjob.recorded_job(lay.run_dir)
+    if not job:
+        return None
+    try:
+        info = rayjob.JobApi(job["dashboard_port"], timeout=2.0).info(job["submission_id"])
+        job["status"] = info.get("status")
+    except Exception:  # noqa: BLE001 - Ray down: the job cannot be running either
+        job["status"] = "unknown (Ray's job API does not answer)"
+    return job
+
+
+def _step(lay: RunLayout, r: int | None) -> dict | None:
+    """The last rollout step the plugin finished in round r (rollout_metrics.jsonl)."""
+    from pyhelpers.rollout.metrics import last_record
+
+    rec = last_record(lay.rollout_metrics(r)) if r is not None else None
+    if rec is None:
+        return None
+    return {"rollout_id": rec.get("rollout_id"), "of": f"{r * lay.steps_per_round}..{lay.last_iteration(r)}",
+            "success_rate": (rec.get("metrics") or {}).get("rollout/shopsim/success_rate")}
+
+
+def _disk(cfg, lay: RunLayout) -> dict:
+    from pyhelpers.capacity import diskguard
+
+    n = diskguard.need(cfg, lay, "train")
+    return {"free_bytes": n.free, "next_save_needs_bytes": n.total, "ok": n.fits, "explain": n.explain()}
+
+
+def gather(cfg, lay: RunLayout) -> dict:
+    try:
+        pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL")).as_dict()
+    except ToolkitError as exc:
+        pos = {"round": None, "stage": None, "detail": str(exc), "error": True}
+    evs = events.read(lay.run_dir)
+    return {
+        "run": cfg.run_name, "run_dir": str(lay.run_dir), "save_dir": str(lay.save_dir),
+        "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
+        "driver": _driver(lay), "position": pos, "step": _step(lay, pos.get("round")),
+        "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
+        "services": _services(cfg, lay), "job": _job(lay), "disk": _disk(cfg, lay),
+        "results": results(cfg, lay),
+        "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
+                                                          "run-failed", "disk-low")],
+        "last_event": evs[-1] if evs else None, "logs": str(lay.logs),
+        "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
+        else None,
+    }
+
+
+def _tracker(lay: RunLayout) -> int | None:
+    try:
+        return ck.read_tracker(lay.megatron)
+    except ToolkitError:
+        return None
+
+
+def render(st: dict) -> list[str]:
+    if not st["exists"]:
+        return [f"run {st['run']}: not started ({st['run_dir']} has no run.json); start it with `make train`"]
+    d, pos = st["driver"], st["position"]
+    kind = " (rehearsal)" if st["rehearsal"] else ""
+    out = [f"run {st['run']}{kind}: state {st['run_dir']}, weights {st['save_dir']}"]
+    if d["running"]:
+        out.append(f"driver: running, pid {d['pid']} on {d['host']} since {d['since']}")
+    else:
+        line = "driver: not running" + (f" ({d['stopped']})" if d.get("stopped") else "")
+        out.append(line + ("; continue with `make resume`" if pos.get("stage") else ""))
+    if pos.get("error"):
+        out.append(f"position: cannot tell: {pos['detail']}")
+    elif pos.get("stage") is None:
+        out.append(f"position: finished ({pos['detail']})")
+    else:
+        out.append(f"position: round {pos['round']}, stage {pos['stage']} ({pos['detail']})")
+    if st["step"]:
+        s = st["step"]
+        rate = "" if s["success_rate"] is None else f", success {100 * s['success_rate']:.1f}%"
+        out.append(f"step: rollout {s['rollout_id']} done (round's rollouts {s['of']}{rate})")
+    out.append(f"checkpoint: tracker at iteration {st['tracker']}; hf -> {st['hf'] or 'none'}")
+    out.append("services:" if st["services"] else "services: none running or recorded")
+    for s in st["services"]:
+        age = f"{s['age_s']:.0f}s" if s["age_s"] is not None else "-"
+        state = "up" if s["state"] == "alive" else s["state"]
+        out.append(f"  {s['name']:<14} {state:<6} pid {s['pid']:<8} {s.get('address', ''):<21} up {age:>7}  "
+                   f"logs/{s['log']}")
+    if st["job"]:
+        out.append(f"  slime job      {st['job']['status']}  {st['job']['submission_id']}")
+    disk = st["disk"]
+    out.append(f"disk: {gb(disk['free_bytes'])} free; the next save needs {gb(disk['next_save_needs_bytes'])} "
+               f"({'ok' if disk['ok'] else 'SHORT: free space before the next round'})")
+    out += [_result_line(row) for row in st["results"]]
+    for e in st["restarts"][-5:]:
+        what = {"run-failed": "stopped:", "disk-low": "warning:"}.get(e.get("kind"), "restart:")
+        detail = e.get("reason") or " ".join(str(e[k]) for k in ("cause", "excerpt") if e.get(k))
+        if e.get("kind") == "disk-low":
+            detail = f"free {gb(e['free'])} < {gb(e['need'])} needed by the round's save"
+        out.append(f"{what} {e.get('at')} {e.get('kind')} round {e.get('round')} "
+                   f"{e.get('service') or e.get('stage') or ''} {detail}".rstrip())
+    if st["last_event"]:
+        e = st["last_event"]
+        out.append(f"last event: {e.get('at')} {e.get('kind')} "
+                   + " ".join(f"{k}={e[k]}" for k in ("round", "stage", "service", "status") if k in e))
+    out.append(f"logs: {st['logs']} (make logs SERVICE=<name>)")
+    if st["report"]:
+        out.append(f"report: {st['report']}")
+    return out

@@ -1,0 +1,61 @@
+"""Stopping a run: the driver, then everything it started, by process group (design.md §5).
+
+`stop_run()` is `make stop` from another shell. A stop is final: it writes runs/<RUN>/stopped
+first, which the driver (and its self-healing restarts) read before starting anything, then:
+
+1. TERMs the driver (the pid in the lock file, checked by its start time) and waits for the lock
+   to come free: the driver's own exit path stops its stage and services in reverse order;
+2. KILLs the driver if it has not let go after the wait;
+3. stops what is left either way (the driver may have been SIGKILLed before): `cleanup()`.
+
+`cleanup()` (also what the driver runs at exit, and `make resume` runs first for orphans): stop
+the recorded slime job through Ray, every pidfile group in reverse start order (TERM, grace,
+KILL), then every process still referencing the run's Ray temp dir (Ray's workers live in their
+own process groups), also by TERM then KILL. Nothing is ever signalled by name.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from pyhelpers.procs import groups as procs
+from pyhelpers.procs import procfs
+from pyhelpers.run import lock as runlock
+from pyhelpers.run.layout import RunLayout
+
+
+def cleanup(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job) -> list[str]:
+    """Stop the job (stop_job(): a line to print), every recorded service (reverse order) and
+    Ray's stragglers. Lines to print."""
+    lines = [stop_job()]
+    lines += [r.message for r in procs.stop_all(lay.pids, grace)]
+    if Path(ray_temp_dir).exists():
+        lines += [r.message for r in procs.stop_marked(ray_temp_dir, grace)]
+    return [ln for ln in lines if ln]
+
+
+def stop_run(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job, progress=lambda s: None) -> list[str]:
+    lay.stopped_marker.parent.mkdir(parents=True, exist_ok=True)
+    lay.stopped_marker.write_text(f"stopped by `make stop` at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+    lines = []
+    holder = runlock.read_holder(lay.lock)
+    if runlock.live_holder(lay.lock):
+        pid = holder["pid"]
+        progress(f"stopping the driver (pid {pid}); it stops its stage and services in reverse order")
+        os.kill(pid, signal.SIGTERM)
+        # The driver stops a stage and then each service with the grace, so allow for several.
+        deadline = time.monotonic() + 6 * grace + 30
+        while not runlock.lock_free(lay.lock) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if runlock.lock_free(lay.lock):
+            lines.append(f"driver pid {pid}: stopped")
+        elif procfs.is_alive(pid, holder.get("start_ticks")):
+            os.kill(pid, signal.SIGKILL)
+            lines.append(f"driver pid {pid}: killed (did not finish stopping within {6 * grace + 30:g} s)")
+    elif holder and holder.get("host") != procfs.hostname():
+        lines.append(f"the driver runs on host {holder.get('host')}: run `make stop` there")
+    lines += cleanup(lay, ray_temp_dir, grace, stop_job)
+    return lines

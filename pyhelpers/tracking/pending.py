@@ -1,0 +1,61 @@
+"""`pyhelpers run log-wandb`: whatever the run has not logged to W&B yet, once (design.md §8).
+
+The figures come from the files the stages wrote (val/gate summary.json, gate decisions, the
+analyst's stats.json), so logging can wait: it runs in the background after each evaluation (off
+the round transition's critical path) and once more, in the foreground, when the run ends. Each
+W&B run is logged once (markers in RUN_DIR/wandb/logged, pyhelpers/tracking/wandb_log.py); a second
+logger started meanwhile waits for the first (a flock), then finds nothing left to do.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+
+from pyhelpers.run.layout import RunLayout
+from pyhelpers.tracking import wandb_log as wandb_logging
+
+
+def _analyst_final(cfg, lay: RunLayout, r: int) -> str | None:
+    """The analyst's final counters of round r (after its drain) into its W&B run, once."""
+    stats_path = lay.round_dir(r) / "analyst" / "stats.json"
+    if not stats_path.is_file():
+        return None
+    from pyhelpers.analyst.stats import Stats
+
+    stats = Stats(stats_path)
+    stats.values = json.loads(stats_path.read_text(encoding="utf-8"))
+    rid = wandb_logging.run_id(cfg.run_name, "analyst", f"r{r:03d}")
+    done = wandb_logging.log_once(project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"], job_type="analyst",
+                                  run_dir=cfg.run_dir, rid=rid, name=rid, config={"round": r},
+                                  log=lambda run: run.log(stats.metrics()), mode=cfg.get("WANDB_MODE") or None)
+    return f"W&B run {rid}: " + ("logged the final counters" if done else "already logged, nothing sent")
+
+
+def log_all(cfg, lay: RunLayout) -> list[str]:
+    if cfg.get("WANDB_MODE") == "disabled":
+        return ["W&B disabled (WANDB_MODE=disabled): nothing logged"]
+    from pyhelpers.evaluate import round as rnd
+
+    lock_dir = lay.wandb_dir / "logged"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        out = []
+        if (lay.baseline_dir / "val" / "summary.json").is_file():
+            out.append(rnd.log_val_wandb(cfg, lay.baseline_dir / "val"))
+        for r in range(cfg.int("ROUNDS")):
+            d = lay.round_dir(r)
+            if lay.val_summary(r).is_file():
+                out.append(rnd.log_val_wandb(cfg, d / "val"))
+            if lay.gate_summary(r).is_file() and (d / "gate" / "decisions.json").is_file():
+                out.append(rnd.log_gate_wandb(cfg, d))
+            if lay.compiled(r).is_file():  # the analyst's drain is over once the round compiled
+                line = _analyst_final(cfg, lay, r)
+                if line:
+                    out.append(line)
+        return out
+    finally:
+        os.close(fd)
