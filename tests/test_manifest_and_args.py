@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SHARED
+from conftest import ROOT
 
 from pyhelpers.config import load as config
 from pyhelpers.errors import ToolkitError
@@ -76,10 +76,9 @@ def test_unknown_and_forbidden_flags_are_refused():
 
 
 def _reference(name):
-    path = SHARED / "reference" / "flags" / name
-    if not path.is_file():
-        pytest.fail(f"reference flag list missing: {path} (CI has ../shared beside the clone)")
-    return {line.strip() for line in path.read_text().splitlines() if line.startswith("--")}
+    """A flag list of the pinned versions (env/flags/README.md says where each comes from)."""
+    return {line.strip() for line in (ROOT / "env" / "flags" / name).read_text().splitlines()
+            if line.startswith("--")}
 
 
 def test_emitted_flags_exist_in_the_pinned_versions():
@@ -102,3 +101,53 @@ def test_eval_server_is_tp1_dp_all_gpus(toolkit_env):
     argv = launch_args.eval_server(config.load(), "/m/hf")
     assert argv[:3] == ["python3", "-m", "sglang.launch_server"]
     assert argv[argv.index("--tp-size") + 1] == "1" and argv[argv.index("--dp-size") + 1] == "4"
+
+
+def _regenerate():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("regenerate", ROOT / "env" / "flags" / "regenerate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_flag_lists_are_read_from_the_sources_as_their_parsers_build_them(tmp_path):
+    regen = _regenerate()
+    server_args = '''
+class ServerArgs:
+    model_path: A[str, Arg(help="weights", aliases=["--model"])] = None
+    tp_size: A[int, "tensor parallel size"] = 1
+    fp8_gemm_runner_backend: A[str, Arg(cli_name="--fp8-gemm-backend")] = "auto"
+    uses_mamba: A[bool, Arg(help="derived", no_cli=True)] = False
+    stat_loggers: Optional[dict] = None
+
+    @staticmethod
+    def add_cli_args(parser):
+        add_cli_args_from_dataclass(parser, ServerArgs)
+        parser.add_argument("--config", type=str)
+'''
+    assert regen.sglang_flags(server_args) == {"--model-path", "--model", "--tp-size", "--fp8-gemm-backend", "--config"}
+    (tmp_path / "slime" / "slime" / "utils").mkdir(parents=True)
+    (tmp_path / "slime" / "slime" / "utils" / "arguments.py").write_text(
+        'parser.add_argument("--rollout-batch-size", type=int)\nreset_arg(parser, "--custom-config-path")\n'
+        'print("--not-a-flag")\n')
+    (tmp_path / "meg" / "megatron" / "training").mkdir(parents=True)
+    (tmp_path / "meg" / "megatron" / "training" / "arguments.py").write_text(
+        'group.add_argument("--save-interval", type=int)\n'
+        'factory = ArgumentGroupFactory(TransformerConfig, exclude=["hidden_size"])\n')
+    (tmp_path / "meg" / "megatron" / "core.py").write_text(
+        "class ModelParallelConfig:\n    sequence_parallel: bool = False\n"
+        "class TransformerConfig(ModelParallelConfig):\n    hidden_size: int = 0\n"
+        '    fp8: str = field(default=None, metadata={"argparse_meta": {"arg_names": ["--fp8-format"]}})\n')
+    got = regen.slime_flags(tmp_path / "slime", tmp_path / "meg", {"--tp-size"})
+    assert got == {"--rollout-batch-size", "--custom-config-path", "--save-interval", "--sequence-parallel",
+                   "--no-sequence-parallel", "--disable-sequence-parallel", "--fp8", "--no-fp8", "--disable-fp8",
+                   "--fp8-format", "--sglang-tp-size"}
+
+
+def test_the_flag_lists_say_which_versions_they_were_read_from():
+    heads = {name: (ROOT / "env" / "flags" / name).read_text().split("\n--", 1)[0]
+             for name in ("sglang_server_flags.txt", "slime_train_flags.txt")}
+    assert "sglang==0.5.15.post1" in heads["sglang_server_flags.txt"]
+    assert "slime 624b824" in heads["slime_train_flags.txt"] and "Megatron-LM 1dcf0daf" in heads["slime_train_flags.txt"]

@@ -39,3 +39,16 @@ def test_the_restart_rules_in_the_readme_are_the_codes():
     table = readme.split("### Self-healing and notifications", 1)[1].split("\n### ", 1)[0]
     rows = dict(re.findall(r"^\| `([a-z-]+)` \| (transient|permanent) \|", table, flags=re.M))
     assert {cause: kind for cause, kind, _, _ in RULES} == rows
+
+
+def test_nothing_in_the_clone_points_outside_it():
+    """A user's clone has nothing beside it: no file may read or cite a sibling directory such as
+    the developers' reference material (env/flags/ and docs/ hold those facts)."""
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    sibling = re.compile(r"\.\./" + "shared|(?<![\\w.])" + r"shared/(reference|docs)\b")
+    hits = [f"{f}:{n}" for f in files if f and (ROOT / f).is_file()
+            for n, line in enumerate((ROOT / f).read_text(errors="replace").splitlines(), 1) if sibling.search(line)]
+    assert hits == []

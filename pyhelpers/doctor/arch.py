@@ -3,7 +3,7 @@
 `cuobjdump --list-elf LIB` prints lines like `ELF file    1: libk80.1.sm_80.cubin`, `--list-ptx`
 lines like `PTX file    1: libk8090.1.sm_90.ptx`; a file without device code makes cuobjdump exit
 255 ("does not contain device code"), e.g. TE's host-only torch binding
-(../shared/reference/gpu-samples/cuobjdump.txt).
+(docs/gpu_tool_outputs.md).
 
 Why this matters: on an H200 an sm_80-only kernel neither ran nor raised: the call returned 0.0
 instead of 32.0 because the launch error was not checked (gpu-samples/README.md). A TE/apex built
@@ -26,7 +26,7 @@ _ELF = re.compile(r"^ELF file\s+\d+:\s*\S*?\.(sm_\d+[af]?)\.cubin\s*$", re.M)
 _PTX = re.compile(r"^PTX file\s+\d+:\s*\S*?\.(sm_\d+[af]?)\.ptx\s*$", re.M)
 SILENT = ("a library without the GPU's sm_XX can fail loudly ('no kernel image is available for execution "
           "on the device') or silently: an sm_80-only kernel on an H200 computed nothing and raised nothing "
-          "(shared/reference/gpu-samples/README.md)")
+          "(docs/gpu_tool_outputs.md)")
 
 
 def _num(sm: str) -> int:

@@ -2,7 +2,7 @@
 the run uses (the first NUM_GPUS), NUM_GPUS % TP_SIZE, and processes already holding GPU memory.
 
 Parses `--query-gpu=index,name,compute_cap,memory.total --format=csv,noheader,nounits`, e.g.
-`0, NVIDIA H200, 9.0, 143771` (../shared/reference/gpu-samples/nvidia-smi.txt).
+`0, NVIDIA H200, 9.0, 143771` (docs/gpu_tool_outputs.md).
 """
 
 from __future__ import annotations

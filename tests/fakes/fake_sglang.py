@@ -6,7 +6,7 @@
         [--fake-policy POLICY.json] [--latency-ms 20] [--fake-group-size N]
 
 Flags: every server flag of SGLang 0.5.15.post1 is accepted (the list in
-../shared/reference/flags/sglang_server_flags.txt, or $FAKE_SGLANG_FLAGS_FILE), unknown ones are
+env/flags/sglang_server_flags.txt, or $FAKE_SGLANG_FLAGS_FILE), unknown ones are
 rejected with argparse's "unrecognized arguments" and exit 2, as the real parser does (prefix
 abbreviations such as --tp included). Fake-only: --fake-policy (default: MODEL_PATH/fake_policy.json
 when it exists: the policy is the fake model's "weights", so an HF export carries its own),
@@ -55,12 +55,10 @@ except ImportError:
     from httpserve import serve
 
 HERE = Path(__file__).resolve().parent
-FLAGS_FILE = HERE.parents[2] / "shared" / "reference" / "flags" / "sglang_server_flags.txt"
+FLAGS_FILE = HERE.parents[1] / "env" / "flags" / "sglang_server_flags.txt"
 TYPED = {("--model-path", "--model"): str, ("--tp-size", "--tensor-parallel-size"): int,
          ("--dp-size", "--data-parallel-size"): int, ("--port",): int, ("--host",): str,
          ("--context-length",): int, ("--random-seed",): int}
-FALLBACK_FLAGS = ["--trust-remote-code", "--mem-fraction-static", "--log-level", "--served-model-name",
-                  "--skip-server-warmup", "--chunked-prefill-size", "--enable-deterministic-inference"]
 DEFAULT_MARKER = r"\[S-([A-Za-z0-9_.:-]+)\]"
 
 
@@ -70,7 +68,7 @@ def parser() -> argparse.ArgumentParser:
         ap.add_argument(*names, type=kind, dest=names[0][2:].replace("-", "_"),
                         required=names[0] == "--model-path")
     path = Path(os.environ.get("FAKE_SGLANG_FLAGS_FILE", FLAGS_FILE))
-    flags = path.read_text().split() if path.is_file() else FALLBACK_FLAGS
+    flags = [line for line in path.read_text().splitlines() if line.startswith("--")]
     taken = {n for names in TYPED for n in names}
     for flag in flags:
         if flag.startswith("--") and flag not in taken:

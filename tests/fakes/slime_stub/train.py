@@ -4,8 +4,8 @@
 Submitted by the training loop exactly as the real one: `python3 train.py ${MODEL_ARGS[@]} <flags>`
 as a Ray job. What it does, in slime's order (slime-interface.md §1.4, §4, §5):
 
-1. Flags: every name must be in the pinned flag list (../shared/reference/flags/
-   slime_train_flags.txt) — the real parser ignores unknown names silently; the stand-in exits 2,
+1. Flags: every name must be in the pinned flag list (env/flags/slime_train_flags.txt) — the real
+   parser ignores unknown names silently; the stand-in exits 2,
    so a toolkit bug shows up in a rehearsal. `--custom-config-path` YAML keys are set on args.
 2. Load: with --load holding a tracker, continue at its iteration + 1 (the data-source counters
    from rollout/global_dataset_state_dict_<it>.pt); a checkpoint saved without optimizer state
@@ -52,7 +52,7 @@ HERE = Path(__file__).resolve().parent
 FAKES = HERE.parent
 sys.path.insert(0, str(FAKES))  # megatron_layout
 sys.path.insert(0, str(HERE))  # the slime stand-in package
-FLAGS_FILE = FAKES.parents[2] / "shared" / "reference" / "flags" / "slime_train_flags.txt"
+FLAGS_FILE = FAKES.parents[1] / "env" / "flags" / "slime_train_flags.txt"
 
 INTS = ("actor_num_nodes", "actor_num_gpus_per_node", "num_gpus_per_node", "rollout_num_gpus_per_engine",
         "tensor_model_parallel_size", "save_interval", "num_rollout", "rollout_batch_size",
@@ -76,14 +76,14 @@ def log(msg: str) -> None:
 
 
 def parse(argv: list[str]) -> Namespace:
-    known = set(FLAGS_FILE.read_text().split()) if FLAGS_FILE.is_file() else None
+    known = {line for line in FLAGS_FILE.read_text().splitlines() if line.startswith("--")}
     values: dict[str, object] = {}
     i = 0
     while i < len(argv):
         flag = argv[i]
         if not flag.startswith("--"):
             sys.exit(f"fake slime: stray argument {flag!r} (every value follows its flag)")
-        if known is not None and flag not in known:
+        if flag not in known:
             print(f"fake slime: unknown flag {flag} (real slime ignores it silently; the toolkit's flag list "
                   "should have refused it)", file=sys.stderr)
             sys.exit(2)
