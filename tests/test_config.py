@@ -112,3 +112,22 @@ def test_readme_knob_table_matches_defaults():
     assert start in readme and end in readme, "README.md lacks the knob markers"
     committed = readme.split(start, 1)[1].split(end, 1)[0].strip()
     assert committed == table, "README knob table is stale: run `make readme-knobs`"
+    assert "| `STOP_GRACE` | `20` | `float >= 0` |" in committed  # each knob's type and range
+
+
+def test_a_malformed_dotenv_line_is_an_error_naming_the_file_and_line(toolkit_env, tmp_path):
+    env_file = tmp_path / ".env"
+    env_file.write_text('NUM_GPUS=2\nTP_SIZE=1\nDASHSCOPE_API_KEY="sk-SECRET-unterminated\nROUNDS=3\n')
+    r = run_pyhelpers(["config", "check"], toolkit_env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"{env_file}:3:" in r.stderr and "DASHSCOPE_API_KEY" in r.stderr
+    assert "sk-SECRET" not in r.stderr + r.stdout
+    assert "python-dotenv could not parse" not in r.stderr  # the library's warning names no file
+
+
+def test_a_lowercase_knob_in_dotenv_is_a_warning_like_a_typo(toolkit_env, tmp_path):
+    (tmp_path / ".env").write_text("num_gpus=2\nTP_SZIE=1\n")
+    r = run_pyhelpers(["config", "check"], toolkit_env)
+    assert r.returncode == 0, r.stderr
+    assert "num_gpus" in r.stderr and "did you mean NUM_GPUS?" in r.stderr
+    assert "did you mean TP_SIZE?" in r.stderr

@@ -97,6 +97,7 @@ def config_docs():
     for knob in config_mod.read_knobs().values():
         if knob.section != section:
             section = knob.section
-            click.echo(f"\n**{section}**\n\n| knob | default | what |\n|---|---|---|")
+            click.echo(f"\n**{section}**\n\n| knob | default | type and range | what |\n|---|---|---|---|")
         default = f"`{knob.default}`" if knob.default else "(empty)"
-        click.echo(f"| `{knob.name}` | {default} | {knob.doc.replace('|', '/')} |")
+        kind = f"`{knob.type.text}`".replace("|", "\\|") if knob.type else "?"
+        click.echo(f"| `{knob.name}` | {default} | {kind} | {knob.doc.replace('|', '/')} |")

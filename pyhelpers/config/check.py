@@ -13,19 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyhelpers.config.load import Config, read_knobs
-from pyhelpers.loop.notify import FORMATS as NOTIFY_FORMATS
 
-# Knobs that are 0/1 switches, and knobs that are counts that must be at least 1.
-FLAGS = ("RETRY_TRAINS", "BASELINE_VAL", "ANALYST_ENABLED", "SAVE_OPTIM", "SAVE_HF", "MIGRATE_DATA", "MIGRATE_MODELS")
-POSITIVE = ("ROUNDS", "STEPS_PER_ROUND", "NUM_GPUS", "TP_SIZE", "OVER_SAMPLING_GROUPS",
-            "ROLLOUT_GROUPS", "SAMPLES_PER_GROUP", "GLOBAL_BATCH_SIZE", "MAX_TOKENS_PER_GPU",
-            "ROLLOUT_MAX_CONTEXT_LEN", "ROLLOUT_MAX_RESPONSE_LEN", "MAX_TURNS", "SHOPSIM_SLOTS",
-            "SHOPSIM_EPISODE_CONCURRENCY", "EVAL_CONCURRENCY", "GATE_PAIRS", "GATE_MAX_SKILLS",
-            "ANALYST_BATCH_SIZE", "SKILL_TOKEN_BUDGET", "SKILL_MAX_TOKENS", "BANK_MAX_ACTIVE", "GATE_MAX_ROUNDS")
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
-CHOICES = {"REWARD": ("strict", "loose", "success"), "WANDB_MODE": ("online", "offline", "disabled"),
-           "NOTIFY_FORMAT": NOTIFY_FORMATS}
-SHARES = ("GATE_FAILED_SHARE", "GATE_ALPHA", "SKILL_DUP_JACCARD")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
 # below the temp dir, and AF_UNIX paths stop at 107 bytes (interfaces.md).
 RAY_TEMP_MAX = 40
@@ -56,39 +45,45 @@ def device_of(path: Path) -> tuple[int, Path]:
     return os.stat(p).st_dev, p
 
 
-def _integers(cfg: Config, knobs) -> tuple[dict[str, int], list[Problem]]:
-    ints, problems = {}, []
+def _shown(name: str, raw: str, secrets: frozenset[str]) -> str:
+    """NAME=value as a message shows it: quoted unless a plain number, never a secret's value."""
+    if name in secrets:
+        return f"{name} (a secret, not shown)"
+    plain = re.fullmatch(r"-?[\d.]+", raw.strip() or "x")
+    return f"{name}={raw.strip() if plain else repr(raw)}"
+
+
+def _types(cfg: Config, knobs) -> tuple[dict[str, int], list[Problem]]:
+    """Every knob against the type and range declared beside its default; the whole numbers of
+    those that pass, for the rules between knobs."""
+    ints, problems, secrets = {}, [], cfg.secret_names
     for name, knob in knobs.items():
-        if not re.fullmatch(r"-?\d+", knob.default or ""):
-            continue
         raw = cfg.values.get(name, "")
-        if re.fullmatch(r"-?\d+", raw.strip()):
+        why = knob.type.problem(raw) if knob.type else None
+        if why:
+            example = f", e.g. {name}={knob.default}" if knob.default and name not in secrets else ""
+            problems.append(_err(name, f"{_shown(name, raw, secrets)} {why} ({name} takes {knob.type.text}"
+                                       f"{example}; declared in env/defaults.env)"))
+        elif knob.type and knob.type.kind == "int":
             ints[name] = int(raw)
-        else:
-            problems.append(_err(name, f"{name}={raw!r} is not a whole number "
-                                       f"(set {name} to an integer, e.g. {name}={knob.default})"))
     return ints, problems
+
+
+def _divisor_near(n: int, want: int) -> int:
+    """The divisor of n closest to want (the smaller one on a tie)."""
+    return min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: (abs(d - want), d))
 
 
 def _arithmetic(v: dict[str, int]) -> list[Problem]:
     out = []
-    for name in POSITIVE:
-        if name in v and v[name] < 1:
-            out.append(_err(name, f"{name}={v[name]} must be at least 1 (set {name} to a positive integer)"))
-    for name in FLAGS:
-        if name in v and v[name] not in (0, 1):
-            out.append(_err(name, f"{name}={v[name]} must be 0 or 1"))
-    for name in PORTS:
-        if name in v and not 1 <= v[name] <= 65535:
-            out.append(_err(name, f"{name}={v[name]} is not a TCP port (use 1024-65535)"))
     used = [(v[n], n) for n in PORTS if n in v]
     for port in {p for p, _ in used}:
         names = [n for p, n in used if p == port]
         if len(names) > 1:
             out.append(_err(names[0], f"{' and '.join(names)} are all {port} (give each service its own port)"))
 
-    def has(*names):
-        return all(n in v and v[n] >= 1 for n in names)
+    def has(*names):  # (v holds only values that passed their type and range)
+        return all(n in v for n in names)
 
     for name in ("RAY_PORT", "RAY_DASHBOARD_PORT"):
         if name in v and RAY_WORKER_PORTS[0] <= v[name] <= RAY_WORKER_PORTS[1]:
@@ -103,7 +98,7 @@ def _arithmetic(v: dict[str, int]) -> list[Problem]:
             out.append(_err("GLOBAL_BATCH_SIZE",
                             f"ROLLOUT_GROUPS×SAMPLES_PER_GROUP={episodes} episodes per step is not a multiple of "
                             f"GLOBAL_BATCH_SIZE={v['GLOBAL_BATCH_SIZE']} (choose a GLOBAL_BATCH_SIZE that divides "
-                            f"{episodes}, e.g. {episodes // 2 or 1})"))
+                            f"{episodes}, e.g. {_divisor_near(episodes, v['GLOBAL_BATCH_SIZE'])})"))
     if has("OVER_SAMPLING_GROUPS", "ROLLOUT_GROUPS") and v["OVER_SAMPLING_GROUPS"] < v["ROLLOUT_GROUPS"]:
         out.append(_err("OVER_SAMPLING_GROUPS",
                         f"OVER_SAMPLING_GROUPS={v['OVER_SAMPLING_GROUPS']} is below ROLLOUT_GROUPS="
@@ -127,17 +122,7 @@ def _arithmetic(v: dict[str, int]) -> list[Problem]:
 
 def _strings(cfg: Config) -> list[Problem]:
     out = []
-    for name, allowed in CHOICES.items():
-        if cfg.values.get(name) not in allowed:
-            out.append(_err(name, f"{name}={cfg.values.get(name)!r} is not one of {', '.join(allowed)}"))
-    for name in SHARES:
-        try:
-            share = float(cfg.values.get(name, ""))
-            if not 0 < share < 1:
-                raise ValueError
-        except ValueError:
-            out.append(_err(name, f"{name}={cfg.values.get(name)!r} must be a number between 0 and 1"))
-    if not RUN_NAME_RE.match(cfg.run_name):
+    if not cfg.get("RUN_NAME") and not RUN_NAME_RE.match(cfg.run_name):  # (a set RUN_NAME: its type)
         out.append(_err("RUN_NAME", f"RUN_NAME={cfg.run_name!r} may hold only letters, digits, '.', '_' "
                                     f"and '-' (it names directories; set RUN_NAME explicitly)"))
     temp = cfg.ray_temp_dir
@@ -168,16 +153,20 @@ def _disks(cfg: Config) -> list[Problem]:
 def _undeclared(cfg: Config, knobs) -> list[Problem]:
     out = []
     for name in cfg.undeclared:
-        close = difflib.get_close_matches(name, list(knobs), n=1, cutoff=0.8)
+        if name.upper() in knobs:  # knob names are upper case: `num_gpus=2` would be silently ignored
+            close, why = [name.upper()], "knob names are upper case; "
+        else:
+            close, why = difflib.get_close_matches(name, list(knobs), n=1, cutoff=0.8), ""
         if close:
             out.append(Problem("warning", name, f"{name} in {cfg.env_file} is not a knob; did you mean "
-                                                f"{close[0]}? (rename it, or it has no effect)"))
+                                                f"{close[0]}? ({why}rename it, or it has no effect)"))
     return out
 
 
 def check(cfg: Config) -> list[Problem]:
     """Every validation of design.md §3; errors first, in a stable order."""
     knobs = read_knobs(cfg.root / "env" / "defaults.env")
-    ints, problems = _integers(cfg, knobs)
-    problems += _arithmetic(ints) + _strings(cfg) + _disks(cfg) + _undeclared(cfg, knobs)
+    problems = [_err(".env", f"{e}") for e in cfg.env_errors]
+    ints, typed = _types(cfg, knobs)
+    problems += typed + _arithmetic(ints) + _strings(cfg) + _disks(cfg) + _undeclared(cfg, knobs)
     return sorted(problems, key=lambda p: p.level != "error")

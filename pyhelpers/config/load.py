@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyhelpers.config import types as knob_types
+from pyhelpers.config.types import KnobType
 from pyhelpers.errors import ToolkitError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -24,33 +26,62 @@ _REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 
 @dataclass(frozen=True)
 class Knob:
-    """One declared knob: its name, raw default, doc comment and section."""
+    """One declared knob: its name, raw default, doc comment, section, and its type and range
+    (the `#:` line above it; None when the file lacks one, which tests/test_config_knobs.py refuses)."""
 
     name: str
     default: str
     doc: str
     section: str
+    type: KnobType | None = None
 
 
 def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
-    """Declared knobs, in file order, with the comment lines above each as its doc."""
-    from dotenv import dotenv_values
-
-    values = dotenv_values(path, interpolate=False)
+    """Declared knobs, in file order, with the comment lines above each as its doc and the `#:`
+    line as its type. A `#:` line that is not a type stops here, naming file and line."""
+    values, errors = read_env_file(path)
+    if errors:
+        raise ToolkitError("the knob declarations cannot be parsed", errors[0], "fix env/defaults.env")
     knobs: dict[str, Knob] = {}
-    section, doc = "", []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    section, doc, spec = "", [], None
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.startswith("## "):
-            section, doc = line[3:].strip(), []
+            section, doc, spec = line[3:].strip(), [], None
+        elif line.startswith("#:"):
+            spec = knob_types.parse(line[2:], f"{path}:{n}")
         elif line.startswith("#"):
             doc.append(line.lstrip("#").strip())
         elif "=" in line and not line.startswith(" "):
             name = line.split("=", 1)[0].strip()
-            knobs[name] = Knob(name, values.get(name) or "", " ".join(doc), section)
-            doc = []
+            knobs[name] = Knob(name, values.get(name) or "", " ".join(doc), section, spec)
+            doc, spec = [], None
         else:
-            doc = []
+            doc, spec = [], None
     return knobs
+
+
+_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=")
+
+
+def read_env_file(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """(values, errors) of a dotenv file, parsed by python-dotenv's own parser. Each statement it
+    cannot parse (an unterminated quote, a line without `=`) is an error `<file>:<line>: ...`;
+    python-dotenv itself would drop the key with a warning that names neither file nor key. The
+    error shows the key, never the value (it may be a secret)."""
+    from dotenv.parser import parse_stream
+
+    values: dict[str, str] = {}
+    errors: list[str] = []
+    with path.open(encoding="utf-8") as f:
+        for b in parse_stream(f):
+            if b.error:
+                key = _KEY.match(b.original.string)
+                what = f"the value of {key.group(1)}" if key else "a line that is not NAME=value"
+                errors.append(f"{path}:{b.original.line}: cannot parse {what} (an unterminated quote? "
+                              "write NAME=value, NAME='value' or NAME=\"value\")")
+            elif b.key is not None:
+                values[b.key] = b.value or ""
+    return values, tuple(errors)
 
 
 def is_secret(name: str, extra: frozenset[str] = frozenset()) -> bool:
@@ -67,6 +98,7 @@ class Config:
     root: Path
     env_file: Path
     undeclared: tuple[str, ...] = field(default=())
+    env_errors: tuple[str, ...] = field(default=())  # `.env:LINE: ...` for statements it cannot parse
 
     def __getitem__(self, name: str) -> str:
         return self.values[name]
@@ -174,13 +206,10 @@ def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
          defaults_file: Path | None = None) -> Config:
     """Resolve the configuration. Every .env entry is kept (it may hold extra secrets or
     proxies); only declared knobs are taken from the process environment."""
-    from dotenv import dotenv_values
-
     environ = os.environ if environ is None else environ
     knobs = read_knobs(defaults_file or root / "env" / "defaults.env")
     env_file = env_file_path(root, environ)
-    dotenv = {k: (v or "") for k, v in dotenv_values(env_file, interpolate=False).items()} \
-        if env_file.is_file() else {}
+    dotenv, env_errors = read_env_file(env_file) if env_file.is_file() else ({}, ())
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
     for name, knob in knobs.items():
@@ -191,4 +220,4 @@ def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
         if name in environ:
             values[name], sources[name] = environ[name], "environment"
     undeclared = tuple(sorted(set(dotenv) - set(knobs)))
-    return Config(_expand(values), sources, root, env_file, undeclared)
+    return Config(_expand(values), sources, root, env_file, undeclared, env_errors)
