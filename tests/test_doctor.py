@@ -111,7 +111,7 @@ def test_healthy_machine_passes_every_check_and_exits_0(machine):
     assert r.returncode == 0, r.stdout + r.stderr
     lines = [ln for ln in r.stdout.splitlines() if ln[:4] in ("PASS", "WARN", "FAIL", "SKIP")]
     assert len(lines) == len(runner.NAMES) and all(ln.startswith("PASS") for ln in lines), r.stdout
-    assert "doctor: 17 PASS, 0 WARN, 0 FAIL, 0 SKIP" in r.stdout
+    assert "doctor: 18 PASS, 0 WARN, 0 FAIL, 0 SKIP" in r.stdout
 
 
 def test_json_output_and_no_secret_anywhere(machine):

@@ -22,8 +22,10 @@ def _line(r) -> list[str]:
 @click.option("--profile", type=click.Choice(PROFILES), default=None,
               help="full (a GPU machine) or rehearse (a CPU machine); default DOCTOR_PROFILE.")
 @click.option("-v", "--verbose", is_flag=True, help="Also print every check's detail lines.")
+@click.option("--fresh-run", is_flag=True,
+              help="Check the run's files as a new run reads them (a fresh rehearsal replaces the previous one).")
 @click.pass_context
-def doctor(ctx, as_json, profile, verbose):
+def doctor(ctx, as_json, profile, verbose, fresh_run):
     """Preflight this machine: one PASS/WARN/FAIL/SKIP line per check with what was found and
     the fix; exit 1 if any check FAILs. Details (arithmetic, listings) come with FAIL/WARN
     lines, or with every line under -v.
@@ -46,7 +48,7 @@ def doctor(ctx, as_json, profile, verbose):
     profile = profile or cfg.get("DOCTOR_PROFILE") or "full"
     if profile not in PROFILES:
         raise click.UsageError(f"DOCTOR_PROFILE={profile!r} is not one of {', '.join(PROFILES)}")
-    results = run_checks(cfg, dict(os.environ), profile)
+    results = run_checks(cfg, dict(os.environ), profile, fresh_run=fresh_run)
     n = counts(results)
     if as_json:
         click.echo(json.dumps({"profile": profile, "ok": not n["FAIL"], "counts": n,

@@ -57,6 +57,7 @@ class Context:
     cfg: Config
     environ: Mapping[str, str]  # the CLI's process environment: base of every child's env
     profile: str = "full"
+    fresh_run: bool = False  # a fresh rehearsal: the previous one's files will not be read
     _cache: dict[str, Any] = field(default_factory=dict)
 
     def child_env(self, **extra: str) -> dict[str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from pyhelpers.config.load import Config
-from pyhelpers.doctor import arch, conda, cudnn, data, disks, envfile, gpus, models, shopsim, versions
+from pyhelpers.doctor import arch, conda, cudnn, data, disks, envfile, gpus, models, runfiles, shopsim, versions
 from pyhelpers.doctor.base import FAIL, SKIP, STATUSES, CheckError, Context, Result, result
 from pyhelpers.errors import ToolkitError
 
@@ -29,6 +29,7 @@ CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
     ("secrets", ("secrets",), envfile.check_secrets, ()),
     ("models", ("model-hf", "model-torch-dist"), models.check_models, ()),
     ("data", ("train-tasks", "val-tasks"), data.check_data, ()),
+    ("run-files", ("run-files",), runfiles.check_run_files, ()),
     ("shopsim", ("shopsim-dir", "shopsim-port"), shopsim.check_shopsim, ()),
     ("exposure", ("exposure",), shopsim.check_exposure, ()),
 )
@@ -69,10 +70,11 @@ def run_one(ctx: Context, family: str, fn: Check) -> list[Result]:
 
 
 def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full",
-               only: Iterable[str] | None = None) -> list[Result]:
+               only: Iterable[str] | None = None, fresh_run: bool = False) -> list[Result]:
     """Every check (or only the named ones: their families run, with their prerequisites'
-    results taken into account only when those are named too), in the order of CHECKS."""
-    ctx = Context(cfg, environ, profile)
+    results taken into account only when those are named too), in the order of CHECKS.
+    fresh_run: the run's files are about to be replaced (a fresh rehearsal): read as a new run."""
+    ctx = Context(cfg, environ, profile, fresh_run=fresh_run)
     wanted = set(only) if only is not None else None
     skips = _skips(ctx)
     unknown = sorted(set(skips) - set(NAMES) - {f for f, *_ in CHECKS})

@@ -201,9 +201,13 @@ class Loop:
         if not decision.restart:
             events.append(self.lay.run_dir, "run-failed", round=r, stage=stage, cause=failure.cause,
                           verdict=failure.kind, reason=decision.reason)
-            raise ToolkitError(f"the run stopped: {decision.reason}", f"run {self.lay.run_dir.name}",
-                               "fix the cause, then `make resume`" if failure.kind == supervisor.PERMANENT
-                               else "look at the logs (make logs), then `make resume`") from exc
+            then = "fix the cause, then `make resume`" if failure.kind == supervisor.PERMANENT \
+                else "look at the logs (make logs), then `make resume`"
+            where, fix = f"run {self.lay.run_dir.name}", then
+            if isinstance(exc, ToolkitError) and exc.where:  # it names the file: the run's last line keeps it
+                where, fix = exc.where, (exc.fix if "make resume" in exc.fix else
+                                         f"{exc.fix}; then `make resume`" if exc.fix else then)
+            raise ToolkitError(f"the run stopped: {decision.reason}", where, fix) from exc
         n = len(self.supervisor.seen)
         events.append(self.lay.run_dir, "run-restart", round=r, stage=stage, step=failure.step, cause=failure.cause,
                       excerpt=failure.excerpt, attempt=n, wait_s=decision.wait_s)

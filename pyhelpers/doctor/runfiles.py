@@ -1,0 +1,25 @@
+"""The run's own files the next stages read (pyhelpers/run/inputs.py): each valid against its
+schema, checked in the preflight, before ShopSimulator, Ray or the job start."""
+
+from __future__ import annotations
+
+from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
+from pyhelpers.run import inputs as run_inputs
+from pyhelpers.run import layout as runlayout
+
+SHOWN = 5
+
+
+def check_run_files(ctx: Context) -> list[Result]:
+    lay = runlayout.from_config(ctx.cfg)
+    inputs, bad = run_inputs.check(ctx.cfg, lay, fresh=ctx.fresh_run)
+    if bad:
+        first, why = bad[0]
+        details = [f"{p} (fix: {i.fix})" for i, p in bad[:SHOWN]]
+        if len(bad) > SHOWN:
+            details.append(f"... and {len(bad) - SHOWN} more")
+        return [result("run-files", FAIL, f"{len(bad)} of {len(inputs)} file(s) the next stages read are invalid; "
+                                          f"first: {why}", first.fix, details)]
+    if not inputs:
+        return [result("run-files", PASS, "nothing of the run to read yet (a new run, SEED_BANK empty)")]
+    return [result("run-files", PASS, f"{len(inputs)} file(s) the next stages read are valid")]
