@@ -102,6 +102,13 @@ def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | No
     return track(env) if tracked else env
 
 
+def own_ports() -> dict[str, int]:
+    """Free ports for a rehearsal that may run beside another one (another checkout's tests)."""
+    from fakes.procs import free_port
+
+    return {k: free_port() for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")}
+
+
 _count = iter(range(1, 10**6))
 
 

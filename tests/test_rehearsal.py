@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import wandb_records
-from rehearsal_support import KEYS, in_rehearsal, pyhelpers_cmd, rehearse, rehearse_env
+from rehearsal_support import KEYS, Run, in_rehearsal, own_ports, pyhelpers_cmd, rehearse, rehearse_env
 
 ROUNDS, STEPS = 2, 2
 
@@ -133,3 +133,37 @@ def test_a_rehearsal_refuses_a_train_save_with_real_checkpoints(tmp_path, rehear
     assert "refusing to rehearse in a TRAIN_SAVE that holds real checkpoints: qwen35-4b-train-100" in res.stdout
     assert (real / "latest_checkpointed_iteration.txt").read_text() == "19"
     assert not (tmp_path / "runs" / "rehearsal").exists()
+
+
+def test_a_rehearsal_says_which_inputs_stand_ins_replace(reference):
+    out = reference.result.stdout
+    assert "rehearsal: replaces SEED_BANK, TRAIN_TASKS, VAL_TASKS: stand-in task files" in out
+    assert "your inputs: PASS  run-files" in out
+
+
+def test_a_rehearsal_checks_the_users_seed_bank_and_task_files(tmp_path, rehearsal_world):
+    seed = tmp_path / "seed.json"
+    seed.write_text('{"schema_version": 1, "round": 0, "skills": [')  # truncated
+    tasks = tmp_path / "train.jsonl"
+    tasks.write_text('{"task_id": 1}\n')
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"SEED_BANK": str(seed), "TRAIN_TASKS": str(tasks)},
+                       **own_ports())
+    res = rehearse(env, timeout=300)
+    assert res.returncode == 1, res.stdout[-3000:]
+    assert f"{seed}" in res.stdout and "not valid JSON" in res.stdout and "SEED_BANK" in res.stdout
+    assert f"{tasks}:1:" in res.stdout
+    assert not (tmp_path / "runs" / "rehearsal").exists()  # refused before anything started
+
+
+def test_a_fresh_rehearsal_refused_by_its_preflight_keeps_the_previous_one(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world, DOCTOR_SKIP="no-such-check", **own_ports())
+    run = Run(tmp_path / "runs")
+    (run.run_dir / "report").mkdir(parents=True)
+    (run.run_dir / "run.json").write_text(json.dumps({"rehearsal": True}))
+    (run.run_dir / "report" / "index.html").write_text("the last good rehearsal's report")
+    run.save_dir.mkdir(parents=True)
+    (run.save_dir / "REHEARSAL").write_text("stand-in checkpoints\n")
+    res = rehearse(env, timeout=120)
+    assert res.returncode == 1 and "DOCTOR_SKIP names unknown check(s): no-such-check" in res.stdout
+    assert (run.run_dir / "report" / "index.html").read_text() == "the last good rehearsal's report"
+    assert (run.save_dir / "REHEARSAL").is_file()

@@ -77,6 +77,33 @@ def run_rehearsal_reset():
         click.echo(f"removed the previous rehearsal's {p}", err=True)
 
 
+@run.command("rehearsal-inputs")
+def run_rehearsal_inputs():
+    """Before `make rehearse` swaps in its stand-ins: check the user's own SEED_BANK, TRAIN_TASKS
+    and VAL_TASKS (what the real run will read); exit 1 naming the file and the field.
+
+    \b
+    Example:
+      pyhelpers run rehearsal-inputs
+    """
+    import os
+
+    from .. import rehearsal
+
+    cfg, _ = _ctx()
+    results, notes = rehearsal.user_inputs(cfg, dict(os.environ))
+    for r in results:
+        echo_err(f"your inputs: {r.line()}")
+        if r.status == "FAIL" and len(r.details) > 1:
+            for d in r.details:
+                echo_err(f"      | {d}")
+    for note in notes:
+        echo_err(f"your inputs: note: {note}")
+    if any(r.status == "FAIL" for r in results):
+        raise click.ClickException("your inputs fail the checks above; the real run would fail on them too: "
+                                   "fix them before rehearsing")
+
+
 @run.command("summary")
 def run_summary():
     """The finished run in a few lines: val success per round and the final bank.

@@ -8,7 +8,12 @@ holds a REHEARSAL file. These rules keep the two apart:
   without the REHEARSAL marker): its scratch files must never sit beside real weights;
 - a rehearsal refuses a RUN_NAME whose run.json belongs to a real run, and a real run refuses a
   RUN_NAME whose run.json says rehearsal (its "checkpoints" are stand-in bytes);
-- `fresh()` (each `make rehearse` starts clean) deletes only what is marked as a rehearsal.
+- `fresh()` (each `make rehearse` starts clean) deletes only what is marked as a rehearsal, and
+  bin/train calls it only once the rehearsal's preflight passed.
+
+The rehearsal replaces SEED_BANK, TRAIN_TASKS and VAL_TASKS with stand-ins (tests/fakes/rehearsal.py
+says so when it starts). So that a bad file still fails the rehearsal rather than the real run,
+`user_inputs()` checks the user's own files first, with the doctor's checks.
 """
 
 from __future__ import annotations
@@ -84,3 +89,18 @@ def fresh(lay: RunLayout) -> list[Path]:
         raise ToolkitError("the rehearsal's TRAIN_SAVE directory holds files it did not write", str(lay.save_dir),
                            "move them away or point TRAIN_SAVE elsewhere; nothing was deleted")
     return removed
+
+
+TASK_CHECKS = (("TRAIN_TASKS", "train-tasks"), ("VAL_TASKS", "val-tasks"))
+
+
+def user_inputs(cfg, environ) -> tuple[list, list[str]]:
+    """(doctor results, notes) for the user's SEED_BANK and task files, before the rehearsal's
+    stand-ins replace them. A task file that does not exist yet is a note (a rehearsal may come
+    before `pyhelpers data build`); a SEED_BANK that is set must exist and be a valid bank."""
+    from .doctor.runner import run_checks
+
+    notes = [f"{knob}={cfg.path(knob)} does not exist yet: the real run needs it (pyhelpers data build)"
+             for knob, _ in TASK_CHECKS if not cfg.path(knob).is_file()]
+    only = ["run-files"] + [name for knob, name in TASK_CHECKS if cfg.path(knob).is_file()]
+    return run_checks(cfg, environ, "rehearse", only=only, fresh_run=True), notes

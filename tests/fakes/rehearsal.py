@@ -171,12 +171,31 @@ def exports(environ: dict[str, str]) -> dict[str, str]:
     return out
 
 
+# What `make rehearse` says when it starts: which of the user's settings stand-ins replace, and why.
+REPLACED = (
+    ("SEED_BANK, TRAIN_TASKS, VAL_TASKS", "stand-in task files built from the stand-in ShopSimulator's catalogue "
+     "(your tasks name products it does not have) and an empty first bank; yours were checked above"),
+    ("HF_MODEL, TORCH_DIST_MODEL, MODELS_DIR, DATA_DIR", "a stand-in tokenizer and fake weights"),
+    ("CONDA_ROOT, SLIME_DIR, MEGATRON_DIR, SHOPSIM_DIR, SGLANG_LAUNCHER, SHOPSIM_LAUNCHER and the converters",
+     "stand-ins of slime, SGLang and ShopSimulator that run on the CPU"),
+)
+
+
+def explain(environ: dict[str, str]) -> list[str]:
+    """The lines `make rehearse` prints before it starts (stderr)."""
+    scale = ", ".join(k for k in SCALE if k not in environ)
+    return ([f"rehearsal: replaces {what}: {why}" for what, why in REPLACED]
+            + [f"rehearsal: small values for {scale} (give any on the command line: make rehearse ROUNDS=3)"])
+
+
 def main(argv: list[str]) -> int:
-    if argv[:1] != ["env"]:
-        print("usage: rehearsal.py env", file=sys.stderr)
+    if argv[:1] != ["env"] or argv[1:] not in ([], ["--explain"]):
+        print("usage: rehearsal.py env [--explain]", file=sys.stderr)
         return 2
     for name, value in exports(dict(os.environ)).items():
         print(f"export {name}={shlex.quote(value)}")
+    if argv[1:] == ["--explain"]:
+        print("\n".join(explain(dict(os.environ))), file=sys.stderr)
     return 0
 
 
