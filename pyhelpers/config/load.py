@@ -48,7 +48,11 @@ def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
         if line.startswith("## "):
             section, doc, spec = line[3:].strip(), [], None
         elif line.startswith("#:"):
-            spec = knob_types.parse(line[2:], f"{path}:{n}")
+            try:
+                spec = knob_types.parse(line[2:], f"{path}:{n}")
+            except knob_types.SpecError as exc:
+                raise ToolkitError(str(exc), f"{path}:{n}", "write the type as its module doc says "
+                                   "(pyhelpers/knob_types.py)") from None
         elif line.startswith("#"):
             doc.append(line.lstrip("#").strip())
         elif "=" in line and not line.startswith(" "):
