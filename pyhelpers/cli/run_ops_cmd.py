@@ -88,7 +88,7 @@ def run_rehearsal_inputs():
     """
     import os
 
-    from .. import rehearsal
+    from pyhelpers.run import rehearsal
 
     cfg, _ = _ctx()
     results, notes = rehearsal.user_inputs(cfg, dict(os.environ))

@@ -52,7 +52,7 @@ def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
                 spec = knob_types.parse(line[2:], f"{path}:{n}")
             except knob_types.SpecError as exc:
                 raise ToolkitError(str(exc), f"{path}:{n}", "write the type as its module doc says "
-                                   "(pyhelpers/knob_types.py)") from None
+                                   "(pyhelpers/config/types.py)") from None
         elif line.startswith("#"):
             doc.append(line.lstrip("#").strip())
         elif "=" in line and not line.startswith(" "):

@@ -9,7 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from pyhelpers.config.load import Config
-from pyhelpers.doctor import arch, conda, cudnn, data, disks, envfile, gpus, models, runfiles, shopsim, versions
+from pyhelpers.doctor import (
+    arch,
+    conda,
+    cudnn,
+    data,
+    disks,
+    envfile,
+    gpus,
+    models,
+    runfiles,
+    shopsim,
+    versions,
+)
 from pyhelpers.doctor.base import FAIL, SKIP, STATUSES, CheckError, Context, Result, result
 from pyhelpers.errors import ToolkitError
 

@@ -22,6 +22,7 @@ import json
 import shutil
 from pathlib import Path
 
+from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run.layout import RunLayout
@@ -98,8 +99,6 @@ def user_inputs(cfg, environ) -> tuple[list, list[str]]:
     """(doctor results, notes) for the user's SEED_BANK and task files, before the rehearsal's
     stand-ins replace them. A task file that does not exist yet is a note (a rehearsal may come
     before `pyhelpers data build`); a SEED_BANK that is set must exist and be a valid bank."""
-    from .doctor.runner import run_checks
-
     notes = [f"{knob}={cfg.path(knob)} does not exist yet: the real run needs it (pyhelpers data build)"
              for knob, _ in TASK_CHECKS if not cfg.path(knob).is_file()]
     only = ["run-files"] + [name for knob, name in TASK_CHECKS if cfg.path(knob).is_file()]
