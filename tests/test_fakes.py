@@ -103,7 +103,7 @@ async def _play(world, task, skills_block, max_turns=8):
     b = PromptBuilder(world["tok"])
     async with ShopSimClient(world["shop"].url) as shop, SGLangClient(world["sg"].url) as sg:
         async with shop.episode_slot(task["idx"]) as slot:
-            tr = b.start(instruction=slot.reset.instruction, skills_block=skills_block)
+            tr = b.start(instruction=p.goal_instruction(slot.reset.instruction), skills_block=skills_block)
             step = None
             for _ in range(max_turns):
                 g = await sg.generate(tr.token_ids, {"max_new_tokens": b.max_new_tokens(tr, 6000, 256)})
@@ -186,7 +186,7 @@ def test_built_task_indices_match_the_fake_server(world, tmp_path):
         async with ShopSimClient(shop.url) as c:
             for t in res.train + res.val:
                 async with c.episode_slot(t["shopsim_idx"]) as slot:
-                    assert slot.reset.instruction == t["instruction"], t
+                    assert p.goal_instruction(slot.reset.instruction) == t["instruction"], t
                     assert slot.reset.goal_options == t["goal_options"]
     try:
         asyncio.run(go())

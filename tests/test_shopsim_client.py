@@ -103,7 +103,7 @@ def test_reset_interact_release_and_probe(shop, fixture_dir):
         async with ShopSimClient(shop.url) as c:
             assert await c.probe()
             r = await c.reset(0)
-            assert r.instruction == fixture_dir["tasks"][0]["instruction"] and r.idx == 0
+            assert p.goal_instruction(r.instruction) == fixture_dir["tasks"][0]["instruction"] and r.idx == 0
             step = await c.interact(r.env_idx, "Action: search[款式000]")  # repaired on the wire
             assert not step.done and "可点击的按钮" in step.observation and p.clickables(step.observation)
             assert await c.release_one(r.env_idx)
@@ -217,3 +217,88 @@ def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_
     assert sum(isinstance(r, ValueError) for r in results) == 40
     view = slots(shop)
     assert view["free"] == 48 and view["taken"] == [], view
+
+
+# ---------------------------------------------------------------------------- slots a failed reset takes (issue 17 §4)
+
+def test_reset_answers_the_instruction_as_the_server_page_shows_it(shop, fixture_dir):
+    """pack_api's reset `instruction` is the index page's `#instruction-text h4` text (shop_agent.py:38,
+    search_page.html:18): "Instruction: " then the goal's text. goal_instruction() takes the prefix off."""
+    async def go():
+        async with ShopSimClient(shop.url) as c:
+            async with c.episode_slot(0) as slot:
+                return slot.reset.instruction
+    got = run(go())
+    assert got == "Instruction: " + fixture_dir["tasks"][0]["instruction"]
+    assert p.goal_instruction(got) == fixture_dir["tasks"][0]["instruction"]
+
+
+def test_a_bad_task_index_pops_a_slot_first_and_the_client_counts_it_unknown(fixture_dir):
+    """Upstream pops a slot (pack_api.py:98), then the reset raises IndexError (SimServer.receive's
+    self.goals[idx]) and the slot stays taken (pack_api.py:116-118). The fake does the same; the
+    client calls it a BadTaskIndex (a task error, not an infra one) and counts one unknown slot,
+    which free_unknown() gives back once nothing of the client is in flight."""
+    small = start_fake_shopsim(fixture_dir["server_file"], slots=3, seed=1, retries=2, delay=0.05)
+    try:
+        async def go():
+            async with ShopSimClient(small.url, pool_size=3) as c:
+                with pytest.raises(p.BadTaskIndex, match="list index out of range"):
+                    async with c.episode_slot(999):
+                        pass
+                assert c.unknown_slots == 1 and not c.held
+                assert slots(small)["taken"] != [] and _free(small) == 2  # popped, then failed
+                with pytest.raises(p.NoSlotError):  # a refusal takes nothing
+                    async with c.episode_slot(0), c.episode_slot(1), c.episode_slot(2):
+                        pass
+                assert c.unknown_slots == 1
+                async with c.episode_slot(0):
+                    assert await c.free_unknown() == 0  # an episode is in flight: not now
+                assert await c.free_unknown() == 1 and c.unknown_slots == 0
+            assert _free(small) == 3
+        run(go())
+    finally:
+        stop(small)
+
+
+def test_release_one_refuses_an_index_beyond_the_pool(fixture_dir):
+    """pack_api.py:81-83 adds ANY int to the free set; a later reset can pop it and fail on
+    envs[idx] (pack_api.py:109), taking it again. The client never sends one."""
+    small = start_fake_shopsim(fixture_dir["server_file"], slots=2, seed=1, retries=2, delay=0.05)
+    try:
+        async def go():
+            async with ShopSimClient(small.url, pool_size=2) as c:
+                with pytest.raises(ValueError, match="beyond the pool"):
+                    await c.release_one(2)
+                assert await c.release_one(1)  # in the pool: fine ("already free")
+        run(go())
+        assert slots(small)["counts"]["release_one"] == 1
+    finally:
+        stop(small)
+
+
+def test_probe_answered_by_another_http_server_says_so_at_once():
+    """Something that is not ShopSimulator on the port (HTTP 404 for /api/shop_agent) is not a
+    simulator still building its envs: the probe says so instead of waiting."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.send_response(404)
+            self.send_header("Content-Length", "9")
+            self.end_headers()
+            self.wfile.write(b"Not Found")
+
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        async def go():
+            async with ShopSimClient(f"http://127.0.0.1:{srv.server_address[1]}") as c:
+                await c.probe(timeout=2)
+        with pytest.raises(p.NotShopSim, match="HTTP 404.*not ShopSimulator"):
+            run(go())
+    finally:
+        srv.shutdown()

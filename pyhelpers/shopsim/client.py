@@ -17,6 +17,13 @@ could free a slot another episode has taken since). A cancelled reset or interac
 the server finishes it anyway, so the release waits for that answer first (shielded, in the
 background if cancelled again) and `aclose()` waits for those background releases.
 
+A reset that fails after the server popped a slot (a bad task index: pack_api pops first, then
+the reset raises and nothing frees that slot) leaves a slot whose number nobody knows. Every
+failed reset except the no-slot refusal counts as one such `unknown_slots`; `free_unknown()` gives
+them back with release_all once nothing of this client is in flight (the caller must be the
+simulator's only user), and `pool_size` makes release_one refuse an index beyond the pool
+(pack_api adds any int to its free set, and a later reset would pop it and fail).
+
 Retries: httpx's transport retries failed *connects* (`retries=`); a release that fails is retried
 a few times here (a leaked slot is expensive; three tries in a loop is clearer than a dependency).
 Nothing else is retried: the episode runner decides (an infra error is never a policy failure).
@@ -46,11 +53,12 @@ class ShopSimClient:
     reset_timeout must exceed the server's own wait for a free slot (pack_api: 5 tries × 5 s), or a
     reset that gives up client-side may still pop a slot server-side that nobody can release.
     max_slots, when set, caps the slots this client holds at once (episode_slot waits for one).
+    pool_size, when set, is the server's pool (SHOPSIM_SLOTS): release_one refuses indices beyond it.
     """
 
     def __init__(self, base_url: str, *, timeout: float = 30.0, reset_timeout: float = 60.0,
                  release_timeout: float = 10.0, connect_timeout: float = 5.0, max_connections: int = 512,
-                 max_slots: int | None = None, connect_retries: int = 2,
+                 max_slots: int | None = None, pool_size: int | None = None, connect_retries: int = 2,
                  transport: httpx.AsyncBaseTransport | None = None):
         self.url = base_url.rstrip("/") + p.API_PATH
         self.timeout, self.reset_timeout, self.release_timeout = timeout, reset_timeout, release_timeout
@@ -64,6 +72,9 @@ class ShopSimClient:
         self._slots = asyncio.Semaphore(max_slots) if max_slots else None
         self._background: set[asyncio.Task] = set()
         self.held: set[int] = set()  # env_idx of the slots episode_slot holds now
+        self.pool_size = pool_size
+        self.unknown_slots = 0  # failed resets that may have taken a slot whose number is unknown
+        self._active = 0  # episode slots between their reset and the end of their release
 
     # ------------------------------------------------------------------ plumbing
     async def __aenter__(self) -> ShopSimClient:
@@ -105,7 +116,8 @@ class ShopSimClient:
         except httpx.HTTPError as exc:
             raise TransportError(f"{type(exc).__name__}: {exc} ({self.url})", action=action) from exc
         if resp.status_code != 200:
-            raise TransportError(f"HTTP {resp.status_code} from {self.url}: {resp.text[:200]}", action=action)
+            raise p.HTTPStatusError(f"HTTP {resp.status_code} from {self.url}: {resp.text[:200]}",
+                                    status=resp.status_code, action=action)
         try:
             return resp.json()
         except ValueError as exc:
@@ -123,6 +135,9 @@ class ShopSimClient:
         return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout))
 
     async def release_one(self, env_idx: int) -> str:
+        if self.pool_size is not None and env_idx >= self.pool_size:
+            raise ValueError(f"slot {env_idx} is beyond the pool of {self.pool_size} (SHOPSIM_SLOTS): pack_api would "
+                             "add it to its free slots and a later reset would fail on it")
         return p.parse_message(await self._post(p.release_one_payload(env_idx), self.release_timeout),
                                "release_one")
 
@@ -135,6 +150,9 @@ class ShopSimClient:
         reachable yet. Any other answer is a ProtocolError (something else listens there)."""
         try:
             body = await self._post(p.probe_payload(), timeout or self.release_timeout)
+        except p.HTTPStatusError as exc:  # an answer, so a server: not pack_api, which always says 200
+            raise p.NotShopSim(f"{exc} — the server at this address is not ShopSimulator "
+                               f"(no {p.API_PATH})", action="probe") from None
         except TransportError:
             return False
         try:
@@ -146,6 +164,18 @@ class ShopSimClient:
         raise p.ProtocolError(f"unexpected probe answer: {str(body)[:200]}", action="probe")
 
     # ------------------------------------------------------------------ slots
+    async def free_unknown(self) -> int:
+        """release_all for the slots failed resets may have taken (`unknown_slots`), but only when
+        no episode slot of this client is in flight; returns how many were counted (0: nothing
+        done). Only for a client that is the simulator's only user (release_all frees every slot)."""
+        if not self.unknown_slots or self._active or self._background:
+            return 0
+        count = self.unknown_slots
+        await self.release_all()
+        self.unknown_slots = 0
+        log.info("released all ShopSimulator slots: %d failed resets may have taken one each", count)
+        return count
+
     def episode_slot(self, task_idx: int) -> EpisodeSlot:
         """Async context manager: reset on enter, release on every exit (see module doc)."""
         return EpisodeSlot(self, task_idx)
@@ -182,6 +212,7 @@ class EpisodeSlot:
         if self.client._slots is not None:
             await self.client._slots.acquire()
             self._sem_held = True
+        self.client._active += 1  # until _release_when_safe ends (_finish runs exactly once)
         try:
             self.reset = await self._track(self.client.reset(self.task_idx))
         except BaseException as exc:
@@ -239,7 +270,9 @@ class EpisodeSlot:
                 answer = inflight.result()
             if reset_failed:
                 if answer is None:
-                    return  # refused (e.g. NoSlotError) or no answer: no slot to give back
+                    if not _refused(inflight):
+                        self.client.unknown_slots += 1  # the server may have popped a slot first
+                    return
                 # The reset was cancelled but the server still handed us a slot.
                 self.reset, self.env_idx = answer, answer.env_idx
             elif getattr(answer, "over", False):
@@ -254,6 +287,13 @@ class EpisodeSlot:
             self.released = True
             self.client.held.discard(self.env_idx)
         finally:
+            self.client._active -= 1
             if self._sem_held:
                 self._sem_held = False
                 self.client._slots.release()
+
+
+def _refused(request: asyncio.Task | None) -> bool:
+    """The reset was answered "no free slot": the one failure that certainly took no slot."""
+    return request is not None and request.done() and not request.cancelled() \
+        and isinstance(request.exception(), NoSlotError)

@@ -22,6 +22,10 @@ API_PATH = "/api/shop_agent"
 # Exact strings pack_api answers (fork funnamer/shopSimulator @1487f67).
 NO_SLOT_ERROR = "Unable to get available environment resource, please try again later"
 PROBE_ERROR = "No valid environment index provided"
+# str(IndexError) of SimServer.receive's `self.goals[idx]` (web_agent_text_env.py) when reset's idx
+# is beyond the server's goal list; raised AFTER pack_api.py:98 popped a slot, which stays taken.
+BAD_INDEX_ERROR = "list index out of range"
+INSTRUCTION_PREFIX = "Instruction:"  # search_page.html:18 `<h4>Instruction: <br>{{ instruction_text }}</h4>`
 ACTION_SPLIT = "\nAction: "
 ACTIONS = ("search", "click")
 REWARD_KINDS = ("strict", "loose", "success")
@@ -43,6 +47,11 @@ class NoSlotError(ShopSimError):
     """reset found no free environment slot after the server's own retries (pool exhausted)."""
 
 
+class BadTaskIndex(ShopSimError):
+    """reset's task index is beyond the server's task list. pack_api popped a slot before it
+    failed (pack_api.py:98, :116-118) and never frees it: the caller owns an unknown slot."""
+
+
 class ProbeOK(ShopSimError):
     """The answer to the no-slot readiness probe (release_one without env_idx): the server is up."""
 
@@ -51,8 +60,20 @@ class ProtocolError(ShopSimError):
     """The answer is not what pack_api sends (not JSON, no `result`, wrong field types)."""
 
 
+class NotShopSim(ProtocolError):
+    """An HTTP server answered that is not ShopSimulator (a status other than 200)."""
+
+
 class TransportError(ShopSimError):
     """The request did not get an answer: connection refused/reset, timeout, HTTP status != 200."""
+
+
+class HTTPStatusError(TransportError):
+    """An HTTP answer with a status other than 200 (pack_api always answers 200)."""
+
+    def __init__(self, message: str, *, status: int, action: str = ""):
+        self.status = status
+        super().__init__(message, action=action)
 
 
 # ----------------------------------------------------------------------------- payloads
@@ -181,6 +202,9 @@ def result_of(body: Any, action: str) -> dict:
             raise NoSlotError("no free environment slot", action=action, server_message=err)
         if err == PROBE_ERROR:
             raise ProbeOK("server answered the no-slot probe", action=action, server_message=err)
+        if err == BAD_INDEX_ERROR and action == "reset":
+            raise BadTaskIndex(f"server error: {err} (no such task index; a slot was taken)", action=action,
+                               server_message=err)
         raise ShopSimError(f"server error: {err}", action=action, server_message=err)
     return result
 
@@ -199,6 +223,15 @@ def parse_reset(body: Any) -> ResetResult:
                        instruction_simple=r.get("instruction_simple") or "",
                        goal_options=r.get("goal_options"), message=r.get("message", ""),
                        user_persona=r.get("user_persona"), reason_key=r.get("reason_key"), raw=r)
+
+
+def goal_instruction(reset_instruction: str) -> str:
+    """The goal's text in a reset answer: pack_api returns the index page's heading, "Instruction: "
+    followed by the goal's instruction (shop_agent.py:38, search_page.html:18)."""
+    text = reset_instruction.strip()
+    if text.startswith(INSTRUCTION_PREFIX):
+        text = text[len(INSTRUCTION_PREFIX):].strip()
+    return text
 
 
 def parse_interact(body: Any) -> StepResult:

@@ -17,12 +17,18 @@ only on a button of the current page; anything else is a silent no-op.
 fine_items_*.json[l][.gz]: asin, title, category, query, pricing, customization_options,
 attribute, instructions[...], user_persona, ...). Goals are enumerated as upstream does (skip bad
 or duplicate asins; one goal per instruction; skip records whose first instruction has no
-attributes), so task index i here is task index i there. Prices and price limits are drawn from
---seed (upstream re-draws them at every start). Rewards follow goal.get_reward with simple string
-matching in place of spaCy/thefuzz.
+attributes), so task index i here is task index i there. Each slot is its own world, as upstream
+builds one simulator per slot (pack_api.py:132-141): its prices and price limits come from its
+seed in --slot-seeds (the project's launcher passes what each slot drew from the shared RNG:
+tests/fakes/shopsim_checkout), or from --seed for every slot (ShopSimulator as the project's
+launcher starts it: every slot's world identical). Rewards follow goal.get_reward with simple
+string matching in place of spaCy/thefuzz. A reset pops its slot first and a failing one keeps it
+taken (pack_api.py:98, :109, :116-118); its `instruction` is "Instruction: " + the goal's text.
 
-Test-only extensions (not in pack_api): GET /debug/slots (pool and request counters), and
---inject-error-rate R (a deterministic share of interacts answers result.error, state unchanged).
+Test-only extensions (not in pack_api): GET /debug/slots (pool and request counters),
+--inject-error-rate R (a deterministic share of interacts answers result.error, state unchanged),
+--fail-reset-once IDX,... (the first reset of each listed task fails after the pop, as an
+exception inside env.reset would).
 Stdlib only.
 """
 
@@ -149,8 +155,10 @@ class Env:
         self.lock = threading.Lock()
         self.session = None
 
-    def reset(self, idx: int) -> None:
-        self.goal = self.catalog.goals[idx]  # IndexError like upstream for a bad idx
+    def reset(self, idx) -> None:
+        # As SimServer.receive's `self.goals[idx]`: IndexError "list index out of range" for an idx
+        # beyond the goals, TypeError for a non-int; raised after the pool popped the slot.
+        self.goal = self.catalog.goals[idx]
         self.session, self.history = idx, 2  # upstream: the prompt + "ok"
         self.page, self.keywords, self.page_no, self.asin, self.options, self.sub = "index", "", 1, None, {}, ""
         self.results: list[dict] = []
@@ -249,12 +257,14 @@ class Env:
 
 
 class Pool:
-    def __init__(self, envs: list[Env], retries: int, delay: float, seed: int, error_rate: float):
+    def __init__(self, envs: list[Env], retries: int, delay: float, seed: int, error_rate: float,
+                 fail_once: set[int] | None = None):
         self.envs, self.retries, self.delay, self.seed, self.error_rate = envs, retries, delay, seed, error_rate
+        self.fail_once = set(fail_once or ())
         self.free: set[int] = set(range(len(envs)))
         self.lock = threading.Lock()
-        self.counts = {"reset": 0, "interact": 0, "release_one": 0, "release_all": 0, "no_slot": 0,
-                       "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
+        self.counts = {"reset": 0, "reset_error": 0, "interact": 0, "release_one": 0, "release_all": 0,
+                       "no_slot": 0, "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
 
     def handle(self, data) -> dict:
         if not isinstance(data, dict):
@@ -305,10 +315,20 @@ class Pool:
         if action == "reset":
             if data.get("idx") is None:
                 raise ValueError("reset action requires idx parameter")
-            env.reset(int(data["idx"]))
+            try:
+                if data["idx"] in self.fail_once:  # test-only: an exception inside env.reset
+                    self.fail_once.discard(data["idx"])
+                    raise RuntimeError("injected reset fault (fake_shopsim --fail-reset-once)")
+                env.reset(data["idx"])
+            except Exception:
+                with self.lock:
+                    self.counts["reset_error"] += 1
+                raise
             with self.lock:
                 self.counts["reset"] += 1
-            res = {"instruction": env.goal["instruction_text"], "instruction_simple": env.goal["instruction_simple"],
+            # shop_agent.py:38 returns env.instruction_text = the index page's `#instruction-text h4`
+            # text (search_page.html:18): "Instruction: " and the goal's instruction.
+            res = {"instruction": "Instruction: " + env.goal["instruction_text"], "instruction_simple": env.goal["instruction_simple"],
                    "goal_options": env.goal["goal_options"], "message": f"Task {data['idx']} started",
                    "env_idx": env_idx, "idx": data["idx"]}
             if env.goal["user_persona"]:
@@ -382,17 +402,27 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="prices and price limits (upstream: random at start)")
     ap.add_argument("--tasks", required=True, help="catalog in ShopSimulator's record format (.json/.jsonl[.gz])")
     ap.add_argument("--max-history", type=int, default=42)
+    ap.add_argument("--slot-seeds", default="", help="one price seed per slot, comma-separated (each upstream "
+                    "slot draws its own prices); default: --seed for every slot")
     ap.add_argument("--inject-error-rate", type=float, default=0.0, help="test-only: share of failing interacts")
+    ap.add_argument("--fail-reset-once", default="", help="test-only: task indices whose first reset fails "
+                    "after the pop (comma-separated)")
     ap.add_argument("--startup-delay", type=float, default=0.0, help="seconds before binding (env builds)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     slots = int(os.environ.get("SHOPSIM_ENV_MAX_NUM", "20"))
     retries = int(os.environ.get("SHOPSIM_RESET_RETRIES", "5"))
     delay = float(os.environ.get("SHOPSIM_RESET_DELAY", "5"))
-    catalog = Catalog(read_records(args.tasks), args.seed)
+    records = read_records(args.tasks)
+    seeds = [int(x) for x in args.slot_seeds.split(",")] if args.slot_seeds else [args.seed] * slots
+    if len(seeds) != slots:
+        ap.error(f"--slot-seeds has {len(seeds)} seeds for {slots} slots (SHOPSIM_ENV_MAX_NUM)")
+    catalogs = {seed: Catalog(records, seed) for seed in sorted(set(seeds))}
+    catalog = catalogs[seeds[0]]
     time.sleep(args.startup_delay)
-    pool = Pool([Env(catalog, args.max_history) for _ in range(slots)], retries, delay, args.seed,
-                args.inject_error_rate)
+    fail_once = {int(x) for x in args.fail_reset_once.split(",") if x}
+    pool = Pool([Env(catalogs[seed], args.max_history) for seed in seeds], retries, delay, args.seed,
+                args.inject_error_rate, fail_once)
     return serve(args.host, args.port, make_handler(pool, args.verbose),
                  lambda url: f" * fake_shopsim: {len(catalog.goals)} tasks, {slots} slots, running on {url}")
 
