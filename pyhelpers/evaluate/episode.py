@@ -26,6 +26,12 @@ not a timeout), Context.simulator_down() starts a new epoch; an episode whose sl
 older epoch stops before its next interact and leaves the slot alone (abandon: no release; the
 ledger keeps it and the runner's end-of-run clean-up releases it when nothing is in flight).
 An interact answer for another task (`idx`) means the same and is treated the same way.
+
+Tasks: after every reset the server's instruction is compared with the task file's
+(shopsim.taskcheck); a mismatch, or a task index the server does not have, is a TaskError that
+stops the evaluation (never an infra retry). A reset that failed in any other way than "no free
+slot" may have taken a slot (pack_api pops first): the ledger records an unknown slot, which the
+runner's clean-up frees.
 """
 
 from __future__ import annotations
@@ -42,7 +48,15 @@ from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder
 from pyhelpers.policy.sglang_client import SGLangClient, SGLangError, SGLangRejected, SGLangUnavailable
 from pyhelpers.policy.system_prompt import PROMPT_VERSION
 from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient
-from pyhelpers.shopsim.protocol import ShopSimError, TransportError, extract_action, persona_observation
+from pyhelpers.shopsim.protocol import (
+    BadTaskIndex,
+    NoSlotError,
+    ShopSimError,
+    TransportError,
+    extract_action,
+    persona_observation,
+)
+from pyhelpers.shopsim.taskcheck import bad_index, check_reset
 from pyhelpers.skills.render import Rendered
 
 log = logging.getLogger(__name__)
@@ -130,7 +144,7 @@ class Context:
         s = self.settings = settings
         self.builder, self.hooks = builder, hooks or Hooks()
         self.shopsim = ShopSimClient(s.shopsim_url, timeout=s.request_timeout_s, reset_timeout=s.reset_timeout_s,
-                                     max_slots=s.slots, max_connections=max(64, 2 * s.in_flight))
+                                     max_slots=s.slots, pool_size=s.slots, max_connections=max(64, 2 * s.in_flight))
         self.server = SGLangClient(s.server_url, timeout=s.generate_timeout_s, max_connections=max(64, 2 * s.in_flight))
         self._ready = {"shopsim": asyncio.Lock(), "server": asyncio.Lock()}
         self.epoch = 0  # bumped when the simulator was found gone (see module doc)
@@ -217,6 +231,7 @@ async def _attempt(ctx: Context, spec: EpisodeSpec, key: str) -> Attempt:
             entered = True
             att.slot_wait_s = time.monotonic() - t0
             ctx.hooks.slot_held(key, slot.env_idx)
+            check_reset(spec.task, slot.reset, ctx.settings.shopsim_url)
             try:
                 await _turns(ctx, spec, tr, slot, att, epoch)
             except ShopSimError as exc:
@@ -231,6 +246,8 @@ async def _attempt(ctx: Context, spec: EpisodeSpec, key: str) -> Attempt:
     except ShopSimError as exc:
         if not entered:
             reset_error = exc
+            if isinstance(exc, BadTaskIndex):
+                raise bad_index(spec.task, ctx.settings.shopsim_url) from None
             if _gone(exc):
                 ctx.simulator_down()
         raise InfraError("shopsim", f"{type(exc).__name__}: {exc}") from exc
@@ -239,9 +256,8 @@ async def _attempt(ctx: Context, spec: EpisodeSpec, key: str) -> Attempt:
     finally:
         if entered:
             ctx.hooks.slot_done(key, slot.env_idx, freed=(slot.over or slot.released) and not abandoned)
-        else:  # the server refused the reset (no slot), or its answer was lost (slot unknown)
-            ctx.hooks.slot_done(key, None, freed=reset_error is not None
-                                and not isinstance(reset_error, TransportError))
+        else:  # only "no free slot" certainly took none: pack_api pops before the reset can fail
+            ctx.hooks.slot_done(key, None, freed=isinstance(reset_error, NoSlotError))
     return att
 
 

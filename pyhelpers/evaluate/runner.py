@@ -11,6 +11,9 @@
   removed from the file and played again (so every episode is in the file exactly once), the slot
   ledger's leftovers are released (slots.clean_up), and finished episodes are skipped. Without
   --resume an existing non-empty episodes.jsonl is refused.
+- The ledger is cleaned up again at the end, also when an error (a TaskError) stopped the run:
+  the other episodes are cancelled, their releases awaited, then what the ledger says may still
+  be taken is freed. Both clean-ups are in RunResult.slot_cleanup ({"start", "end"}).
 - One runner per directory (an flock on `<out_dir>/.lock`).
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -32,6 +36,8 @@ from pyhelpers.evaluate.settings import EvalSettings
 from pyhelpers.policy.prompt_builder import PromptBuilder
 
 START_WAIT_S = 30.0  # how long the runner waits for both services before it starts
+NO_CLEANUP = {"released": [], "release_all": False}
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -40,7 +46,7 @@ class RunResult:
     played: int                # episodes played by this invocation
     resumed: int               # episodes found finished in episodes.jsonl
     replayed_infra: int        # infra_error episodes of an earlier run played again
-    slot_cleanup: dict         # what slots.clean_up released at the start (resume)
+    slot_cleanup: dict         # what slots.clean_up released: {"start": ..., "end": ...}
     timing: dict               # wall-clock figures (timing.json; never in a summary)
 
 
@@ -116,7 +122,7 @@ async def run_episodes(specs: Sequence[EpisodeSpec], settings: EvalSettings, bui
         ledger_path = out_dir / "slots.jsonl"
         if not todo and slots.outstanding(ledger_path) == ([], 0):  # a finished run: touch nothing
             return RunResult(records=finished, played=0, resumed=len(finished), replayed_infra=dropped,
-                             slot_cleanup={"released": [], "release_all": False}, timing=_timing([], 0.0, 0))
+                             slot_cleanup={"start": NO_CLEANUP, "end": NO_CLEANUP}, timing=_timing([], 0.0, 0))
         ctx = Context(settings, builder)
         try:
             await _check_up(ctx)
@@ -127,15 +133,29 @@ async def run_episodes(specs: Sequence[EpisodeSpec], settings: EvalSettings, bui
                 played = await _play_all(ctx, todo, out_dir / "episodes.jsonl",
                                          Progress(label, len(specs), already=len(finished), stream=progress,
                                                   enabled=progress is not None))
-            finally:
+            except Exception:
                 ledger.close()
+                await _clean_up_after_error(ledger_path, ctx)
+                raise
+            ledger.close()
             wall = time.monotonic() - t0
-            await slots.clean_up(ledger_path, ctx.shopsim)
+            end = await slots.clean_up(ledger_path, ctx.shopsim)
         finally:
             await ctx.aclose()
     all_recs = {**finished, **{r["id"]: r for r in played}}
     return RunResult(records=all_recs, played=len(played), resumed=len(finished), replayed_infra=dropped,
-                     slot_cleanup=cleanup, timing=_timing(played, wall, settings.in_flight))
+                     slot_cleanup={"start": cleanup, "end": end}, timing=_timing(played, wall, settings.in_flight))
+
+
+async def _clean_up_after_error(ledger_path: Path, ctx: Context) -> None:
+    """Free the slots of a run an error stopped, once the cancelled episodes' releases are done.
+    The error that stopped the run is what gets reported: a failing clean-up is only logged (the
+    ledger keeps its lines, so `--resume` frees them)."""
+    await ctx.shopsim.drain()
+    try:
+        await slots.clean_up(ledger_path, ctx.shopsim)
+    except Exception as exc:  # noqa: BLE001 - never hide the error that stopped the run
+        log.warning("slots of the stopped run not freed: %s", exc)
 
 
 async def _play_all(ctx: Context, todo: list[EpisodeSpec], path: Path, progress: Progress) -> list[dict]:
@@ -159,8 +179,14 @@ async def _play_all(ctx: Context, todo: list[EpisodeSpec], path: Path, progress:
             progress.add(rec)
 
     write_task = asyncio.create_task(writer())
+    workers = [asyncio.create_task(worker()) for _ in range(min(ctx.settings.in_flight, len(todo)))]
     try:
-        await asyncio.gather(*(worker() for _ in range(min(ctx.settings.in_flight, len(todo)))))
+        await asyncio.gather(*workers)
+    except BaseException:  # one worker failed (a TaskError): stop the others before cleaning up
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
     finally:
         queue.put_nowait(None)
         await write_task

@@ -12,7 +12,8 @@ pack_api has no "which slots are taken" request, and a killed client leaks every
 Lines are appended and flushed (one write each: a SIGKILL cannot lose a flushed line; no fsync, as
 an OS crash takes the simulator's pool with it). `outstanding()` replays the ledger: known slots
 (E) still held and resets whose slot number never arrived. `clean_up()` releases the known ones
-with release_one each and, when some are unknown, frees them with release_all, which is safe
+with release_one each (those beyond the pool count as unknown: pack_api would add them to its
+free set) and, when some are unknown, frees them with release_all, which is safe
 because an evaluation is the simulator's only client (training has stopped; the evaluate stage
 also releases all before it starts). It then empties the ledger. The runner calls it on
 `--resume` (before playing) and at the end of every run (slots whose release failed while the
@@ -85,6 +86,10 @@ def outstanding(path: Path) -> tuple[list[int], int]:
 async def clean_up(path: Path, client: ShopSimClient) -> dict:
     """Free what the ledger says may still be taken; empty the ledger. Returns what was done."""
     known, unknown = outstanding(path)
+    beyond = [env for env in known if client.pool_size is not None and env >= client.pool_size]
+    if beyond:  # a ledger from a bigger pool: release_one would poison the server's free set
+        known = [env for env in known if env not in beyond]
+        unknown += len(beyond)
     done = {"released": [], "release_all": False}
     try:
         for env in known:
