@@ -212,3 +212,49 @@ def test_abandoned_step_writes_no_record_for_unfinished_retries_but_a_completed_
         assert st.slot_state()["taken"] == []
     finally:
         st.close()
+
+
+def test_a_bad_or_shifted_task_index_stops_the_step_naming_the_task_and_its_slot_is_freed(tmp_path):
+    """Training checks every reset too (issue 17 §4): a task index the server does not have is a
+    task error naming the task (not an infra_error Sample), its popped slot is freed at the end of
+    the step; a task whose index plays another goal stops the step naming both instructions."""
+    import json
+
+    import pytest
+
+    from pyhelpers.rollout.generate import generate
+    from pyhelpers.shopsim.taskcheck import TaskError
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0, base_success=0.5)
+    st = Stack(tmp_path, slots=3, fixture=fx, tokenizer=build_tokenizer(tmp_path / "tok"),
+               reset_retries=2, reset_delay=0.05)
+    try:
+        args = st.args(tmp_path / "round-000", concurrency=2)
+        first, second = fx["tasks"][0], fx["tasks"][1]
+        extra = [{"task_id": "tbad", "shopsim_idx": 999, "split": "train", "instruction": first["instruction"]},
+                 {"task_id": "tshift", "shopsim_idx": second["idx"], "split": "train",
+                  "instruction": first["instruction"]}]
+        with open(args.shopsimrl_tasks_path, "a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(t, ensure_ascii=False) + "\n" for t in extra)
+
+        async def main():
+            step = metrics.begin(0)
+            try:
+                with pytest.raises(TaskError, match="tbad: ShopSimulator has no task index 999") as bad:
+                    await generate(args, Sample(group_index=0, index=0, label="tbad"), sampling_params(args))
+                with pytest.raises(TaskError, match="tshift") as shifted:
+                    await generate(args, Sample(group_index=1, index=1, label="tshift"), sampling_params(args))
+                assert st.slot_state()["free"] == 2  # the bad index's slot is still taken ...
+            finally:
+                await retry.drain(runtime.current(), step, 10.0)
+            await runtime.close_all()
+            return bad.value, shifted.value, metrics.summarize(step)
+
+        bad, shifted, figures = asyncio.run(main())
+        assert "--server-file" in str(bad) and "--server-file" in str(shifted)
+        assert first["instruction"] in str(shifted) and second["instruction"] in str(shifted)
+        view = st.slot_state()
+        assert view["taken"] == [] and view["counts"]["reset_error"] == 1, view  # ... until the step ended
+        assert figures["rollout/shopsim/unknown_slots_freed"] == 1.0
+    finally:
+        st.close()

@@ -13,6 +13,9 @@ timeout (a /generate or the whole episode ran past its limit), infra_error (Shop
 SGLang failed) -- these are not the policy's doing and are never scored or spooled.
 The slot is released on every path by ShopSimClient.episode_slot (exceptions, timeouts,
 cancellation included).
+Every reset is checked against the task file (shopsim.taskcheck): the server's instruction must
+be the task's, and a task index the server does not have is no infra_error either. Both raise a
+TaskError, which stops the step (and the job) naming the task: every index may be shifted.
 """
 
 from __future__ import annotations
@@ -29,7 +32,15 @@ from pyhelpers.policy.prompt_builder import ContextBudgetError, Transcript
 from pyhelpers.policy.sglang_client import SGLangError, SGLangRejected
 from pyhelpers.rollout.metrics import SCORED, EpisodeStats
 from pyhelpers.rollout.runtime import Runtime
-from pyhelpers.shopsim.protocol import ZERO_SCORES, Scores, ShopSimError, extract_action, persona_observation
+from pyhelpers.shopsim.protocol import (
+    ZERO_SCORES,
+    BadTaskIndex,
+    Scores,
+    ShopSimError,
+    extract_action,
+    persona_observation,
+)
+from pyhelpers.shopsim.taskcheck import bad_index, check_reset
 from pyhelpers.skills.render import Rendered
 
 log = logging.getLogger(__name__)
@@ -103,6 +114,8 @@ async def play(rt: Runtime, task: dict, skills: Rendered, sampling_params: dict,
                                    timeout=s.episode_timeout_s)
         except asyncio.TimeoutError:
             ep.termination, ep.error = "timeout", f"episode ran past {s.episode_timeout_s:g} s"
+        except BadTaskIndex:  # its popped slot counts in rt.shopsim.unknown_slots (freed at step end)
+            raise bad_index(task, s.tasks_path) from None
         except (ShopSimError, SGLangError) as exc:
             ep.termination, ep.error = _infra(exc), f"{type(exc).__name__}: {exc}"
     if ep.termination not in SCORED:
@@ -122,6 +135,7 @@ async def _turns(rt: Runtime, task: dict, ep: Episode, sampling_params: dict, ab
     slot_start = time.monotonic()
     async with rt.shopsim.episode_slot(int(task["shopsim_idx"])) as slot:
         ep.slot_wait_s += time.monotonic() - slot_start  # the reset (pack_api waits for a free env)
+        check_reset(task, slot.reset, s.tasks_path)
         for _ in range(s.max_turns):
             if aborted():
                 ep.termination = "aborted"

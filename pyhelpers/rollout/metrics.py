@@ -55,6 +55,7 @@ class Step:
     spool_existing: int = 0    # a replayed step: the record id was written before (first wins)
     spool_errors: int = 0
     spool_deferred: int = 0    # infra error, or step abandoned: no record (retry.py says why)
+    unknown_slots_freed: int = 0  # failed resets that may have taken a slot, freed at the step's end
     closing: bool = False      # set when slime's loop is done: queued retries give up
     abandoned: bool = False    # slime's loop raised (the job is being stopped): the step replays
     tasks: set = field(default_factory=set)  # background retry tasks (asyncio.Task)
@@ -106,7 +107,7 @@ def summarize(step: Step) -> dict[str, float]:
                              "failures": step.failures, "retries": len(step.retries),
                              "retry_skipped": step.retry_skipped, "spool_written": step.spool_written,
                              "spool_existing": step.spool_existing, "spool_errors": step.spool_errors,
-                             "spool_deferred": step.spool_deferred}
+                             "spool_deferred": step.spool_deferred, "unknown_slots_freed": step.unknown_slots_freed}
     for reason in TERMINATIONS:
         out[f"termination/{reason}"] = sum(e.termination == reason for e in eps)
     optional = {

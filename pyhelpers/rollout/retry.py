@@ -37,6 +37,7 @@ from pyhelpers.rollout import episode
 from pyhelpers.rollout.episode import Episode
 from pyhelpers.rollout.metrics import Step
 from pyhelpers.rollout.runtime import Runtime
+from pyhelpers.shopsim.protocol import ShopSimError
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +131,9 @@ def _defer(step: Step, rid: str, why: str) -> None:
 async def drain(rt: Runtime | None, step: Step, timeout: float) -> None:
     """End of step: queued retries give up, playing ones get `timeout` seconds (none when the
     step is abandoned), then are cancelled; then the client's background slot releases are
-    awaited (bounded)."""
+    awaited (bounded), and slots failed resets may have taken (a bad task index: pack_api pops a
+    slot before the reset fails) are freed with release_all when no episode is in flight -- the
+    rollout is the simulator's only user while training runs."""
     step.closing = True
     step.closed.set()
     pending = set(step.tasks)
@@ -143,3 +146,7 @@ async def drain(rt: Runtime | None, step: Step, timeout: float) -> None:
             await asyncio.gather(*late, return_exceptions=True)
     if rt is not None:
         await rt.shopsim.drain(timeout=30.0)
+        try:
+            step.unknown_slots_freed += await rt.shopsim.free_unknown()
+        except ShopSimError as exc:  # the simulator is down: the train stage frees them at its start
+            log.warning("slots taken by failed resets not freed: %s", exc)

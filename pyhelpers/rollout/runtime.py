@@ -67,7 +67,7 @@ def get(args: Any, settings: PluginSettings) -> Runtime:
     rt = Runtime(
         settings=s,
         shopsim=ShopSimClient(s.shopsim_url, timeout=s.shopsim_timeout_s, reset_timeout=s.shopsim_reset_timeout_s,
-                              max_connections=max(64, 2 * s.shopsim_slots)),
+                              pool_size=s.shopsim_slots, max_connections=max(64, 2 * s.shopsim_slots)),
         policy=SGLangClient(router_url(args), timeout=s.generate_timeout_s, max_connections=1024),
         episodes=asyncio.Semaphore(s.shopsim_episode_concurrency),
         retries=asyncio.Semaphore(s.spare_slots) if s.spare_slots > 0 else None,
