@@ -37,7 +37,8 @@ def test_launcher_sets_pool_port_seed_and_retries_before_the_envs_are_built(tool
             raise AssertionError(proc.stderr.read1().decode() if proc.poll() is not None else "never answered")
         got = json.loads(record.read_text())
         assert (got["env_max_num"], got["max_retries"], got["retry_delay"]) == (12, 2, 0.1)
-        assert got["first_price_draw"] == random.Random(77).random(), "prices must be drawn after seeding"
+        # every slot's simulator draws its prices from a freshly seeded RNG: one world, 12 times
+        assert got["slot_draws"] == [random.Random(77).random()] * 12, "each slot's prices drawn after seeding"
         assert (got["host"], got["port"]) == ("127.0.0.1", port)
         assert got["cwd"].endswith("shop_env/shop_env")
         released = run_pyhelpers(["shopsim", "release-all", "--url", url], env)
@@ -55,3 +56,49 @@ def test_launcher_names_a_missing_checkout(tmp_path):
 def test_probe_of_a_dead_port_fails_with_exit_1(toolkit_env):
     r = run_pyhelpers(["shopsim", "probe", "--url", f"http://127.0.0.1:{free_port()}"], toolkit_env)
     assert r.returncode == 1 and "Traceback" not in r.stderr
+
+
+def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_env, tmp_path):
+    """Upstream builds one simulator per slot, each drawing prices and price limits from the shared
+    RNG in turn (pack_api.py:132-141; engine.py:186, goal.py:70): seeded once, a task's price limit
+    would depend on the slot it lands in, i.e. on timing. The launcher makes every slot identical."""
+    import asyncio
+
+    from pyhelpers.shopsim import protocol as p
+    from pyhelpers.shopsim.client import ShopSimClient
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0)
+    task = next(t for t in fx["tasks"] if t["asin"].endswith("1"))  # a product with a price range
+    port, slots_n = free_port(), 6
+    env = {**toolkit_env, "SHOPSIM_DIR": str(FAKES / "shopsim_checkout"), "SHOPSIM_PORT": str(port),
+           "SHOPSIM_SLOTS": str(slots_n), "SHOPSIM_EPISODE_CONCURRENCY": "4", "EVAL_CONCURRENCY": "4",
+           "SHOPSIM_SEED": "5", "SHOPSIM_RESET_RETRIES": "2", "SHOPSIM_RESET_DELAY": "0.1"}
+    argv = launch_args.shopsim(config.load(env))
+    proc = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, start_new_session=True,
+                            env={**env, "FAKE_PACK_API_RECORD": str(tmp_path / "record.json"),
+                                 "FAKE_SHOPSIM_DIR": str(FAKES), "FAKE_SHOPSIM_TASKS": str(fx["server_file"])},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+
+    async def buy_on_every_slot():
+        async with ShopSimClient(url) as c:
+            for _ in range(100):
+                if await c.probe():
+                    break
+                await asyncio.sleep(0.1)
+            held = [await c.reset(task["idx"]) for _ in range(slots_n)]  # all slots at once: each one plays it
+            assert sorted(r.env_idx for r in held) == list(range(slots_n))
+            seen = set()
+            for r in held:
+                for kind, arg in (("search", task["query"]), ("click", task["asin"]), ("click", task["options"][0]),
+                                  ("click", "buy now")):
+                    step = await c.interact(r.env_idx, p.format_response("t", kind, arg))
+                assert step.done, step.raw
+                seen.add((step.goal["price_upper"], round(step.purchase["price"], 6), step.reward_detail["r_price"]))
+            return seen
+
+    try:
+        seen = asyncio.run(buy_on_every_slot())
+        assert len(seen) == 1, f"the task's price or price limit depends on the slot: {sorted(seen)}"
+    finally:
+        stop_proc(proc)

@@ -1,10 +1,15 @@
 """Start the real ShopSimulator (pack_api.py) on our host, port, pool size and seed.
 
 Upstream binds 0.0.0.0:5000, builds a pool of SHOPSIM_ENV_MAX_NUM (default 20) environments and
-re-randomises prices at every start. This launcher runs inside the `shopsim` conda env (Python
-3.9, stdlib only here), imports pack_api as a module, then — before any environment is built —
-sets the pool size, seeds `random` (and numpy when present) so prices are the same at every
-start, and serves the Flask app on the given loopback address. Run as a script, by path:
+re-randomises prices at every start: each slot's environment builds its own simulator, which
+draws its products' prices (engine.py generate_product_prices) and each goal's price limit
+(goal.py get_existed_goals) from the shared `random`, slot after slot (pack_api.py:132-141). Seeded
+once, slot k's prices would depend on k, and a task's price limit on the slot it lands in, i.e.
+on timing. This launcher runs inside the `shopsim` conda env (Python 3.9, stdlib only here),
+imports pack_api as a module, sets the pool size and reseeds `random` (and numpy when present)
+with --seed right before EVERY slot's environment is built (around pack_api's `gym.make`): every
+slot is the same world, the same at every start. It then serves the Flask app on the given
+loopback address. Run as a script, by path:
 
     python launcher.py --shopsim-dir DIR --host 127.0.0.1 --port 5700 --slots 48 --seed 1
 """
@@ -14,6 +19,30 @@ import importlib
 import os
 import random
 import sys
+
+
+class _SeededGym:
+    """pack_api's `gym` module, with make() reseeding first: one identical world per slot."""
+
+    def __init__(self, gym, seed: int):
+        self._gym, self._seed = gym, seed
+
+    def __getattr__(self, name):
+        return getattr(self._gym, name)
+
+    def make(self, *args, **kwargs):
+        _seed_all(self._seed)
+        return self._gym.make(*args, **kwargs)
+
+
+def _seed_all(seed: int) -> None:
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
 
 
 def main(argv=None):
@@ -34,14 +63,13 @@ def main(argv=None):
     os.chdir(app_dir)
     sys.path.insert(0, app_dir)
     os.environ["SHOPSIM_ENV_MAX_NUM"] = str(args.slots)  # the fork reads it at import
-    random.seed(args.seed)
-    try:
-        import numpy
-
-        numpy.random.seed(args.seed)
-    except ImportError:
-        pass
+    _seed_all(args.seed)
     pack_api = importlib.import_module("pack_api")
+    if not hasattr(getattr(pack_api, "gym", None), "make"):
+        sys.exit(f"shopsim launcher: {app_dir}/pack_api.py does not build its environments with gym.make; "
+                 "this launcher cannot give every slot the same prices (use the ShopSimulator fork the docs name, "
+                 "or set SHOPSIM_LAUNCHER)")
+    pack_api.gym = _SeededGym(pack_api.gym, args.seed)
     pack_api.env_max_num = args.slots  # upstream hard-codes the pool size in this global
     pack_api.MAX_RETRIES, pack_api.RETRY_DELAY_SECONDS = args.reset_retries, args.reset_delay
     pack_api.initialize_environments()

@@ -1,10 +1,15 @@
 """Stand-in of upstream's shop_env/shop_env/pack_api.py as the project's launcher sees it: the
-module globals it sets (env_max_num, MAX_RETRIES, RETRY_DELAY_SECONDS), initialize_environments()
-and a Flask-like `app.run(host, port, threaded)`. It records what the launcher set (and the first
-number `random` gives after seeding, standing in for upstream's price draws) in
-$FAKE_PACK_API_RECORD, then serves the fake ShopSimulator (tests/fakes/fake_shopsim.py) there, its
-prices drawn from that first number: the same launcher seed gives the same prices at every start,
-as the launcher's seeding does for upstream."""
+module globals it sets (env_max_num, MAX_RETRIES, RETRY_DELAY_SECONDS), `gym` (the module pack_api
+imports, pack_api.py:8), initialize_environments() and a Flask-like `app.run(host, port, threaded)`.
+
+initialize_environments() builds the pool as upstream does (pack_api.py:132-141): one
+`gym.make('WebAgentTextEnv-v0', ...)` per slot, each of which builds its own simulator and draws
+that simulator's prices and price limits from the shared `random` in turn (engine.py:176-186
+generate_product_prices, goal.py:70 get_existed_goals). Here each slot's env draws one number, its
+prices' seed. app.run records what the launcher set (and every slot's draw) in
+$FAKE_PACK_API_RECORD, then serves the fake ShopSimulator (tests/fakes/fake_shopsim.py) with one
+price seed per slot (--slot-seeds): slots whose draws differ are different worlds, as upstream's.
+"""
 
 import json
 import os
@@ -15,24 +20,50 @@ import sys
 MAX_RETRIES = 5
 RETRY_DELAY_SECONDS = 5
 env_max_num = int(os.getenv("SHOPSIM_ENV_MAX_NUM", "20"))
-_first_price_draw = None
+envs = []
+free_env_index = set()
+
+
+class _SlotEnv:
+    """What WebAgentTextEnv's construction leaves behind that matters here: its price draw."""
+
+    def __init__(self, env_id, **kwargs):
+        if env_id != "WebAgentTextEnv-v0":
+            raise ValueError(f"unknown env {env_id}")
+        self.price_draw = random.random()
+
+
+class _Gym:
+    """The `gym` module as pack_api uses it (gym.make only)."""
+
+    @staticmethod
+    def make(env_id, **kwargs):
+        return _SlotEnv(env_id, **kwargs)
+
+
+gym = _Gym()
 
 
 def initialize_environments():
-    global _first_price_draw
-    _first_price_draw = random.random()
+    global envs, free_env_index
+    envs, free_env_index = [], set()
+    for i in range(env_max_num):
+        free_env_index.add(i)
+        envs.append(gym.make("WebAgentTextEnv-v0", observation_mode="text", split="train", num_products=None))
 
 
 class _App:
     def run(self, host, port, threaded=True):
+        draws = [env.price_draw for env in envs]
         with open(os.environ["FAKE_PACK_API_RECORD"], "w") as fh:
             json.dump({"env_max_num": env_max_num, "max_retries": MAX_RETRIES, "retry_delay": RETRY_DELAY_SECONDS,
-                       "first_price_draw": _first_price_draw, "host": host, "port": port, "threaded": threaded,
+                       "slot_draws": draws, "host": host, "port": port, "threaded": threaded,
                        "cwd": os.getcwd()}, fh)
         os.environ["SHOPSIM_ENV_MAX_NUM"] = str(env_max_num)
         fake = os.path.join(os.environ["FAKE_SHOPSIM_DIR"], "fake_shopsim.py")
-        seed = str(int(_first_price_draw * 1e9))
-        sys.argv = [fake, "--host", host, "--port", str(port), "--seed", seed, "--tasks", os.environ["FAKE_SHOPSIM_TASKS"]]
+        seeds = ",".join(str(int(d * 1e9)) for d in draws)
+        sys.argv = [fake, "--host", host, "--port", str(port), "--slot-seeds", seeds,
+                    "--tasks", os.environ["FAKE_SHOPSIM_TASKS"]]
         sys.path.insert(0, os.environ["FAKE_SHOPSIM_DIR"])
         runpy.run_path(fake, run_name="__main__")
 
