@@ -298,3 +298,15 @@ def test_a_reset_failing_after_the_pop_is_retried_and_its_slot_freed_at_the_end(
         assert timing["slot_cleanup"]["start"] == {"released": [], "release_all": False}, timing
     finally:
         stop(shop)
+
+
+def test_val_against_a_server_that_is_not_shopsimulator_says_so(world, tmp_path):
+    from fakes.other_http import other_http_server
+
+    w, sg = world
+    tasks = _val_file(tmp_path / "val.jsonl", w.tasks[:2])
+    with other_http_server() as url:
+        env = eval_env(tmp_path, w, free_port(), sg.port)
+        res = cli(["eval", "val", "--out-dir", str(tmp_path / "out"), "--tasks", str(tasks), "--shopsim", url,
+                   "--model-dir", str(w.tokenizer), "--quiet"], env)
+    assert res.returncode == 1 and "not ShopSimulator" in res.stderr and "Traceback" not in res.stderr, res.stderr

@@ -279,26 +279,24 @@ def test_release_one_refuses_an_index_beyond_the_pool(fixture_dir):
 def test_probe_answered_by_another_http_server_says_so_at_once():
     """Something that is not ShopSimulator on the port (HTTP 404 for /api/shop_agent) is not a
     simulator still building its envs: the probe says so instead of waiting."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from fakes.other_http import other_http_server
 
-    class NotFound(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            self.send_response(404)
-            self.send_header("Content-Length", "9")
-            self.end_headers()
-            self.wfile.write(b"Not Found")
+    async def go(url):
+        async with ShopSimClient(url) as c:
+            await c.probe(timeout=2)
+    with other_http_server() as url, pytest.raises(p.NotShopSim, match="HTTP 404.*not ShopSimulator"):
+        run(go(url))
 
-        def log_message(self, *a):
-            pass
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        async def go():
-            async with ShopSimClient(f"http://127.0.0.1:{srv.server_address[1]}") as c:
-                await c.probe(timeout=2)
-        with pytest.raises(p.NotShopSim, match="HTTP 404.*not ShopSimulator"):
-            run(go())
-    finally:
-        srv.shutdown()
+def test_service_probe_and_cli_name_a_server_that_is_not_shopsimulator(toolkit_env):
+    from conftest import run_pyhelpers
+    from fakes.other_http import other_http_server
+
+    from pyhelpers import services
+    from pyhelpers.errors import ToolkitError
+
+    with other_http_server() as url:
+        with pytest.raises(ToolkitError, match="not ShopSimulator.*SHOPSIM_PORT"):
+            services._shopsim_probe(url)()  # raised: the readiness wait stops at once
+        r = run_pyhelpers(["shopsim", "probe", "--url", url], toolkit_env)
+        assert r.returncode == 1 and "not ShopSimulator" in r.stderr and "Traceback" not in r.stderr

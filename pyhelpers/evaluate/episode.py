@@ -47,10 +47,11 @@ from pyhelpers.evaluate.settings import EvalSettings
 from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder
 from pyhelpers.policy.sglang_client import SGLangClient, SGLangError, SGLangRejected, SGLangUnavailable
 from pyhelpers.policy.system_prompt import PROMPT_VERSION
-from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient
+from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient, not_shopsim
 from pyhelpers.shopsim.protocol import (
     BadTaskIndex,
     NoSlotError,
+    NotShopSim,
     ShopSimError,
     TransportError,
     extract_action,
@@ -152,6 +153,13 @@ class Context:
     def simulator_down(self) -> None:
         self.epoch += 1
 
+    async def shopsim_up(self, timeout: float = 5.0) -> bool:
+        """The simulator's no-slot probe; a ToolkitError when another server answers there."""
+        try:
+            return await self.shopsim.probe(timeout=timeout)
+        except NotShopSim as exc:
+            raise not_shopsim(exc, self.settings.shopsim_url) from None
+
     async def aclose(self) -> None:
         await self.shopsim.aclose()
         await self.server.aclose()
@@ -161,7 +169,7 @@ class Context:
         (SHOPSIM_START_TIMEOUT / the server's) runs out. The simulator's probe consumes no slot."""
         s = self.settings
         limit = s.shopsim_ready_s if service == "shopsim" else s.server_ready_s
-        probe = self.shopsim.probe if service == "shopsim" else self.server.health
+        probe = self.shopsim_up if service == "shopsim" else self.server.health
         async with self._ready[service]:
             deadline = time.monotonic() + limit
             while True:

@@ -96,9 +96,9 @@ def load_finished(out_dir: Path, specs: Sequence[EpisodeSpec], *, resume: bool) 
 
 async def _check_up(ctx: Context) -> None:
     s = ctx.settings
-    if not await ctx.shopsim.probe(timeout=5.0):
+    if not await ctx.shopsim_up():
         deadline = time.monotonic() + START_WAIT_S
-        while not await ctx.shopsim.probe(timeout=5.0):
+        while not await ctx.shopsim_up():
             if time.monotonic() > deadline:
                 raise ToolkitError("ShopSimulator does not answer", s.shopsim_url,
                                    "start it (the evaluate stage does), or pass --shopsim URL")

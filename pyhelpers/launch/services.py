@@ -42,7 +42,8 @@ class Spec:
 
 def _shopsim_probe(url: str) -> ready.Probe:
     def probe() -> tuple[bool, str]:
-        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError
+        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, not_shopsim
+        from pyhelpers.shopsim.protocol import NotShopSim
 
         async def ask() -> bool:
             async with ShopSimClient(url) as client:
@@ -50,6 +51,8 @@ def _shopsim_probe(url: str) -> ready.Probe:
 
         try:
             ok = asyncio.run(ask())
+        except NotShopSim as exc:
+            raise not_shopsim(exc, url) from None
         except (ShopSimError, OSError) as exc:
             return False, f"{url}: {exc}"
         return ok, f"{url}: no-slot probe {'answered' if ok else 'not answered'}"

@@ -39,12 +39,21 @@ from typing import Any
 
 import httpx
 
+from pyhelpers.errors import ToolkitError
 from pyhelpers.shopsim import protocol as p
 from pyhelpers.shopsim.protocol import NoSlotError, ShopSimError, TransportError  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
 RELEASE_TRIES = 3
+NOT_SHOPSIM_FIX = ("another program answers there (`make doctor` names the holder of SHOPSIM_PORT): stop it, or "
+                   "point SHOPSIM_HOST/SHOPSIM_PORT (or --shopsim) at ShopSimulator")
+
+
+def not_shopsim(exc: p.NotShopSim, url: str) -> ToolkitError:
+    """The error for a probe answered by a server that is not ShopSimulator: waiting for it to
+    become ready (SHOPSIM_START_TIMEOUT) would only delay the same answer."""
+    return ToolkitError(str(exc), url, NOT_SHOPSIM_FIX)
 
 
 class ShopSimClient:
