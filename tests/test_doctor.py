@@ -496,6 +496,32 @@ def test_exposure_lists_addresses_and_warns(machine):
     assert held.status == "WARN" and "EVAL_PORT" in held.found
 
 
+def test_exposure_says_who_holds_shopsim_port_when_our_simulator_runs(machine):
+    """The run's own ShopSimulator holds SHOPSIM_PORT: the exposure line says so (it said 'free')."""
+    import time
+
+    from pyhelpers import ports, procs
+
+    cfg = config.load(machine)
+    port = int(machine["SHOPSIM_PORT"])
+    holder = f"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(); time.sleep(60)"
+    rec = procs.start("shopsim", [sys.executable, "-c", holder], cfg.run_dir / "pids", cfg.run_dir / "logs")
+    try:
+        for _ in range(400):
+            if not ports.port_free("127.0.0.1", port):
+                break
+            time.sleep(0.05)
+        got = one(machine, runner.shopsim.check_exposure)["exposure"]
+        line = next(d for d in got.details if d.startswith("ShopSimulator:"))
+        assert "this run's ShopSimulator" in line and "free" not in line, line
+        assert got.status == "PASS"
+    finally:
+        procs.stop(rec, 5.0, pids_dir=cfg.run_dir / "pids")
+    line = next(d for d in one(machine, runner.shopsim.check_exposure)["exposure"].details
+                if d.startswith("ShopSimulator:"))
+    assert line.endswith("free"), line
+
+
 def test_child_processes_never_get_a_secret(machine):
     cfg = config.load(machine)
     env = Context(cfg, {"PATH": "/bin", "HOME": "/h", "WANDB_API_KEY": WANDB_KEY, "SOME_TOKEN": "t0k"}).child_env()

@@ -59,10 +59,13 @@ def check_exposure(ctx: Context) -> list[Result]:
     for what, host, knob in opened:
         port = cfg.int(knob)
         state = "free"
-        if knob != "SHOPSIM_PORT" and not ports.port_free("127.0.0.1" if host == "0.0.0.0" else host, port) \
-                and not _held_by_us(port, ours):
-            state = ports.describe_holders(port, ports.who_holds_port(port))
-            held.append(f"{knob}={port}")
+        if not ports.port_free("127.0.0.1" if host == "0.0.0.0" else host, port):
+            if _held_by_us(port, ours):
+                state = f"held by this run's {what}"
+            else:
+                state = ports.describe_holders(port, ports.who_holds_port(port))
+                if knob != "SHOPSIM_PORT":  # a foreign holder of SHOPSIM_PORT fails shopsim-port already
+                    held.append(f"{knob}={port}")
         lines.append(f"{what}: {host}:{port} ({knob}) {state}")
         if knob == "SHOPSIM_PORT" and host not in LOOPBACK:
             public.append(f"SHOPSIM_HOST={host}")
