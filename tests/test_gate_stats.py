@@ -251,3 +251,17 @@ def test_report_prints_table_mde_and_checks():
     assert b"time" not in blob.replace(b"rounds_tested", b"")  # no wall-clock fields
     again = build_summary(*simulate_round({SKILLS[0]: 0.3, SKILLS[1]: 0.0}, k, seed=3), k)
     assert jsonfiles.canonical_bytes(again) == blob  # deterministic bytes
+
+
+def test_report_at_zero_variance_says_why_instead_of_none_pairs():
+    """Every pair difference equal (here: no episode succeeded): the variance is 0, so no number
+    of pairs is 'needed'; the report said "needs about None pairs" (issue 17 §4)."""
+    val = {f"v{i:03d}": bool(i % 2) for i in range(300)}
+    k = GateKnobs(pairs=64, arm_episodes=8)
+    plan = make_plan(SKILLS, val, val, k, round_no=0)
+    est = estimate(plan, {e["id"]: 0.0 for e in plan.episodes})
+    assert est.estimable and est.resid_var == 0.0
+    summary = build_summary(plan, est, decide.decide(est, k), k)
+    text = gate_report(summary, {})
+    assert "None" not in text, text
+    assert "variance 0.000" in text and "every pair difference was the same" in text, text

@@ -79,9 +79,13 @@ def gate_report(summary: Mapping, titles: Mapping[str, str] | None = None) -> st
     lines.append("")
     if summary["mde"] is not None:
         need = summary["pairs_for_10_points"]
+        # pairs_needed() scales with the variance: at 0 (every pair difference the same, e.g. no
+        # episode succeeded) it has no answer, and "about None pairs" helped nobody.
+        needs = (f"a 10-point MDE needs about {need} pairs" if need is not None else
+                 "every pair difference was the same, so the pair count needed cannot be estimated")
         lines.append(f"MDE ({k['power']:.0%} power): {summary['mde'] * 100:.1f} points with {ep['pairs_used']} pairs "
                      f"(pair-difference variance {summary['resid_var']:.3f}, alpha {k['alpha']} over {m} skills); "
-                     f"a 10-point MDE needs about {need} pairs.")
+                     f"{needs}.")
     else:
         lines.append(f"MDE: not available ({summary['reason'] or 'nothing estimated'}).")
     bal = summary["balance"] or {}
