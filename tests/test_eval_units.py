@@ -71,6 +71,35 @@ def test_slot_ledger_outstanding(tmp_path):
     assert slots.outstanding(tmp_path / "none.jsonl") == ([], 0)
 
 
+def test_clean_up_frees_a_slot_beyond_the_pool_with_release_all_never_release_one(tmp_path):
+    """A ledger from a run with a bigger pool (SHOPSIM_SLOTS lowered since): release_one(9) on a
+    pool of 4 would add 9 to pack_api's free set (pack_api.py:81-83), poisoning later resets."""
+    import asyncio
+
+    from pyhelpers.shopsim.client import ShopSimClient
+
+    path = tmp_path / "slots.jsonl"
+    led = slots.SlotLedger(path)
+    for key, env in (("a#0", 2), ("b#0", 9)):
+        led.reset_sent(key)
+        led.slot_held(key, env)
+    led.close()
+    sent = []
+
+    class Recorder(ShopSimClient):
+        async def _post(self, payload, timeout):
+            sent.append(payload)
+            return {"result": {"message": "ok"}}
+
+    async def go():
+        async with Recorder("http://127.0.0.1:9", pool_size=4) as client:
+            return await slots.clean_up(path, client)
+    done = asyncio.run(go())
+    assert done == {"released": [2], "release_all": True}
+    assert sent == [{"action": "release_one", "env_idx": 2}, {"action": "release_all"}]
+    assert path.read_text() == ""
+
+
 def test_wilson_and_mean_intervals():
     w = wilson(30, 100)
     assert w["rate"] == 0.3 and w["ci_low"] == pytest.approx(0.2189, abs=1e-4)

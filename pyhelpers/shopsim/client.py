@@ -144,9 +144,15 @@ class ShopSimClient:
         return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout))
 
     async def release_one(self, env_idx: int) -> str:
+        """Free slot env_idx. An index beyond pool_size is refused: pack_api would add it to its
+        free set (pack_api.py:81-83) and a later reset would pop it and fail on it. (A slot a
+        reset of this client was given is released unchecked: the server just proved it exists.)"""
         if self.pool_size is not None and env_idx >= self.pool_size:
             raise ValueError(f"slot {env_idx} is beyond the pool of {self.pool_size} (SHOPSIM_SLOTS): pack_api would "
                              "add it to its free slots and a later reset would fail on it")
+        return await self._release_one(env_idx)
+
+    async def _release_one(self, env_idx: int) -> str:
         return p.parse_message(await self._post(p.release_one_payload(env_idx), self.release_timeout),
                                "release_one")
 
@@ -193,7 +199,7 @@ class ShopSimClient:
         last: ShopSimError | None = None
         for attempt in range(RELEASE_TRIES):
             try:
-                await self.release_one(env_idx)
+                await self._release_one(env_idx)
                 return
             except ShopSimError as exc:
                 last = exc
