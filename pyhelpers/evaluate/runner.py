@@ -137,7 +137,8 @@ async def run_episodes(specs: Sequence[EpisodeSpec], settings: EvalSettings, bui
                 ledger.close()
                 await _clean_up_after_error(ledger_path, ctx)
                 raise
-            ledger.close()
+            finally:
+                ledger.close()
             wall = time.monotonic() - t0
             end = await slots.clean_up(ledger_path, ctx.shopsim)
         finally:
