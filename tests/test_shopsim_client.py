@@ -300,3 +300,19 @@ def test_service_probe_and_cli_name_a_server_that_is_not_shopsimulator(toolkit_e
             services._shopsim_probe(url)()  # raised: the readiness wait stops at once
         r = run_pyhelpers(["shopsim", "probe", "--url", url], toolkit_env)
         assert r.returncode == 1 and "not ShopSimulator" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_check_reset_compares_instruction_then_goal_options():
+    from pyhelpers.shopsim.taskcheck import TaskError, check_reset
+
+    task = {"task_id": "t1", "shopsim_idx": 4, "instruction": "买红色连衣裙", "goal_options": ["红色"]}
+
+    def reset(text, options):
+        return p.ResetResult(env_idx=0, idx=4, instruction=text, goal_options=options)
+
+    check_reset(task, reset("Instruction: 买红色连衣裙", ["红色"]))
+    check_reset({k: v for k, v in task.items() if k != "goal_options"}, reset("Instruction: 买红色连衣裙", ["蓝色"]))
+    with pytest.raises(TaskError, match=r"t1 \(shopsim_idx 4\).*'买蓝色连衣裙'.*'买红色连衣裙'.*--server-file"):
+        check_reset(task, reset("Instruction: 买蓝色连衣裙", ["红色"]))
+    with pytest.raises(TaskError, match="goal options.*蓝色.*红色"):  # same text, another goal
+        check_reset(task, reset("Instruction: 买红色连衣裙", ["蓝色"]))

@@ -25,10 +25,15 @@ class TaskError(ToolkitError):
 
 
 def check_reset(task: dict, reset: ResetResult, where: str = "") -> None:
-    """Raise TaskError when the server's instruction for the task's index is not the file's."""
+    """Raise TaskError when the server's goal for the task's index is not the file's: its
+    instruction, and its goal options when the file has them (two goals can share a text)."""
     want, got = str(task["instruction"]).strip(), goal_instruction(reset.instruction)
+    what = "instruction"
+    if got == want and "goal_options" in task and reset.goal_options is not None \
+            and task["goal_options"] != reset.goal_options:
+        what, want, got = "goal options", task["goal_options"], reset.goal_options
     if got != want:
-        raise TaskError(f"task {task['task_id']} (shopsim_idx {task['shopsim_idx']}): ShopSimulator's instruction "
+        raise TaskError(f"task {task['task_id']} (shopsim_idx {task['shopsim_idx']}): ShopSimulator's {what} "
                         f"for that index is {got!r}, the task file's is {want!r}", where, REMEDY)
 
 
