@@ -500,7 +500,8 @@ def test_exposure_says_who_holds_shopsim_port_when_our_simulator_runs(machine):
     """The run's own ShopSimulator holds SHOPSIM_PORT: the exposure line says so (it said 'free')."""
     import time
 
-    from pyhelpers import ports, procs
+    from pyhelpers.procs import groups as procs
+    from pyhelpers.procs import ports
 
     cfg = config.load(machine)
     port = int(machine["SHOPSIM_PORT"])

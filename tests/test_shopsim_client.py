@@ -292,8 +292,8 @@ def test_service_probe_and_cli_name_a_server_that_is_not_shopsimulator(toolkit_e
     from conftest import run_pyhelpers
     from fakes.other_http import other_http_server
 
-    from pyhelpers import services
     from pyhelpers.errors import ToolkitError
+    from pyhelpers.launch import services
 
     with other_http_server() as url:
         with pytest.raises(ToolkitError, match="not ShopSimulator.*SHOPSIM_PORT"):

@@ -11,8 +11,8 @@ infrastructure. Stdlib only (the rollout plugin runs this inside slime's environ
 
 from __future__ import annotations
 
-from ..errors import ToolkitError
-from .protocol import ResetResult, goal_instruction
+from pyhelpers.errors import ToolkitError
+from pyhelpers.shopsim.protocol import ResetResult, goal_instruction
 
 REMEDY = ("the task file does not match the task list the running ShopSimulator loaded: rebuild TRAIN_TASKS and "
           "VAL_TASKS from the file the server loads, `pyhelpers data build --server-file "
