@@ -6,6 +6,7 @@ import pytest
 from fakes.megatron_layout import write_checkpoint, write_hf
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.loop.stages import export, inject, rotate
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
@@ -101,12 +102,12 @@ def test_rotation_cut_short_leaves_nothing_the_next_one_misses(lay):
     stray = lay.megatron / "rollout" / "global_dataset_state_dict_3.pt"
     ck.rotate(lay.megatron)
     stray.write_bytes(b"left by a rotation cut short")
-    assert not runstate.rotate_done(lay, 1)[0]  # (steps_per_round=4: round 1 ends at iteration 7)
+    assert not rotate.done(lay, 1, ROUNDS)[0]  # (steps_per_round=4: round 1 ends at iteration 7)
     (lay.megatron / "rollout" / "global_dataset_state_dict_9.pt").write_bytes(b"a save in progress")
     ck.rotate(lay.megatron)
     assert sorted(p.name for p in (lay.megatron / "rollout").iterdir()) == [
         "global_dataset_state_dict_7.pt", "global_dataset_state_dict_9.pt"]
-    assert runstate.rotate_done(lay, 1)[0]
+    assert rotate.done(lay, 1, ROUNDS)[0]
 
 
 def test_rotation_never_deletes_the_tracked_iteration(lay):
@@ -130,18 +131,16 @@ def test_hf_flip_is_relative_and_atomic_and_old_exports_go(lay):
 def test_export_cut_after_the_flip_is_not_done_until_old_exports_are_gone(lay):
     """A kill between the flip and the cleanup (or mid-flip): the export stage is still to do, and
     re-running it (no conversion: hf-7 is complete) removes what was left."""
-    from pyhelpers.loop.stages import export as stages
-
     write_checkpoint(lay.megatron, 7)
     write_hf(lay.hf_dir(3), 3)
     write_hf(lay.hf_dir(7), 7)
     ck.flip_hf(lay.hf_link, lay.hf_dir(7))
     (lay.save_dir / ".hf.tmp-4242").symlink_to("hf-0000003")
-    done, why = runstate.export_done(lay, 1)
+    done, why = export.done(lay, 1, ROUNDS)
     assert not done and "2 older export(s)" in why
-    assert stages.export_plan(lay, 1).action == "flip"
-    stages.finish_export(lay, 1)
-    assert runstate.export_done(lay, 1)[0]
+    assert export.prepare_export(lay, 1).action == "flip"
+    export.finish_export(lay, 1)
+    assert export.done(lay, 1, ROUNDS)[0]
     assert sorted(p.name for p in lay.save_dir.iterdir()) == ["hf", "hf-0000007", "megatron"]
 
 
@@ -190,11 +189,11 @@ def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
     lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
     lay.run_dir.mkdir(parents=True)
     lay.final_bank.write_text('{"round": 1, "skills": []}')  # written after round 0 of a ROUNDS=1 run
-    assert runstate.inject_done(lay, 0, 1)[0]
-    done, why = runstate.inject_done(lay, 1, 2)
+    assert inject.done(lay, 0, 1)[0]
+    done, why = inject.done(lay, 1, 2)
     assert not done and "from round 0's end" in why
     lay.final_bank.write_text('{"round": 2, "skills": []}')
-    assert runstate.inject_done(lay, 1, 2)[0]
+    assert inject.done(lay, 1, 2)[0]
 
 
 def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):

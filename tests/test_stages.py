@@ -12,6 +12,7 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.loop.stages import export as stages
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.records import write_record
 
 
 @pytest.fixture
@@ -21,13 +22,13 @@ def lay(tmp_path):
 
 def test_export_refused_without_the_rounds_checkpoint(lay):
     with pytest.raises(ToolkitError, match="iter_0000001 is missing or incomplete"):
-        stages.export_plan(lay, 0)
+        stages.prepare_export(lay, 0)
 
 
 def test_slimes_own_export_is_flipped_not_converted(lay):
     write_checkpoint(lay.megatron, 1)
     write_hf(lay.hf_dir(1), 1)
-    assert stages.export_plan(lay, 0).action == "flip"
+    assert stages.prepare_export(lay, 0).action == "flip"
     target, removed = stages.finish_export(lay, 0)
     assert ck.hf_target(lay.hf_link) == target.resolve() and removed == []
 
@@ -36,7 +37,7 @@ def test_half_written_export_is_converted_again_through_staging(lay):
     write_checkpoint(lay.megatron, 1)
     lay.hf_dir(1).mkdir(parents=True)
     (lay.hf_dir(1) / "config.json").write_text("{}")  # crash mid-write: no weights
-    plan = stages.export_plan(lay, 0)
+    plan = stages.prepare_export(lay, 0)
     assert plan.action == "convert" and not lay.hf_dir(1).exists()
     write_hf(plan.staging, 1)  # what the converter writes
     stages.finish_export(lay, 0)
@@ -48,7 +49,7 @@ def test_incomplete_converter_output_is_refused_and_hf_left_alone(lay):
     write_hf(lay.hf_dir(1), 1)
     stages.finish_export(lay, 0)
     write_checkpoint(lay.megatron, 3)
-    plan = stages.export_plan(lay, 1)
+    plan = stages.prepare_export(lay, 1)
     plan.staging.mkdir(parents=True)
     with pytest.raises(ToolkitError, match="converter's output is incomplete"):
         stages.finish_export(lay, 1)
@@ -56,7 +57,7 @@ def test_incomplete_converter_output_is_refused_and_hf_left_alone(lay):
 
 
 def test_stage_record_paths_are_relative(lay):
-    path = stages.write_record(lay, 0, "export", "ok", target=lay.hf_dir(1))
+    path = write_record(lay, 0, "export", "ok", target=lay.hf_dir(1))
     rec = json.loads(path.read_text())
     assert rec["target"] == "$SAVE_DIR/hf-0000001"
 

@@ -10,6 +10,7 @@ import click
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err
 from pyhelpers.cli.run_cmd import run
+from pyhelpers.loop import stages
 from pyhelpers.run import stop as runstop
 
 
@@ -143,7 +144,8 @@ def run_status(as_json):
 
 
 @run.command("logs")
-@click.option("--service", default="", help="Whose log (e.g. driver, shopsim, slime, ray-head, eval-server, analyst, convert).")
+@click.option("--service", default="", help="Whose log (e.g. driver, shopsim, slime, ray-head, eval-server, analyst, convert) "
+              "or a stage's (train, export, evaluate).")
 @click.option("--lines", "-n", type=int, default=40, show_default=True)
 @click.option("--follow", "-f", is_flag=True, help="Keep printing as the log grows (tail -F).")
 def run_logs(service, lines, follow):
@@ -167,8 +169,9 @@ def run_logs(service, lines, follow):
             click.echo(f"{p.stem:<16} {st.st_size:>10} bytes  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(st.st_mtime))}"
                        f"  {p}")
         service = "driver"
-    alias = {"slime": "slime-log", "job": "slime-log", "ray": "ray-head", "eval": "eval-server"}
-    path = lay.logs / f"{alias.get(service, service)}.log"
+    alias = {"slime": "slime-log.log", "job": "slime-log.log", "ray": "ray-head.log", "eval": "eval-server.log",
+             **{s.name: s.log for s in (stages.BASELINE, *stages.ROUND) if s.log}}  # a stage: its log
+    path = lay.logs / alias.get(service, f"{service}.log")
     if not path.is_file():
         raise ToolkitError(f"no log named {path.name}", str(lay.logs),
                            f"choose one of: {', '.join(p.stem for p in logs) or '(none yet)'}")

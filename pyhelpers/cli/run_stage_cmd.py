@@ -8,7 +8,7 @@ import click
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err as _echo
 from pyhelpers.cli.run_cmd import run
-from pyhelpers.run.layout import STAGES
+from pyhelpers.loop.stages import NAMES as STAGES
 
 
 @run.command("loop", context_settings={"ignore_unknown_options": True})

@@ -2,15 +2,16 @@
 
 bin/train (bash) takes the run lock, traps signals, stops what a killed driver left, sources
 slime's model script, and starts this loop as its own child. The loop derives the next stage from
-the artifacts (runstate.position), runs it, and repeats until the run is done:
+the artifacts (run/state.position), runs it, and repeats until the run is done:
 
-    train     trainstage.run: services up, slime job submitted and watched, analyst beside it
+    train     services up, slime job submitted and watched, analyst beside it
     rotate    checkpoints.rotate (keeps the newest complete save)
-    export    stages.run_export: the converter as a recorded service, `hf` flipped atomically
+    export    the converter as a recorded service, `hf` flipped atomically
     compile   the analyst's drain awaited, then skills.steps.compile_step
-    evaluate  evalstage.run: eval server (a service), bare val, gate
+    evaluate  eval server (a service), bare val, gate
     inject    skills.steps.inject_step -> the next round's bank (last round: the final bank)
     baseline  the base model's bare val before round 0 (BASELINE_VAL=1)
+Each is a file in pyhelpers/loop/stages/ (run and done); that package's __init__ is the registry.
 
 Self-healing (pyhelpers/loop/supervisor.py): a stage that fails for a transient cause is restarted
 the way `make resume` would (job and services stopped, a backoff, the next stage derived again),
@@ -29,21 +30,23 @@ what that stage started.
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyhelpers.errors import Stopped, ToolkitError
-from pyhelpers.loop import supervisor
-from pyhelpers.loop.stages import export as stages
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.launch import services
+from pyhelpers.loop import stages, supervisor
+from pyhelpers.loop.notify import Notifier
+from pyhelpers.loop.stages import train
+from pyhelpers.procs import groups as procs
+from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import events
 from pyhelpers.run import state as runstate
+from pyhelpers.run import status as runstatus
+from pyhelpers.run import stop as runstop
 from pyhelpers.run.layout import RunLayout
-
-# The log whose tail tells why a stage failed (what the supervisor reads besides the error).
-STAGE_LOGS = {"train": "slime-log.log", "export": "convert.log", "evaluate": "eval-server.log",
-              "baseline": "eval-server.log"}
 
 Echo = Callable[[str], None]
 
@@ -54,95 +57,40 @@ def _on_signal(signum, _frame):
 
 @dataclass
 class Loop:
+    """The `run loop` process: the stages of pyhelpers/loop/stages run with this object, which
+    holds what lives as long as the run's process does."""
     cfg: object
     lay: RunLayout
     model_args: list[str]
     echo: Echo
     notifier: object = None
+    # round -> the thread draining its analyst (started by train, joined by compile)
+    drains: dict[int, threading.Thread] = field(default_factory=dict)
+    # tokenizer files' hash -> the eval prompt builder (loaded once per process: stages/evaluate.py)
+    builders: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self):
-        from pyhelpers.loop.notify import Notifier
-
         if self.notifier is None:
             self.notifier = Notifier.from_config(self.cfg, log=self.echo)
         self.supervisor = supervisor.Supervisor.from_config(self.cfg)
 
-    # --- the stages ------------------------------------------------------------------------
-    def train(self, r: int) -> None:
-        from pyhelpers.loop.stages import train as trainstage
-
-        trainstage.run(self.cfg, self.lay, r, self.model_args, self.echo,
-                       warn=lambda text: self.notifier.send("disk-low", text, round=r))
-
-    def rotate(self, r: int) -> None:
-        plan = ck.rotate(self.lay.megatron)
-        for p in plan.delete:
-            self.echo(f"rotate: deleted {p.relative_to(self.lay.save_dir)}")
-        for note in plan.notes:
-            self.echo(f"rotate: note: {note}")
-        stages.write_record(self.lay, r, "rotate", "ok", kept=plan.keep, deleted=[p.name for p in plan.delete])
-
-    def export(self, r: int) -> None:
-        target, removed = stages.run_export(self.cfg, self.lay, r, self.lay.logs / "convert.log", progress=self.echo)
-        self.echo(f"hf -> {target.name}" + (f" (removed {', '.join(p.name for p in removed)})" if removed else ""))
-
-    def compile(self, r: int) -> None:
-        from pyhelpers.loop.stages import train as trainstage
-        from pyhelpers.skills import bank as bank_mod
-        from pyhelpers.skills.steps import change_summary, compile_step
-
-        trainstage.drain_wait(self.cfg, self.lay, r, self.echo)
-        d, hf = self.lay.round_dir(r), self.cfg.path("HF_MODEL")
-        for sub in ("spool", "candidates"):
-            (d / sub).mkdir(parents=True, exist_ok=True)
-        old, new, _ = compile_step(self.lay.bank_in(r), d / "candidates", r, hf if hf.is_dir() else None, d / "spool",
-                                   self.cfg.float("SKILL_DUP_JACCARD"), self.cfg.int("SKILL_MAX_TOKENS"))
-        out = self.lay.compiled(r)
-        self.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
-        stages.write_record(self.lay, r, "compile", "ok", output=out)
-
-    def evaluate(self, r: int) -> None:
-        from pyhelpers.loop.stages import evaluate as evalstage
-
-        evalstage.run(self.cfg, self.lay, r, self.echo)
-
-    def inject(self, r: int) -> None:
-        from pyhelpers.skills import bank as bank_mod
-        from pyhelpers.skills.steps import caps_from, change_summary, inject_step
-
-        decisions = self.lay.round_dir(r) / "gate" / "decisions.json"
-        out = self.lay.bank_out(r, self.cfg.int("ROUNDS"))
-        old, new = inject_step(self.lay.compiled(r), decisions if decisions.is_file() else None, r,
-                               caps_from(self.cfg))
-        self.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
-        stages.write_record(self.lay, r, "inject", "ok", output=out)
+    def round_done(self, r: int) -> None:
+        """Called by the inject stage: notify, then the report (`make report` reads the run's
+        files) in the background, off the loop's path."""
         self.notifier.send("round-done", self._round_headline(r), round=r)
-        self._report_in_background()
-
-    def _report_in_background(self) -> None:
-        """The report after each round (`make report` reads the run's files), off the loop's path."""
-        from pyhelpers.launch import services
-
         services.run_in_background(self.lay, "report", "report")
 
     def _round_headline(self, r: int) -> str:
-        from pyhelpers.run import status as runstatus
-
         row = next((x for x in runstatus.results(self.cfg, self.lay) if x["round"] == r), {})
         parts = [x for x in (row.get("val"), row.get("gate")) if x]
         return f"round {r} of {self.cfg.int('ROUNDS')} done: " + ("; ".join(parts) or "no results")
-
-    def baseline(self, r: int) -> None:
-        from pyhelpers.loop.stages import evaluate as evalstage
-
-        evalstage.run(self.cfg, self.lay, None, self.echo, baseline=True)
 
     # --- the loop --------------------------------------------------------------------------
     def run_stage(self, r: int, stage: str) -> None:
         events.append(self.lay.run_dir, "stage-start", round=r, stage=stage)
         t0, status = time.monotonic(), 1
         try:
-            getattr(self, stage)(r)
+            stages.get(stage).run(self, r)
             status = 0
         except Stopped:
             status = 143
@@ -191,10 +139,8 @@ class Loop:
 
     def _failed(self, r: int, stage: str, exc: Exception) -> None:
         """Restart after a transient failure (returns), or raise ToolkitError with the reason."""
-        from pyhelpers.procs import groups as procs
-
-        log = self.lay.logs / STAGE_LOGS.get(stage, "")
-        tail = "\n".join(procs.log_tail(log, 40)) if stage in STAGE_LOGS else ""
+        log = stages.get(stage).log
+        tail = "\n".join(procs.log_tail(self.lay.logs / log, 40)) if log else ""
         failure = supervisor.classify_exception(stage, r, self._step(r, stage), exc, tail)
         decision = self.supervisor.decide(failure)
         self.echo(f"{type(exc).__name__}: {exc}")
@@ -219,19 +165,14 @@ class Loop:
         time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
 
     def _stop_everything(self) -> None:
-        from pyhelpers.loop.stages import train as trainstage
-        from pyhelpers.run import stop as runstop
-
         for line in runstop.cleanup(self.lay, self.cfg.ray_temp_dir, self.cfg.float("STOP_GRACE"),
-                                    lambda: trainstage.stop_job(self.cfg, self.lay)):
+                                    lambda: train.stop_job(self.cfg, self.lay)):
             self.echo(line)
 
     def _step(self, r: int, stage: str) -> int | None:
         """The training step in progress when train failed: one past the last the plugin finished."""
         if stage != "train":
             return None
-        from pyhelpers.rollout.metrics import last_record
-
         rec = last_record(self.lay.rollout_metrics(r))
         return int(rec["rollout_id"]) + 1 if rec else r * self.lay.steps_per_round
 

@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
+from pyhelpers.loop import stages
 from pyhelpers.run import events
-from pyhelpers.run.layout import STAGES, RunLayout
+from pyhelpers.run.layout import RunLayout
 
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
 OUR_WANDB_RUNS = ("-val-", "-gate-", "-analyst-")  # the toolkit's own; the others are slime's
@@ -175,4 +176,4 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-STAGE_ORDER = ("baseline", *STAGES)
+STAGE_ORDER = stages.ALL_NAMES

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-STAGES = ("train", "rotate", "export", "compile", "evaluate", "inject")
-
 
 @dataclass(frozen=True)
 class RunLayout:
@@ -49,6 +47,10 @@ class RunLayout:
         return self.run_dir / "baseline"
 
     @property
+    def baseline_val_summary(self) -> Path:
+        return self.baseline_dir / "val" / "summary.json"
+
+    @property
     def stopped_marker(self) -> Path:
         """Written by `make stop`: a stop is final; the driver must not start anything new."""
         return self.run_dir / "stopped"
@@ -83,14 +85,31 @@ class RunLayout:
         """The rollout plugin's per-step metrics of round r (rollout/metrics.py)."""
         return self.round_dir(r) / "rollout_metrics.jsonl"
 
+    def spool(self, r: int) -> Path:
+        """The rollout plugin's failure records of round r, for the analyst."""
+        return self.round_dir(r) / "spool"
+
+    def candidates(self, r: int) -> Path:
+        """The analyst's candidate skills of round r, for compile."""
+        return self.round_dir(r) / "candidates"
+
     def compiled(self, r: int) -> Path:
         return self.round_dir(r) / "compiled.json"
 
+    def val_dir(self, r: int) -> Path:
+        return self.round_dir(r) / "val"
+
     def val_summary(self, r: int) -> Path:
-        return self.round_dir(r) / "val" / "summary.json"
+        return self.val_dir(r) / "summary.json"
+
+    def gate_dir(self, r: int) -> Path:
+        return self.round_dir(r) / "gate"
 
     def gate_summary(self, r: int) -> Path:
-        return self.round_dir(r) / "gate" / "summary.json"
+        return self.gate_dir(r) / "summary.json"
+
+    def gate_decisions(self, r: int) -> Path:
+        return self.gate_dir(r) / "decisions.json"
 
     # --- weights ---------------------------------------------------------------------------
     @property

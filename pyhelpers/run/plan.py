@@ -15,8 +15,9 @@ from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import services
 from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.loop.stages import NAMES as STAGES
 from pyhelpers.run import state as runstate
-from pyhelpers.run.layout import STAGES, RunLayout
+from pyhelpers.run.layout import RunLayout
 
 
 def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:

@@ -1,3 +1,42 @@
-"""What each stage of a round does: train (services + the slime job + the analyst), export (the
-HF conversion and the atomic `hf` flip), evaluate (the eval server, bare val, the gate).
+"""The stages of a run, one file each, and their registry -- the one list of stages that the loop,
+resume (run/state.position), `make plan`, `make status`, `make logs` and the report read.
+
+Every stage module exports
+    run(loop, r)           do round r's stage; `loop` (pyhelpers/loop/loop.py) holds what lives for
+                           the run: cfg, layout, echo, notifier, the analyst drains, the prompt builders
+    done(lay, r, rounds)   (done?, why) from the run's artifacts alone, never from a status file
+    LOG                    the log (in the run's logs/) whose tail says why it failed, or None
+A round runs ROUND in order: train -> rotate -> export -> compile -> evaluate -> inject. The first
+stage whose done() is false is where a run (re)starts. `baseline` runs once before round 0 when
+BASELINE_VAL=1. To add a stage: a file here with the three names, and a line in ROUND.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyhelpers.loop.stages import baseline, compile, evaluate, export, inject, rotate, train
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[..., None]  # (loop, r)
+    done: Callable[..., tuple[bool, str]]  # (lay, r, rounds)
+    log: str | None  # file name in the run's logs/, read when the stage fails
+
+
+def _stage(module) -> Stage:
+    return Stage(module.__name__.rsplit(".", 1)[1], module.run, module.done, module.LOG)
+
+
+ROUND: tuple[Stage, ...] = tuple(_stage(m) for m in (train, rotate, export, compile, evaluate, inject))
+BASELINE = _stage(baseline)
+NAMES: tuple[str, ...] = tuple(s.name for s in ROUND)  # a round's stages, in order
+ALL_NAMES: tuple[str, ...] = (BASELINE.name, *NAMES)  # every stage, in the order a run meets them
+_BY_NAME = {s.name: s for s in (BASELINE, *ROUND)}
+
+
+def get(name: str) -> Stage:
+    return _BY_NAME[name]

@@ -14,13 +14,27 @@ summaries, in the background (started here) and again at the run's end.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import threading
-from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyhelpers.launch import services
-from pyhelpers.loop.stages import export as stages
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.records import write_record
+
+if TYPE_CHECKING:
+    from pyhelpers.loop.loop import Loop
+
+LOG = "eval-server.log"  # the SGLang eval server's log: why val/gate could not play
+
+
+def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
+    got_val, got_gate = lay.val_summary(r).is_file(), lay.gate_summary(r).is_file()
+    if got_val and got_gate:
+        return True, "val and gate summaries exist"
+    return False, "val pending" if not got_val else "gate pending"
 
 
 def _wandb_in_background(cfg, lay: RunLayout) -> None:
@@ -28,28 +42,29 @@ def _wandb_in_background(cfg, lay: RunLayout) -> None:
         services.run_in_background(lay, "wandb-log", "log-wandb")
 
 
-_BUILDERS: dict[str, object] = {}
-
-
-def builder_for(model_dir: str):
-    """The prompt builder on model_dir's tokenizer, cached by the tokenizer files' content."""
-    import hashlib
-    from pathlib import Path
-
-    from pyhelpers.evaluate import val
+def builder_for(builders: dict, model_dir: str):
+    """The prompt builder on model_dir's tokenizer, cached in `builders` (the Loop's, one per run
+    process) by the tokenizer files' content."""
+    from pyhelpers.evaluate import val  # local: done() here is read by `make status`/`plan`; httpx costs ~0.3 s
 
     d = Path(model_dir)
     key = hashlib.sha256(b"".join((d / f).read_bytes() for f in ("tokenizer.json", "tokenizer_config.json")
                                   if (d / f).is_file())).hexdigest()
-    if key not in _BUILDERS:
-        _BUILDERS[key] = val.load_builder(model_dir)
-    return _BUILDERS[key]
+    if key not in builders:
+        builders[key] = val.load_builder(model_dir)
+    return builders[key]
 
 
-def run(cfg, lay: RunLayout, r: int | None, echo: Callable[[str], None], baseline: bool = False) -> None:
-    from pyhelpers.evaluate import round as rnd
+def run(loop: Loop, r: int) -> None:
+    play(loop, r)
+
+
+def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
+    """Round r's val and gate, or (baseline=True, r None) the base model's bare val."""
+    from pyhelpers.evaluate import round as rnd  # local: as in builder_for (httpx)
     from pyhelpers.evaluate.settings import EvalSettings
 
+    cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     model = str(cfg.path("HF_MODEL") if baseline else lay.hf_link)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     echo(f"ShopSimulator: {services.release_all_slots(cfg)}")
@@ -65,18 +80,19 @@ def run(cfg, lay: RunLayout, r: int | None, echo: Callable[[str], None], baselin
         waiter = threading.Thread(target=lambda: ready.append(_wait(cfg, lay, model, r)), daemon=True)
         waiter.start()
         settings = EvalSettings.from_config(cfg, tokenizer_dir=model)
-        builder = builder_for(model)
+        builder = builder_for(loop.builders, model)
         waiter.join()
         if isinstance(ready[0], BaseException):
             raise ready[0]
         echo(ready[0])
         if baseline:
-            rnd.play_val(cfg, settings, builder, lay.baseline_dir / "val", None, "baseline", None, True, echo,
-                         sys.stderr)
+            rnd.play_val(cfg, settings, builder, out=lay.baseline_dir / "val", round_no=None, label="baseline",
+                         tasks_path=None, resume=True, echo=echo, progress=sys.stderr)
         else:
-            d = lay.round_dir(r)
-            rnd.play_val(cfg, settings, builder, d / "val", r, f"round-{r:03d}", None, True, echo, sys.stderr)
-            rnd.play_gate(cfg, settings, lambda: builder, d, None, True, echo, sys.stderr)
+            rnd.play_val(cfg, settings, builder, out=lay.val_dir(r), round_no=r, label=lay.round_dir(r).name,
+                         tasks_path=None, resume=True, echo=echo, progress=sys.stderr)
+            rnd.play_gate(cfg, settings, lambda: builder, round_dir=lay.round_dir(r), tasks_path=None, resume=True,
+                          echo=echo, progress=sys.stderr)
     finally:
         stop.set()
         for line in services.stop(cfg, lay, "eval-server"):
@@ -84,7 +100,7 @@ def run(cfg, lay: RunLayout, r: int | None, echo: Callable[[str], None], baselin
         if watchdog is not None:
             watchdog.join(timeout=5)
     if not baseline:
-        stages.write_record(lay, r, "evaluate", "ok")
+        write_record(lay, r, "evaluate", "ok")
     _wandb_in_background(cfg, lay)
 
 

@@ -1,38 +1,49 @@
-"""Decisions inside single stages that bash acts on: the export plan, the disk guard, stage
-records. Records (stages/<stage>.done) add detail for humans; the artifacts decide (runstate)."""
+"""The export stage of round r: the round's final checkpoint as HF weights, `hf` flipped atomically.
+
+When slime's --save-hf already wrote a complete hf-<iter>/, only the flip; otherwise CONVERT_TO_HF
+runs in the slime env as the recorded service `convert` (a killed loop leaves it recorded, so
+`make resume` stops it before a second one could write the same staging dir), then the output is
+verified, renamed into place, `hf` flipped, older exports removed. The checkpoint is only read.
+"""
 
 from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
-from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.procs import groups as procs
 from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.records import write_record
+
+if TYPE_CHECKING:
+    from pyhelpers.loop.loop import Loop
+
+LOG = "convert.log"  # the converter's log (its stem is the recorded service's name)
 
 
-def write_record(lay: RunLayout, r: int, stage: str, status: str, **details) -> Path:
-    """A stage record: inputs/outputs/status, paths relative to the run's roots, no secrets."""
-    def rel(v):
-        if isinstance(v, Path):
-            for root, name in ((lay.run_dir, "RUN_DIR"), (lay.save_dir, "SAVE_DIR")):
-                try:
-                    return f"${name}/{v.resolve().relative_to(root.resolve())}"
-                except ValueError:
-                    pass
-            return v.name
-        return v
-
-    path = lay.stage_record(r, stage)
-    write_json_atomic(path, {"round": r, "stage": stage, "status": status,
-                             **{k: rel(v) for k, v in sorted(details.items())}})
-    return path
+def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
+    want = lay.hf_dir(lay.last_iteration(r)).resolve()
+    target = ck.hf_target(lay.hf_link)
+    if target != want:
+        return False, f"hf points at {target.name if target else 'nothing'}; needs {want.name}"
+    problems = ck.hf_problems(want)
+    if problems:
+        return False, f"{want.name} incomplete: {problems[0]}"
+    left = ck.old_exports(lay.save_dir, want)
+    if left:  # a kill between the flip and the cleanup: the stage finishes by removing them
+        return False, f"hf -> {want.name}; {len(left)} older export(s) to remove ({left[0].name})"
+    return True, f"hf -> {want.name}"
 
 
 @dataclass(frozen=True)
-class ExportPlan:
+class ExportChoice:
     action: str  # "flip" (slime's --save-hf export is complete) or "convert"
     iteration: int
     source: Path  # the iter_* dir a conversion reads
@@ -40,8 +51,9 @@ class ExportPlan:
     staging: Path  # where a conversion writes before the rename
 
 
-
-def export_plan(lay: RunLayout, r: int) -> ExportPlan:
+def prepare_export(lay: RunLayout, r: int) -> ExportChoice:
+    """Flip or convert? A convert first REMOVES what a crashed export left (an incomplete
+    hf-<iter>/, the staging dir): the converter rewrites both."""
     it = lay.last_iteration(r)
     source = ck.iter_dirs(lay.megatron).get(it)
     if source is None or not ck.is_complete(source):
@@ -50,13 +62,12 @@ def export_plan(lay: RunLayout, r: int) -> ExportPlan:
     target = lay.hf_dir(it)
     staging = lay.hf_staging(it)
     if target.is_dir() and not ck.hf_problems(target):
-        return ExportPlan("flip", it, source, target, staging)
+        return ExportChoice("flip", it, source, target, staging)
     if target.exists():
-        # An incomplete export (crash mid-write): move it aside, the converter rewrites it.
         shutil.rmtree(target)
     if staging.exists():
         shutil.rmtree(staging)
-    return ExportPlan("convert", it, source, target, staging)
+    return ExportChoice("convert", it, source, target, staging)
 
 
 def finish_export(lay: RunLayout, r: int) -> tuple[Path, list[Path]]:
@@ -79,34 +90,32 @@ def finish_export(lay: RunLayout, r: int) -> tuple[Path, list[Path]]:
     return target, ck.remove_old_exports(lay.save_dir, target)
 
 
-def run_export(cfg, lay: RunLayout, r: int, log_path: Path, progress=lambda s: None) -> tuple[Path, list[Path]]:
-    """The export stage: plan; when slime's --save-hf did not already write a complete hf-<iter>/,
-    the disk guard, then CONVERT_TO_HF in the slime env as the recorded service `convert` (a killed
-    loop leaves it recorded, so `make resume` stops it before a second one could write the same
-    staging dir); verify, flip `hf`, remove older exports. The checkpoint is only read."""
-    from pyhelpers.capacity import diskguard
-    from pyhelpers.launch import slime_args as launch_args
-    from pyhelpers.procs import groups as procs
-    from pyhelpers.run import events
-
-    plan = export_plan(lay, r)
-    if plan.action == "convert":
+def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Path, list[Path]]:
+    """The stage's work (see the module doc). Returns (target, removed exports)."""
+    log_path = lay.logs / LOG
+    choice = prepare_export(lay, r)
+    if choice.action == "convert":
         progress("disk: " + diskguard.check(cfg, lay, "export").explain())
-        argv = launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(plan.source),
-                                      "--output-dir", str(plan.staging), "--origin-hf-dir", str(cfg.path("HF_MODEL")))
-        progress(f"converting {plan.source.name} to HF weights (log: {log_path})")
-        events.append(lay.run_dir, "convert-start", round=r, iteration=plan.iteration)
+        argv = launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(choice.source),
+                                      "--output-dir", str(choice.staging), "--origin-hf-dir", str(cfg.path("HF_MODEL")))
+        progress(f"converting {choice.source.name} to HF weights (log: {log_path})")
+        events.append(lay.run_dir, "convert-start", round=r, iteration=choice.iteration)
         _, child = procs.spawn(log_path.stem, argv, lay.pids, lay.logs)
         try:
             status = child.wait()
         finally:
             procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=[log_path.stem])
-        events.append(lay.run_dir, "convert-end", round=r, iteration=plan.iteration, status=status)
+        events.append(lay.run_dir, "convert-end", round=r, iteration=choice.iteration, status=status)
         if status != 0:
             tail = "\n".join(procs.log_tail(log_path, 20))
-            raise ToolkitError(f"HF conversion of {plan.source.name} failed (exit {status})",
+            raise ToolkitError(f"HF conversion of {choice.source.name} failed (exit {status})",
                                f"{log_path}; last lines:\n{tail}\n",
                                "the checkpoint is untouched; fix the cause, then `make resume`")
     target, removed = finish_export(lay, r)
-    write_record(lay, r, "export", "ok", target=target, converted=plan.action == "convert")
+    write_record(lay, r, "export", "ok", target=target, converted=choice.action == "convert")
     return target, removed
+
+
+def run(loop: Loop, r: int) -> None:
+    target, removed = export(loop.cfg, loop.lay, r, progress=loop.echo)
+    loop.echo(f"hf -> {target.name}" + (f" (removed {', '.join(p.name for p in removed)})" if removed else ""))

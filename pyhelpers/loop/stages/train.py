@@ -11,7 +11,7 @@
    export (network-bound, it overlaps the CPU-bound conversion); compile waits for it
    (drain_wait below). The drain is resumable (the analyst's ledger): if the loop dies, the next
    compile drains what is left.
-While the job trains, a thread also loads the eval prompt builder (evalstage.builder_for), which
+While the job trains, a thread also loads the eval prompt builder (evaluate.builder_for), which
 the loop is otherwise idle enough to do: the round transition then does not wait for it.
 
 On Stopped (make stop, Ctrl-C: pyhelpers/loop/loop.py) or a failure, the job, the analyst and the log
@@ -24,25 +24,46 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
+from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import rayjob, services
 from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.loop.stages import export as stages
+from pyhelpers.loop.stages import evaluate
 from pyhelpers.procs import groups as procs
+from pyhelpers.rollout.flags import plugin_flags
+from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
+from pyhelpers.run import checkpoints as ck
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.records import write_record
+from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills.tokens import counter_for
+
+if TYPE_CHECKING:
+    from pyhelpers.loop.loop import Loop
+
+LOG = "slime-log.log"  # the slime job's output, copied from Ray's driver log
+
+
+def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
+    tracked = ck.read_tracker(lay.megatron)
+    want = lay.last_iteration(r)
+    if tracked is None:
+        return False, f"no checkpoint yet; round {r} trains iterations {want - lay.steps_per_round + 1}..{want}"
+    if tracked < want:
+        return False, f"checkpoint at iteration {tracked}; round {r} continues to {want}"
+    path = ck.iter_dirs(lay.megatron).get(tracked)
+    if path is None or not ck.is_complete(path):
+        return False, f"tracker names iteration {tracked} but iter_{tracked:07d} is missing or incomplete"
+    return True, f"trained through iteration {tracked}"
 
 
 def prepare(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> None:
-    from pyhelpers.capacity import diskguard
-    from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
-    from pyhelpers.skills import bank as bank_mod
-    from pyhelpers.skills.tokens import counter_for
-
-    d = lay.round_dir(r)
-    for sub in ("spool", "candidates", "stages"):
-        (d / sub).mkdir(parents=True, exist_ok=True)
+    for d in (lay.spool(r), lay.candidates(r), lay.stage_record(r, "train").parent):
+        d.mkdir(parents=True, exist_ok=True)
     if r == 0 and not lay.bank_in(0).is_file():
         if cfg.get("SEED_BANK"):
             seed = bank_mod.load_bank(cfg.path("SEED_BANK"))
@@ -57,8 +78,6 @@ def prepare(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> None:
 
 
 def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
-    from pyhelpers.rollout.flags import plugin_flags
-
     entry = launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r, plugin_flags()))
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
     port = cfg.int("RAY_DASHBOARD_PORT")
@@ -112,10 +131,6 @@ def analyst_argv(lay: RunLayout, r: int) -> list[str]:
 def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
     """While the job trains: warn once when free space falls below what the round's final save
     needs (the guard acts only at stage boundaries: Megatron saves inside the job)."""
-    from dataclasses import replace
-
-    from pyhelpers.capacity import diskguard
-
     interval = cfg.float("DISK_WATCH_INTERVAL")
     base = diskguard.need(cfg, lay, "train")  # sizes are fixed within a round: only free space moves
     while not stopped(interval):
@@ -127,8 +142,12 @@ def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], w
             return
 
 
-def run(cfg, lay: RunLayout, r: int, model_args: list[str], echo: Callable[[str], None],
-        warn: Callable[[str], None] = lambda s: None) -> None:
+def run(loop: Loop, r: int) -> None:
+    cfg, lay, echo = loop.cfg, loop.lay, loop.echo
+
+    def warn(text: str) -> None:
+        loop.notifier.send("disk-low", text, round=r)
+
     prepare(cfg, lay, r, echo)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
@@ -154,8 +173,8 @@ def run(cfg, lay: RunLayout, r: int, model_args: list[str], echo: Callable[[str]
     try:
         if analyst:
             procs.start("analyst", analyst_argv(lay, r), lay.pids, lay.logs)
-        job_id = submit(cfg, lay, r, model_args)
-        _warm_eval_builder(cfg)
+        job_id = submit(cfg, lay, r, loop.model_args)
+        _warm_eval_builder(loop)
         echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{lay.last_iteration(r)} "
              f"(output: logs/slime-log.log)")
         outcome = watch(cfg, lay, r, job_id, echo)
@@ -178,36 +197,31 @@ def run(cfg, lay: RunLayout, r: int, model_args: list[str], echo: Callable[[str]
         for line in services.stop(cfg, lay, "slime-log", "analyst"):
             echo(line)
     if analyst:  # the drain runs beside the export; compile waits for it
-        _DRAINS[r] = _drain_thread(cfg, lay, r, echo)
-    stages.write_record(lay, r, "train", "ok")
+        loop.drains[r] = _drain_thread(cfg, lay, r, echo)
+    write_record(lay, r, "train", "ok")
 
 
-def _warm_eval_builder(cfg) -> None:
+def _warm_eval_builder(loop: Loop) -> None:
     def warm():
         try:
-            from pyhelpers.loop.stages import evaluate as evalstage
-
-            evalstage.builder_for(str(cfg.path("HF_MODEL")))
+            evaluate.builder_for(loop.builders, str(loop.cfg.path("HF_MODEL")))
         except Exception:  # noqa: BLE001 - only a head start; the evaluate stage loads it if this failed
             pass
     threading.Thread(target=warm, daemon=True, name="warm-eval-builder").start()
-
-
-# round -> the thread draining its analyst (started by run, joined by drain_wait)
-_DRAINS: dict[int, threading.Thread] = {}
 
 
 def _drain_thread(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> threading.Thread:
     """The analyst's drain of round r in a thread of this process (no W&B here: pyhelpers run
     log-wandb logs its final counters). Its failures are logged and never stop the round."""
     def drain():
-        from pyhelpers.analyst import logs, sidecar
+        from pyhelpers.analyst import logs as analyst_logs  # local: see drain_wait
+        from pyhelpers.analyst import sidecar
 
         key = cfg.get("DASHSCOPE_API_KEY")
         if not key:
             echo("analyst drain skipped: DASHSCOPE_API_KEY is not set")
             return
-        logs.setup(key)
+        analyst_logs.setup(key)
         try:
             out = sidecar.run(sidecar.Settings.from_config(cfg, lay.round_dir(r), r), key, threading.Event(),
                               drain=True)
@@ -219,13 +233,16 @@ def _drain_thread(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> t
     return t
 
 
-def drain_wait(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> None:
-    """Before compile: let the round's analyst drain finish (ANALYST_DRAIN_TIMEOUT + a minute);
-    when none runs but records are pending (a resumed round), drain now. Never fails the round."""
+def drain_wait(loop: Loop, r: int) -> None:
+    """Before compile: let the round's analyst drain (loop.drains[r], started by run) finish
+    (ANALYST_DRAIN_TIMEOUT + a minute); when none runs but records are pending (a resumed round),
+    drain now. Never fails the round."""
+    cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     if not cfg.flag("ANALYST_ENABLED"):
         return
-    t = _DRAINS.pop(r, None)
+    t = loop.drains.pop(r, None)
     if t is None:
+        # local: done() here is read by `make status`/`plan`; the analyst's client (requests) costs ~0.15 s
         from pyhelpers.analyst import sidecar
 
         pending = sidecar.status(sidecar.Settings.from_config(cfg, lay.round_dir(r), r))["records_pending"]

@@ -1,0 +1,24 @@
+"""The baseline stage (BASELINE_VAL=1): the base model's bare val, once, before round 0 -- the
+reference every round's val is compared with. It runs as the evaluate stage does, without the
+gate, on HF_MODEL instead of the round's export."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyhelpers.loop.stages import evaluate
+from pyhelpers.run.layout import RunLayout
+
+if TYPE_CHECKING:
+    from pyhelpers.loop.loop import Loop
+
+LOG = evaluate.LOG
+
+
+def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
+    """Round-independent: the baseline's val summary exists."""
+    return lay.baseline_val_summary.is_file(), "bare val of the base model (BASELINE_VAL=1)"
+
+
+def run(loop: Loop, r: int) -> None:
+    evaluate.play(loop, None, baseline=True)

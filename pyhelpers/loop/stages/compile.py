@@ -1,0 +1,35 @@
+"""The compile stage of round r: once the analyst's drain has finished (train.drain_wait), the
+round's candidates are merged into its bank (skills.steps.compile_step) -> compiled.json."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyhelpers.loop.stages import train
+from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.records import write_record
+from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills.steps import change_summary, compile_step
+
+if TYPE_CHECKING:
+    from pyhelpers.loop.loop import Loop
+
+LOG = None  # in-process: the driver's log says why it failed
+
+
+def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
+    return lay.compiled(r).is_file(), "compiled.json"
+
+
+def run(loop: Loop, r: int) -> None:
+    cfg, lay = loop.cfg, loop.lay
+    train.drain_wait(loop, r)
+    hf = cfg.path("HF_MODEL")
+    for d in (lay.spool(r), lay.candidates(r)):
+        d.mkdir(parents=True, exist_ok=True)
+    old, new, _ = compile_step(bank_path=lay.bank_in(r), cand_dir=lay.candidates(r), round_=r,
+                               hf_dir=hf if hf.is_dir() else None, spool_dir=lay.spool(r),
+                               dup_jaccard=cfg.float("SKILL_DUP_JACCARD"), max_skill_tokens=cfg.int("SKILL_MAX_TOKENS"))
+    out = lay.compiled(r)
+    loop.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
+    write_record(lay, r, "compile", "ok", output=out)

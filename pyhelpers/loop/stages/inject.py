@@ -1,0 +1,44 @@
+"""The inject stage of round r: the gate's decisions applied to the compiled bank -> the next
+round's bank (the last round: the run's final bank). Its output's existence ends the round."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.records import write_record
+from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills.steps import caps_from, change_summary, inject_step
+
+if TYPE_CHECKING:
+    from pyhelpers.loop.loop import Loop
+
+LOG = None  # in-process: the driver's log says why it failed
+
+
+def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
+    out = lay.bank_out(r, rounds)
+    if not out.is_file():
+        return False, out.name
+    if r == rounds - 1:
+        # The final bank counts only if written after this round: a run that ended at fewer ROUNDS
+        # (then raised, which is allowed) left the final bank of an earlier round.
+        try:
+            written_for = json.loads(out.read_text(encoding="utf-8")).get("round")
+        except ValueError:
+            return False, f"{out.name} unreadable"
+        if written_for != rounds:
+            return False, f"{out.name} is from round {written_for - 1 if isinstance(written_for, int) else '?'}'s end"
+    return True, out.name
+
+
+def run(loop: Loop, r: int) -> None:
+    cfg, lay = loop.cfg, loop.lay
+    decisions = lay.gate_decisions(r)
+    out = lay.bank_out(r, cfg.int("ROUNDS"))
+    old, new = inject_step(lay.compiled(r), decisions_path=decisions if decisions.is_file() else None, round_=r,
+                           caps=caps_from(cfg))
+    loop.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
+    write_record(lay, r, "inject", "ok", output=out)
+    loop.round_done(r)

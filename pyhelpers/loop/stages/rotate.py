@@ -1,0 +1,37 @@
+"""The rotate stage of round r: keep only the newest complete Megatron save (run/checkpoints.py)
+and the rollout state files that belong to it; older saves are deleted only once a newer one is
+complete."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyhelpers.run import checkpoints as ck
+from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.records import write_record
+
+if TYPE_CHECKING:
+    from pyhelpers.loop.loop import Loop
+
+LOG = None  # in-process: the driver's log says why it failed
+
+
+def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
+    dirs = ck.iter_dirs(lay.megatron)
+    older = [i for i in dirs if i < lay.last_iteration(r)]
+    if older:
+        return False, f"{len(older)} older checkpoint(s) to rotate"
+    strays = ck.stray_states(lay.megatron, below=lay.last_iteration(r))
+    if strays:  # a rotation cut short between a save's dir and its state file
+        return False, f"{len(strays)} rollout state file(s) of deleted checkpoints to remove"
+    return True, "only the newest checkpoint remains"
+
+
+def run(loop: Loop, r: int) -> None:
+    lay = loop.lay
+    rotation = ck.rotate(lay.megatron)
+    for p in rotation.delete:
+        loop.echo(f"rotate: deleted {p.relative_to(lay.save_dir)}")
+    for note in rotation.notes:
+        loop.echo(f"rotate: note: {note}")
+    write_record(lay, r, "rotate", "ok", kept=rotation.keep, deleted=[p.name for p in rotation.delete])
