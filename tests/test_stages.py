@@ -71,3 +71,25 @@ def test_run_next_and_init_cli(toolkit_env, tmp_path):
     assert nxt.stdout.strip() == "0 train" and "no checkpoint yet" in nxt.stderr
     bad = run_pyhelpers(["run", "init"], {**env, "TP_SIZE": "1"})
     assert bad.returncode == 1 and "TP_SIZE: '2' -> '1'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_stages_log_is_found_by_the_stages_name(toolkit_env, tmp_path):
+    """`make logs SERVICE=export` shows the log the registry names for export (convert.log)."""
+    logs = tmp_path / "runs" / "qwen35-4b-train-100" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "convert.log").write_text("converting iter_0000001\n")
+    out = run_pyhelpers(["run", "logs", "--service", "export"], toolkit_env)
+    assert out.returncode == 0, out.stderr
+    assert "converting iter_0000001" in out.stdout
+
+
+def test_the_registry_orders_resume_by_each_stages_done(lay):
+    """position() walks the registry: a stage added to ROUND is where a run resumes when its done()
+    is false -- no second list to update."""
+    from pyhelpers.loop import stages as registry
+    from pyhelpers.run import state as runstate
+
+    assert registry.NAMES == ("train", "rotate", "export", "compile", "evaluate", "inject")
+    assert all(registry.get(n).done is not None and registry.get(n).run is not None for n in registry.ALL_NAMES)
+    assert runstate.position(lay, 1).stage == "train"
+    assert runstate.position(lay, 1, baseline_val=True).stage == registry.BASELINE.name

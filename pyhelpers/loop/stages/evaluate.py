@@ -45,7 +45,8 @@ def _wandb_in_background(cfg, lay: RunLayout) -> None:
 def builder_for(builders: dict, model_dir: str):
     """The prompt builder on model_dir's tokenizer, cached in `builders` (the Loop's, one per run
     process) by the tokenizer files' content."""
-    from pyhelpers.evaluate import val  # local: done() here is read by `make status`/`plan`; httpx costs ~0.3 s
+    # local: done() here is read by `make status`/`plan`; evaluate.val's httpx costs ~0.3 s
+    from pyhelpers.evaluate import val
 
     d = Path(model_dir)
     key = hashlib.sha256(b"".join((d / f).read_bytes() for f in ("tokenizer.json", "tokenizer_config.json")
