@@ -20,8 +20,9 @@ from pathlib import Path
 
 from pyhelpers import jsonfiles
 from pyhelpers.errors import ToolkitError
+from pyhelpers.loop.stages import NAMES as STAGES
 from pyhelpers.run import state as runstate
-from pyhelpers.run.layout import STAGES, RunLayout
+from pyhelpers.run.layout import RunLayout
 from pyhelpers.skills import bank as bank_mod
 
 
@@ -39,7 +40,7 @@ def _seed(seed_bank: Path | None) -> list[RunInput]:
 
 
 def _round_files(lay: RunLayout, r: int, stage: str, seed_bank: Path | None) -> list[RunInput]:
-    d, step = lay.round_dir(r), STAGES.index(stage)
+    step = STAGES.index(stage)
     out: list[RunInput] = []
     if step <= STAGES.index("compile"):
         bank = lay.bank_in(r)
@@ -49,16 +50,16 @@ def _round_files(lay: RunLayout, r: int, stage: str, seed_bank: Path | None) -> 
             redo = (f"move it aside: `make resume` then redoes round {r - 1}'s inject from its compiled.json and "
                     "gate decisions" if r else "move it aside: `make resume` then writes it again from SEED_BANK")
             out.append(RunInput(bank, "bank", redo))
-        for sub, schema in (("spool", "spool"), ("candidates", "candidates")):
+        for d, schema in ((lay.spool(r), "spool"), (lay.candidates(r), "candidates")):
             out += [RunInput(p, schema, "the analyst wrote it: move it out of the run directory (compile then goes "
                                         "without it), or restore it from a copy of the run")
-                    for p in sorted((d / sub).glob("*.json"))]
+                    for p in sorted(d.glob("*.json"))]
     else:
         out.append(RunInput(lay.compiled(r), "bank", "move it aside: `make resume` then compiles the round again"))
-        decisions = d / "gate" / "decisions.json"
+        decisions = lay.gate_decisions(r)
         if stage == "inject" and decisions.is_file():
             out.append(RunInput(decisions, "gate_decisions",
-                                f"move {d / 'gate'} aside: `make resume` then plays the round's gate again"))
+                                f"move {lay.gate_dir(r)} aside: `make resume` then plays the round's gate again"))
     return out
 
 
