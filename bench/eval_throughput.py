@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from eval_support import make_world  # noqa: E402
 from fakes.procs import start_fake_sglang, start_fake_shopsim, stop  # noqa: E402
+from support.eval_world import make_world  # noqa: E402
 
 from pyhelpers.evaluate.episode import EpisodeSpec  # noqa: E402
 from pyhelpers.evaluate.runner import run_episodes  # noqa: E402

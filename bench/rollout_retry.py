@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "fakes" / "slime_stub")]
 
 from fakes.shop_fixture import write_shop_fixture  # noqa: E402
-from rollout_support import Stack  # noqa: E402
-from skillbank_util import bank_of  # noqa: E402
 from slime.rollout.base_types import call_rollout_fn  # noqa: E402
 from slime.rollout.data_source import RolloutDataSourceWithBuffer  # noqa: E402
 from slime.rollout.sample_hooks import set_current_rollout_id  # noqa: E402
-from tokenizer_fixture import build_tokenizer  # noqa: E402
+from support.rollout_stack import Stack  # noqa: E402
+from support.skillbank import bank_of  # noqa: E402
+from support.tokenizer import build_tokenizer  # noqa: E402
 
 from pyhelpers.rollout import metrics  # noqa: E402
 from pyhelpers.rollout.generate import generate  # noqa: E402

@@ -66,13 +66,13 @@ def wandb_records(offline_run: Path) -> list[dict]:
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
-# --- Rehearsals (tests/rehearsal_support.py) ------------------------------------------------
+# --- Rehearsals (tests/support/rehearsal.py) ------------------------------------------------
 
 @pytest.fixture(autouse=True)
 def _fresh_slime_singletons():
-    """Tests of the rollout plugin each get their own slime GenerateState (rollout_support)."""
+    """Tests of the rollout plugin each get their own slime GenerateState (support/rollout_stack.py)."""
     if "slime.utils.misc" in sys.modules:
-        from rollout_support import fresh_slime_singletons
+        from support.rollout_stack import fresh_slime_singletons
 
         fresh_slime_singletons()
     yield
@@ -82,7 +82,7 @@ def _fresh_slime_singletons():
 def _stop_leftover_rehearsals():
     """A failed rehearsal test must not leave its services holding the rehearsal's ports."""
     yield
-    import rehearsal_support
+    from support import rehearsal as rehearsal_support
 
     rehearsal_support.stop_all_created()
 
@@ -135,7 +135,7 @@ def reference(tmp_path_factory, rehearsal_world):
     a finished run; the fault and self-healing tests compare their results with it."""
     from types import SimpleNamespace
 
-    from rehearsal_support import KEYS, Run, rehearse, rehearse_env, track
+    from support.rehearsal import KEYS, Run, rehearse, rehearse_env, track
 
     tmp = tmp_path_factory.mktemp("reference")
     env = rehearse_env(tmp, rehearsal_world, tracked=False)
@@ -150,8 +150,8 @@ def reference(tmp_path_factory, rehearsal_world):
 
 @pytest.fixture
 def hook():
-    """A webhook receiver on loopback (rehearsal_support.Hook)."""
-    from rehearsal_support import Hook
+    """A webhook receiver on loopback (support/rehearsal.py Hook)."""
+    from support.rehearsal import Hook
 
     h = Hook()
     yield h
@@ -161,7 +161,7 @@ def hook():
 @pytest.fixture
 def hang_hook():
     """A webhook that never answers (until the test ends)."""
-    from rehearsal_support import Hook
+    from support.rehearsal import Hook
 
     h = Hook(hang=True)
     yield h

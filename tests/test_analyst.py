@@ -7,7 +7,6 @@ import json
 import threading
 
 import pytest
-from analyst_support import KEY, add_records, assert_exactly_once, candidate_files, ledger_events, make_round
 from fakes.openai_server import (
     FakeOpenAI,
     derive,
@@ -19,6 +18,7 @@ from fakes.openai_server import (
     reply,
     slow,
 )
+from support.analyst import KEY, add_records, assert_exactly_once, candidate_files, ledger_events, make_round
 
 from pyhelpers.analyst import prompt, sidecar
 from pyhelpers.analyst.ledger import batch_id

@@ -10,9 +10,9 @@ import sys
 import threading
 
 import pytest
-from analyst_support import KEY, assert_exactly_once, candidate_files, ledger_events, make_round, spool_record
 from conftest import ROOT, run_pyhelpers
 from fakes.openai_server import FakeOpenAI, derive, error, slow
+from support.analyst import KEY, assert_exactly_once, candidate_files, ledger_events, make_round, spool_record
 
 from pyhelpers.analyst.budget import Clock
 from pyhelpers.analyst.ledger import RoundLock

@@ -19,8 +19,17 @@ from collections import Counter
 
 import pytest
 from conftest import ROOT, offline_runs, wandb_records
-from eval_support import HARM, HELP, eval_env, make_world, outcomes, planted_success, read_episodes, round_dir
 from fakes.procs import free_port, slots, start_fake_sglang, start_fake_shopsim, stop
+from support.eval_world import (
+    HARM,
+    HELP,
+    eval_env,
+    make_world,
+    outcomes,
+    planted_success,
+    read_episodes,
+    round_dir,
+)
 
 from pyhelpers.jsonfiles import validation_errors
 from pyhelpers.skills.bank import bank_sha256, empty_bank, load_bank, write_bank

@@ -13,7 +13,7 @@ import pytest
 from conftest import FAKES
 from fakes.procs import _post, start_fake_sglang, start_fake_shopsim, stop
 from fakes.shop_fixture import write_shop_fixture
-from tokenizer_fixture import build_tokenizer
+from support.tokenizer import build_tokenizer
 
 from pyhelpers.policy.prompt_builder import PromptBuilder
 from pyhelpers.policy.sglang_client import SGLangClient, SGLangRejected, parse_generate

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from rehearsal_support import (
+from support.rehearsal import (
     Run,
     assert_stopped,
     event_seen,

@@ -12,7 +12,7 @@ import re
 import signal
 import subprocess
 
-from rehearsal_support import (
+from support.rehearsal import (
     Run,
     in_rehearsal,
     outcome,

@@ -22,7 +22,7 @@ from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports, procfs
 from pyhelpers.run import lock as runlock
 
-DRIVER = ROOT / "tests" / "proc_driver.sh"
+DRIVER = ROOT / "tests" / "support" / "proc_driver.sh"
 
 
 class Groups:
@@ -176,7 +176,7 @@ def test_lock_refuses_second_holder_and_survives_sigkill_of_driver(procs_env):
     assert res.returncode == 1
     assert "this run is already in progress" in res.stderr
     assert f"is held by pid {driver.pid} on host {socket.gethostname()} since " in res.stderr
-    assert "tests/proc_driver.sh hold" in res.stderr and "make stop" in res.stderr
+    assert "tests/support/proc_driver.sh hold" in res.stderr and "make stop" in res.stderr
 
     svc = procs.find(run_dir / "pids", "svc")
     lock = run_dir / "lock"
@@ -189,7 +189,7 @@ def test_lock_refuses_second_holder_and_survives_sigkill_of_driver(procs_env):
     res = _take(env)
     assert res.returncode == 0, res.stderr
     assert f"taking over a stale run lock {lock}: its holder pid {driver.pid} on host" in res.stderr
-    assert json.loads(lock.read_text())["command"].endswith("tests/proc_driver.sh take")
+    assert json.loads(lock.read_text())["command"].endswith("tests/support/proc_driver.sh take")
 
     res = proc(["stop", "--pids-dir", str(run_dir / "pids"), "--all", "--grace", env["STOP_GRACE"]], env)
     assert res.returncode == 0 and f"svc: pid {svc.pid}: stopped" in res.stdout, res.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from tokenizer_fixture import build_tokenizer
+from support.tokenizer import build_tokenizer
 
 from pyhelpers.policy import prompt_builder as prompting
 from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder, TemplateError

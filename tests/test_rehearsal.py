@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import wandb_records
-from rehearsal_support import KEYS, Run, in_rehearsal, own_ports, pyhelpers_cmd, rehearse, rehearse_env
+from support.rehearsal import KEYS, Run, in_rehearsal, own_ports, pyhelpers_cmd, rehearse, rehearse_env
 
 ROUNDS, STEPS = 2, 2
 

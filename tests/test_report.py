@@ -8,7 +8,7 @@ import shutil
 import struct
 import zlib
 
-from rehearsal_support import in_rehearsal, pyhelpers_cmd, rows
+from support.rehearsal import in_rehearsal, pyhelpers_cmd, rows
 
 ROUNDS, STEPS = 2, 2
 

@@ -9,9 +9,9 @@ import json
 
 import pytest
 from fakes.shop_fixture import write_shop_fixture
-from rollout_support import Stack, assert_aligned, sampling_params, use_slime_stub
-from skillbank_util import bank_of
-from tokenizer_fixture import build_tokenizer
+from support.rollout_stack import Stack, assert_aligned, sampling_params, use_slime_stub
+from support.skillbank import bank_of
+from support.tokenizer import build_tokenizer
 
 from pyhelpers import jsonfiles
 from pyhelpers.errors import ToolkitError

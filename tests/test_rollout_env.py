@@ -22,7 +22,7 @@ import sys
 
 from conftest import ROOT
 from packaging.requirements import Requirement
-from tokenizer_fixture import build_tokenizer
+from support.tokenizer import build_tokenizer
 
 ROOTS = ["httpx", "pyyaml", "jsonschema", "transformers", "tokenizers", "numpy", "jinja2"]
 # Toolkit-only packages. (click is not listed: httpx itself imports it for its CLI when installed;

@@ -9,7 +9,7 @@ import os
 import signal
 
 from fakes.rehearsal import SCALE
-from rehearsal_support import (
+from support.rehearsal import (
     Run,
     event_seen,
     group_alive,

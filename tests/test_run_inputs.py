@@ -108,7 +108,7 @@ class _Quiet:
 
 
 def test_a_resumed_rehearsal_with_a_truncated_bank_stops_in_its_preflight(tmp_path, rehearsal_world):
-    from rehearsal_support import Run, in_rehearsal, own_ports, pyhelpers_cmd, rehearse, rehearse_env
+    from support.rehearsal import Run, in_rehearsal, own_ports, pyhelpers_cmd, rehearse, rehearse_env
 
     env = rehearse_env(tmp_path, rehearsal_world, **own_ports())
     run = Run(tmp_path / "runs")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from rehearsal_support import (
+from support.rehearsal import (
     Run,
     event_seen,
     in_rehearsal,

@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from skillbank_util import bank_of, batch, prop, sid
+from support.skillbank import bank_of, batch, prop, sid
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import canonical_bytes

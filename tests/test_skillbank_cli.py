@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from conftest import run_pyhelpers
-from skillbank_util import bank_of, batch, prop, sid, write_batches
+from support.skillbank import bank_of, batch, prop, sid, write_batches
 
 from pyhelpers.cli import main
 from pyhelpers.errors import ToolkitError

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from skillbank_util import bank_of, batch, prop, sid, write_batches
+from support.skillbank import bank_of, batch, prop, sid, write_batches
 
 from pyhelpers.skills.bank import load_bank
 from pyhelpers.skills.compile import CompileOptions, compile_bank

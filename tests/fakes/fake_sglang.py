@@ -16,7 +16,7 @@ Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /gener
 answer shape (text, output_ids, meta_info: id, finish_reason, prompt_tokens, completion_tokens,
 cached_tokens, output_token_logprobs as [logprob, token_id, null]); HTTP 400 {"error": {"message"}}
 when input + max_new_tokens exceeds --context-length. The tokenizer is loaded from --model-path
-(tokenizer.json, as tests/tokenizer_fixture.py writes it).
+(tokenizer.json, as tests/support/tokenizer.py writes it).
 
 Policy: a pure function of (seed, task, skills shown, turn), never of arrival order or time. It
 decodes the prompt, finds the task by its instruction in the first user message (the policy

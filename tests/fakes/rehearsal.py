@@ -69,7 +69,7 @@ SCALE = {
 def _stamp() -> str:
     h = hashlib.sha256(str(WORLD_VERSION).encode())
     for f in (Path(__file__), FAKES / "shop_fixture.py", FAKES / "megatron_layout.py", ROOT / "tests" /
-              "tokenizer_fixture.py", ROOT / "env" / "activate.d" / "cudnn_ldpath.sh"):
+              "support" / "tokenizer.py", ROOT / "env" / "activate.d" / "cudnn_ldpath.sh"):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -98,7 +98,7 @@ def _conda(root: Path) -> None:
 
 def _models(models: Path, fixture: dict) -> None:
     from megatron_layout import write_hf_export, write_release
-    from tokenizer_fixture import build_tokenizer
+    from support.tokenizer import build_tokenizer
 
     origin = build_tokenizer(models / "tokenizer")
     (origin / "config.json").write_text(json.dumps({"model_type": "qwen3_5", "fake": True, "torch_dtype": "bfloat16",

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from conftest import ROOT, _knob_names
 from fakes.shop_fixture import write_shop_fixture
-from skillbank_util import bank_of, sid
-from tokenizer_fixture import build_tokenizer
+
+from support.skillbank import bank_of, sid
+from support.tokenizer import build_tokenizer
 
 HELP_TEXT = ("the product page lists options", "always pick the option named in the instruction before buying")
 HARM_TEXT = ("search results are shown", "buy the first product you see without checking")

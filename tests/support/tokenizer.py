@@ -1,6 +1,6 @@
 """A small HF tokenizer with a Qwen-style chat template, built offline inside a test.
 
-    from tokenizer_fixture import build_tokenizer
+    from support.tokenizer import build_tokenizer
     model_dir = build_tokenizer(tmp_path / "tok")       # tokenizer.json + tokenizer_config.json
     tok = transformers.AutoTokenizer.from_pretrained(model_dir)
 

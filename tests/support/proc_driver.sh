@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Summary: A stand-in driver for tests/test_procs.py: takes the run lock, starts children
-# Usage: tests/proc_driver.sh take|hold|leak   (RUN_DIR, STOP_GRACE, READY_BACKOFF_MAX set)
+# Usage: tests/support/proc_driver.sh take|hold|leak   (RUN_DIR, STOP_GRACE, READY_BACKOFF_MAX set)
 #
 #   take  take the run lock, print "locked", exit.
 #   hold  take the lock, start service `svc` (pyhelpers proc start), wait for it (proc wait), then
@@ -8,10 +8,10 @@
 #   leak  take the lock, then start a background child of the driver shell (a forked shell that
 #         must not keep the lock after the driver dies).
 # The long-running child touches $RUN_DIR/<mode>.ready once it runs.
-# shellcheck source=../bin/lib.sh
-source "$(dirname "$0")/../bin/lib.sh"
+# shellcheck source=../../bin/lib.sh
+source "$(dirname "$0")/../../bin/lib.sh"
 
-mode="${1:?usage: tests/proc_driver.sh take|hold|leak}"
+mode="${1:?usage: tests/support/proc_driver.sh take|hold|leak}"
 take_run_lock
 echo locked
 case "$mode" in
