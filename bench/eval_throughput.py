@@ -1,4 +1,4 @@
-"""Benchmark: does the eval runner keep EVAL_CONCURRENCY episodes in flight? (design.md §10)
+"""Benchmark: does the eval runner keep EVAL_CONCURRENCY episodes in flight? (architecture §10)
 
 Starts the fakes of tests/ (ShopSimulator with 48 slots; SGLang with a fixed delay per /generate
 standing in for generation time) and plays N episodes through the real runner

@@ -1,4 +1,4 @@
-"""Benchmark: the toolkit's own time per round transition (design.md §10: target <= 2 s).
+"""Benchmark: the toolkit's own time per round transition (architecture §10: target <= 2 s).
 
 A round transition is everything between the slime job's end (round r) and the next job's
 submission (round r+1): drain the analyst, rotate, export, compile, evaluate, inject, prepare the

@@ -61,7 +61,7 @@ load_model_args() {
   set -u
 }
 
-# --- The run lock (design.md §5) -----------------------------------------------------------
+# --- The run lock (architecture §5) -----------------------------------------------------------
 # Services, their process groups and readiness are Python's (pyhelpers/procs/groups.py, services.py:
 # `pyhelpers proc ...`, `pyhelpers run service ...`). What stays here is the lock of the driver
 # shell. It is held by a small coprocess that the kernel kills when the driver dies, never by a

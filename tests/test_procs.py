@@ -1,4 +1,4 @@
-"""Process primitives and the run lock, with real processes (design.md §5).
+"""Process primitives and the run lock, with real processes (architecture §5).
 
 Every process a test starts lives in its own process group; the `procs_env` fixture records
 those groups and KILLs them in teardown (by group, never by name).

@@ -1,4 +1,4 @@
-"""Stage derivation from artifacts, rotation, HF flips, resume assertions (design.md §4, §7)."""
+"""Stage derivation from artifacts, rotation, HF flips, resume assertions (architecture §4, §7)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# ShopSimRL cuDNN hook (memo M4), sourced by `conda activate` from the env's
+# ShopSimRL cuDNN hook (M4), sourced by `conda activate` from the env's
 # etc/conda/activate.d/. Installed only by `make install-hooks`.
 #
 # Puts pip's cuDNN (<site-packages>/nvidia/cudnn/lib) first on LD_LIBRARY_PATH, so the system

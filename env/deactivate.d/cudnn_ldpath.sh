@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# ShopSimRL cuDNN hook (memo M4), sourced by `conda deactivate` from the env's
+# ShopSimRL cuDNN hook (M4), sourced by `conda deactivate` from the env's
 # etc/conda/deactivate.d/: restores the LD_LIBRARY_PATH and CUDNN_PATH that
 # activate.d/cudnn_ldpath.sh saved (unsetting a variable that was not set before).
 if [ -n "${_SHOPSIMRL_OLD_LD_LIBRARY_PATH+x}" ]; then

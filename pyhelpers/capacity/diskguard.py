@@ -1,4 +1,4 @@
-"""The disk guard of the training loop (design.md §7): before a round's training and before an
+"""The disk guard of the training loop (architecture §7): before a round's training and before an
 export, the bytes the stage will add must fit in the free space of TRAIN_SAVE's filesystem, with
 DISK_MARGIN_GB to spare. Otherwise the stage is refused before it starts, with the arithmetic,
 and nothing is deleted to make room.

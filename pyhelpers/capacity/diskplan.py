@@ -1,4 +1,4 @@
-"""Peak disk use of a round's stages on TRAIN_SAVE's disk (design.md §7), as numbers and arithmetic.
+"""Peak disk use of a round's stages on TRAIN_SAVE's disk (architecture §7), as numbers and arithmetic.
 
 Pure: sizes in, a Plan out, no filesystem access, except `params_from_hf_dir`, which reads two
 small JSON files of the base model. `make doctor` uses it now; the training loop calls the same
@@ -9,7 +9,7 @@ weights only (bf16, ≈ 8.4 GB), ≈ 14 bytes/parameter with optimizer state (fp
 moments, ≈ 59 GB); an HF export is 2 bytes/parameter (≈ 8.4 GB). GB here is 10^9 bytes.
 
 At most two checkpoints and two HF exports ever coexist, and never both pairs at once, because
-rotation runs right after training (design.md §4):
+rotation runs right after training (architecture §4):
 
     save     new checkpoint + old checkpoint + old HF export
     export   checkpoint + old HF export + new HF export
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GB = 10**9
-DEFAULT_PARAMS = 4_200_000_000  # Qwen3.5-4B, design.md §7
+DEFAULT_PARAMS = 4_200_000_000  # Qwen3.5-4B, architecture §7
 WEIGHT_BYTES = 2  # bf16 weights, per parameter
 OPTIM_BYTES = 14  # bf16 weights + fp32 master + two fp32 Adam moments, per parameter
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8_e4m3fn": 1}
@@ -48,7 +48,7 @@ class Sizes:
                 f"{per} B/param = {gb(self.checkpoint)}; HF export = {WEIGHT_BYTES} B/param = {gb(self.hf_export)}")
 
 
-def sizes(params: int = DEFAULT_PARAMS, save_optim: bool = False, source: str = "design.md §7 default") -> Sizes:
+def sizes(params: int = DEFAULT_PARAMS, save_optim: bool = False, source: str = "architecture §7 default") -> Sizes:
     per = OPTIM_BYTES if save_optim else WEIGHT_BYTES
     return Sizes(params, source, save_optim, params * per, params * WEIGHT_BYTES)
 

@@ -54,7 +54,7 @@ class Model:
     vocab_divisible_by: int = 128  # Megatron pads the vocab to a multiple of this x TP
 
 
-# interfaces.md / slime scripts/models/qwen3.5-4B.sh: vocab 248,320, hidden 2,560, 32 layers,
+# slime 624b824 scripts/models/qwen3.5-4B.sh: vocab 248,320, hidden 2,560, 32 layers,
 # 4 query groups, tied embeddings. params ~4.2e9: the ~8.4 GB bf16 checkpoint / 2 bytes (rough).
 QWEN35_4B = Model("Qwen3.5-4B", vocab=248_320, hidden=2_560, layers=32, params=4.2e9, max_tp=4)
 

@@ -1,6 +1,6 @@
 """The `pyhelpers` command: a root group whose sub-groups load only when called.
 
-Loading lazily keeps `pyhelpers config ...` fast (design.md §10: < 300 ms) even though other
+Loading lazily keeps `pyhelpers config ...` fast (architecture §10: < 300 ms) even though other
 groups import jsonschema or wandb. To add a group: write pyhelpers/cli/<name>_cmd.py with a
 click group, and add one line to GROUPS.
 """

@@ -1,4 +1,4 @@
-"""Validation of a resolved configuration, before any side effect (design.md §3).
+"""Validation of a resolved configuration, before any side effect (architecture §3).
 
 Each rule returns Problems that name the variable, its value and the fix. The checks are pure
 apart from stat() on paths (which device a path lives on); nothing is created or changed.
@@ -16,7 +16,7 @@ from pyhelpers.config.load import Config, read_knobs
 
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
-# below the temp dir, and AF_UNIX paths stop at 107 bytes (interfaces.md).
+# below the temp dir, and AF_UNIX paths stop at 107 bytes (Linux's sun_path is 108 bytes with the NUL).
 RAY_TEMP_MAX = 40
 # `ray start` gives its workers ports 10002-19999 by default and refuses a head port among them.
 RAY_WORKER_PORTS = (10002, 19999)
@@ -164,7 +164,7 @@ def _undeclared(cfg: Config, knobs) -> list[Problem]:
 
 
 def check(cfg: Config) -> list[Problem]:
-    """Every validation of design.md §3; errors first, in a stable order."""
+    """Every validation of architecture §3; errors first, in a stable order."""
     knobs = read_knobs(cfg.root / "env" / "defaults.env")
     problems = [_err(".env", f"{e}") for e in cfg.env_errors]
     ints, typed = _types(cfg, knobs)

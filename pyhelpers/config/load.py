@@ -89,7 +89,7 @@ def read_env_file(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
 
 
 def is_secret(name: str, extra: frozenset[str] = frozenset()) -> bool:
-    """Secret by the naming rule of design.md §3, or listed in SECRET_VARS."""
+    """Secret by the naming rule of architecture §3, or listed in SECRET_VARS."""
     return name.endswith(SECRET_SUFFIXES) or name in extra
 
 

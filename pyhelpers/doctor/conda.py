@@ -1,8 +1,8 @@
 """Conda: the install (CONDA_ROOT), the two envs (M4, M6), and running code in an activated env.
 
 Activation is done for real, as every bin/ script does it (`source conda.sh; conda activate
-NAME`), so the env's activate.d hooks run: launching the env's python directly would skip them
-(interfaces.md "Conda and cuDNN").
+NAME`), so the env's activate.d hooks run: launching the env's python directly would skip them,
+and with them the cuDNN 9.17 library path (M4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""cuDNN (memo M4): the project's activate.d hook is installed in the slime env, and after a real
+"""cuDNN (M4): the project's activate.d hook is installed in the slime env, and after a real
 activation torch uses pip's cuDNN wheel, not the system cuDNN 9.8.
 
 What is compared: LD_LIBRARY_PATH's first entry and CUDNN_PATH (TransformerEngine looks there

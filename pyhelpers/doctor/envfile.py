@@ -1,4 +1,4 @@
-"""The project's .env (design.md §3) and the secrets a run needs (M8, M11, M17).
+"""The project's .env (architecture §3) and the secrets a run needs (M8, M11, M17).
 
 Never prints a value: a secret is reported only as "set" or "not set".
 """

@@ -45,7 +45,7 @@ CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
     ("shopsim", ("shopsim-dir", "shopsim-port"), shopsim.check_shopsim, ()),
     ("exposure", ("exposure",), shopsim.check_exposure, ()),
 )
-# What `make rehearse`'s stand-ins replace on a CPU machine (design.md §9).
+# What `make rehearse`'s stand-ins replace on a CPU machine (architecture §9).
 REHEARSE_SKIPS = {
     "conda": "the conda stand-in replaces conda in a rehearsal",
     "versions": "the rehearsal does not use the slime env",

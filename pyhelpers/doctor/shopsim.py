@@ -1,4 +1,4 @@
-"""ShopSimulator (M6) and exposure (design.md §5): the checkout is there, its port is free, and
+"""ShopSimulator (M6) and exposure (architecture §5): the checkout is there, its port is free, and
 which ports the run opens on which addresses."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Versions inside the activated slime env against SLIME_LOCK (env/slime.lock, memo M5)."""
+"""Versions inside the activated slime env against SLIME_LOCK (env/slime.lock, M5)."""
 
 from __future__ import annotations
 

@@ -3,11 +3,12 @@ submit (POST /api/jobs/, what `ray job submit --submission-id ID --runtime-env-j
 watch (GET /api/jobs/<id>), stop (POST /api/jobs/<id>/stop, what `ray job stop ID` sends).
 
 Submitting over HTTP rather than through the `ray` CLI keeps the runtime env off every command
-line (nothing in `ps`) and saves the CLI's 1-2 s of imports per round (design.md §10). The
+line (nothing in `ps`) and saves the CLI's 1-2 s of imports per round (architecture §10). The
 submission id is recorded in runs/<RUN>/slime-job.json, so `make stop` and `make resume` can stop a job
 the driver no longer watches.
 
-slime waits forever for a placement group when GPUs are short (slime-interface.md §1.5), so the
+slime waits forever for a placement group when GPUs are short (slime/ray/placement_group.py logs
+"Waiting for placement group" every 30 s and never gives up), so the
 watcher applies its own deadline to "started training": the rollout plugin touches a marker file
 on its first episode. The job's final status, exit code and message come back to the driver.
 """

@@ -1,5 +1,5 @@
 """The run's long-lived services, defined once: how each starts, which address it needs, when it
-is ready (design.md §5).
+is ready (architecture §5).
 
 | service     | runs in      | command                                   | ready when                      |
 |-------------|--------------|-------------------------------------------|---------------------------------|

@@ -55,7 +55,7 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         "--custom-config-path", str(lay.plugin_config(r)),
         *plugin_flags,
     ]
-    if cfg.flag("SAVE_HF"):  # HF weights written from the GPUs at the round's final save (design.md §7)
+    if cfg.flag("SAVE_HF"):  # HF weights written from the GPUs at the round's final save (architecture §7)
         argv += ["--save-hf", str(lay.save_dir / "hf-{rollout_id:07d}")]
     if not cfg.flag("SAVE_OPTIM"):
         argv += ["--no-save-optim", "--no-load-optim"]

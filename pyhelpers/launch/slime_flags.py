@@ -19,7 +19,7 @@ SLIME_TRAIN_FLAGS = frozenset({
     # placement and parallelism (M1, M7)
     "--actor-num-nodes", "--actor-num-gpus-per-node", "--num-gpus-per-node", "--colocate",
     "--rollout-num-gpus-per-engine", "--tensor-model-parallel-size", "--sequence-parallel",
-    # model and checkpoints (M12, design.md §7)
+    # model and checkpoints (M12, architecture §7)
     "--hf-checkpoint", "--ref-load", "--load", "--save", "--save-interval", "--save-hf",
     "--no-save-optim", "--no-load-optim",
     # data and rounds

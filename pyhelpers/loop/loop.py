@@ -1,4 +1,4 @@
-"""The training loop's decisions, in one long-lived process: `pyhelpers run loop` (design.md §4).
+"""The training loop's decisions, in one long-lived process: `pyhelpers run loop` (architecture §4).
 
 bin/train (bash) takes the run lock, traps signals, stops what a killed driver left, sources
 slime's model script, and starts this loop as its own child. The loop derives the next stage from
@@ -20,7 +20,7 @@ Each restart is an event (`run-restart`: stage, cause, log excerpt), shown by `m
 Notifications (pyhelpers/loop/notify.py) go out on start, each round's end, restarts and the end.
 
 One process for the whole run keeps each round transition to a few hundred milliseconds of our
-own time (design.md §10: no interpreter start or `import transformers` per stage). It dies with
+own time (architecture §10: no interpreter start or `import transformers` per stage). It dies with
 the driver (PR_SET_PDEATHSIG): everything long-lived it starts -- the job, the services, the
 converter -- is recorded (pids/, slime-job.json), so `make resume` finds and stops it.
 TERM/INT (make stop, Ctrl-C) raise Stopped wherever the loop is; each stage's `finally` stops

@@ -14,7 +14,7 @@ In order, each step safe to repeat (re-running after an interruption continues w
    differs it is reported as damaged at the source -- nothing is resumed from it;
 6. the `hf` symlink re-created (relative);
 7. the data/model checks of `make doctor`, W&B login, .env (secrets are never copied), and the
-   packed configuration compared with this one (run.json, design.md §3);
+   packed configuration compared with this one (run.json, architecture §3);
 8. the exact `make resume` that continues the run.
 
 Until step 5 passes, runs/<RUN>/MIGRATING makes `make resume` refuse. Exit status: 0 ready to

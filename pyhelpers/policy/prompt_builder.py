@@ -1,7 +1,7 @@
 """The one prompt builder of evaluation and training rollouts: chat template once, then tokens.
 
 Both the eval runner and the slime rollout plugin build an episode's token stream here, so val and
-gate see exactly what training sees (interfaces.md, SGLang). The chat template is rendered ONCE, to
+gate see exactly what training sees (both send token ids to SGLang's /generate). The chat template is rendered ONCE, to
 the initial prompt (system prompt + skills block, the task's user message, generation prompt).
 After that nothing is re-rendered: each turn appends
 

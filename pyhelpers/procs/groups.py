@@ -1,4 +1,4 @@
-"""Services in their own process groups: start with a pidfile, stop the group, report (design.md §5).
+"""Services in their own process groups: start with a pidfile, stop the group, report (architecture §5).
 
 A service is started with `start()`: its own session (setsid, so pid == process group id ==
 session id), stdin from /dev/null, stdout+stderr appended to `<logs>/<name>.log`, and no

@@ -1,4 +1,4 @@
-"""TCP ports: is one free, who holds it, and the error that names the holder (design.md §5).
+"""TCP ports: is one free, who holds it, and the error that names the holder (architecture §5).
 
 `who_holds_port` reads /proc/net/tcp{,6} for listening sockets and maps their inodes to pids by
 scanning /proc/*/fd; a socket owned by another user shows up with pid None (its fds are not

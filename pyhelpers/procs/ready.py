@@ -1,4 +1,4 @@
-"""Waiting until a service answers: probes, a deadline, exponential backoff (design.md §5).
+"""Waiting until a service answers: probes, a deadline, exponential backoff (architecture §5).
 
 A probe is any callable returning (ready, detail) — `detail` says what the last attempt saw
 ("connection refused", "HTTP 503"). Built-in probes: HTTP status, TCP connect, a command's exit

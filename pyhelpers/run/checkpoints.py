@@ -1,4 +1,4 @@
-"""Megatron checkpoints and HF exports on disk (M12, design.md §7).
+"""Megatron checkpoints and HF exports on disk (M12, architecture §7).
 
 A Megatron save counts only when it is complete: the tracker file names it, or its torch_dist
 files (`.metadata` and `common.pt`) are all present. Rotation keeps the newest complete save and

@@ -1,4 +1,4 @@
-"""Where a run's files live (design.md §4), in one place.
+"""Where a run's files live (architecture §4), in one place.
 
 State lives in RUNS_DIR/<RUN_NAME>/ and weights in TRAIN_SAVE/<RUN_NAME>/. Everything the toolkit
 writes into a run's files is relative to one of these two roots, so a run can move machines.

@@ -1,4 +1,4 @@
-"""The run lock: one driver per run, held with flock (design.md §5).
+"""The run lock: one driver per run, held with flock (architecture §5).
 
 The bash driver runs `pyhelpers proc hold-lock` as a coprocess (take_run_lock in bin/lib.sh),
 which opens `runs/<RUN_NAME>/lock`, takes the flock with `take()` and holds it until TERM, or

@@ -1,5 +1,5 @@
 """run.json: the resolved configuration a run was started with (no secrets, no machine paths),
-and the comparison `make resume` makes against it (design.md §3).
+and the comparison `make resume` makes against it (architecture §3).
 
 A change that would corrupt the run (batch shape, TP, lengths, reward, model) is refused, naming
 each difference; a harmless one (more ROUNDS, concurrency, timeouts, ports) is allowed and

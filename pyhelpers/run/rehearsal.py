@@ -1,4 +1,4 @@
-"""Keeping rehearsals and real runs apart (design.md §9).
+"""Keeping rehearsals and real runs apart (architecture §9).
 
 A rehearsal (`make rehearse`) runs on stand-ins, under its own RUN_NAME, with a scratch
 TRAIN_SAVE. It marks its outputs: run.json says `"rehearsal": true` and TRAIN_SAVE/<RUN_NAME>/

@@ -1,4 +1,4 @@
-"""Where a run stands, derived from its artifacts (design.md §4) — never from a status file.
+"""Where a run stands, derived from its artifacts (architecture §4) — never from a status file.
 
 `position()` finds the first round whose inject artifact is missing, then the first stage of that
 round whose done() (pyhelpers/loop/stages/<stage>.py) is false. `check_resume_round()` checks a

@@ -1,4 +1,4 @@
-"""Stopping a run: the driver, then everything it started, by process group (design.md §5).
+"""Stopping a run: the driver, then everything it started, by process group (architecture §5).
 
 `stop_run()` is `make stop` from another shell. A stop is final: it writes runs/<RUN>/stopped
 first, which the driver (and its self-healing restarts) read before starting anything, then:

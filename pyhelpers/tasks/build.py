@@ -16,7 +16,7 @@ file). So:
   looked up in it by (asin, instruction): exact;
 - without one, the sources are enumerated as one list, eval-named files first, then train-named,
   then the rest: correct only if the server's file is exactly that concatenation. The build report
-  says which basis was used. Caution (platform-facts §6.2): the audit counts eval 1459 + train
+  says which basis was used. Caution (ShopSimulator's published data): an audit counts eval 1459 + train
   21962 records and a downstream project reports eval = indices 0–1458, yet upstream's single-turn
   config runs 1495 tasks; check a few indices against the running server before trusting numbers.
 

@@ -1,4 +1,4 @@
-"""`pyhelpers run log-wandb`: whatever the run has not logged to W&B yet, once (design.md §8).
+"""`pyhelpers run log-wandb`: whatever the run has not logged to W&B yet, once (architecture §8).
 
 The figures come from the files the stages wrote (val/gate summary.json, gate decisions, the
 analyst's stats.json), so logging can wait: it runs in the background after each evaluation (off

@@ -1,4 +1,4 @@
-"""`make wandb-sync`: upload a run's offline W&B data later (design.md §8, M17).
+"""`make wandb-sync`: upload a run's offline W&B data later (architecture §8, M17).
 
 With WANDB_MODE=offline every process of the run (slime, val, gate, analyst) writes its W&B run
 under runs/<RUN_NAME>/wandb/wandb/offline-run-*/. `wandb sync` uploads one such directory and

@@ -3,11 +3,12 @@
 `log_once` opens a run with group=, job_type=, a deterministic id= and dir=, lets the caller log
 into it, finishes it, and then writes a marker `<run_dir>/wandb/logged/<id>.json`. A second call
 for the same id (a resumed stage) finds the marker and logs nothing: in offline mode W&B ignores
-resume= and would write a second copy of the run (platform-facts §4.2), so the marker, not W&B,
+resume= and would write a second copy of the run (a new offline-run-<ts>-<id> dir per start,
+seen with wandb 0.31.0), so the marker, not W&B,
 is what makes "logged once" true. A crash before the marker means the figures are logged again
 by the resumed stage under the same id (never lost; `wandb sync` merges same-id runs).
 
-W&B files go to `<run_dir>/wandb` (design.md: WANDB_DIR of every process of the run). wandb is
+W&B files go to `<run_dir>/wandb` (docs/architecture.md: WANDB_DIR of every process of the run). wandb is
 imported inside the function, so commands that do not log start fast. Secrets: config keys that
 config.is_secret() names are dropped; nothing of ours is put on argv (W&B records argv).
 """

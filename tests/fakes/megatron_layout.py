@@ -1,4 +1,5 @@
-"""Writes Megatron's torch_dist checkpoint layout as slime's --save does (slime-interface.md §4):
+"""Writes Megatron's torch_dist checkpoint layout as slime's --save does (Megatron's
+dist_checkpointing via slime/backends/megatron_utils/checkpoint.py at 624b824):
 DIR/iter_%07d/{__0_0.distcp, .metadata, common.pt}, DIR/rollout/global_dataset_state_dict_<id>.pt,
 then DIR/latest_checkpointed_iteration.txt last. Bytes are a pure function of the iteration, so
 "the same as an uninterrupted run" can be compared byte for byte. Used by the fake slime train.py,

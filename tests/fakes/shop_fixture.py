@@ -6,7 +6,7 @@
     # fx["eval_file"], fx["train_file"]: fine_items_{eval,train}_standard.jsonl (published split)
     # fx["policy"]: fake_sglang --fake-policy file; fx["tasks"]: [{idx, instruction, asin, ...}]
 
-Records follow ShopSimulator's format (platform-facts §6.2). Products come in pairs that share a
+Records follow ShopSimulator's published dataset format (docs/shopsim_protocol.md). Products come in pairs that share a
 search word (款式<k>) but differ in category, attributes, options and price, so the partner is
 the natural wrong product. With quirks=True the file also holds what upstream skips when it
 enumerates goals (a record without attributes, a duplicate asin, an over-long asin) and a record

@@ -1,4 +1,4 @@
-"""The evaluate stage of a round (and the baseline val), in one process (design.md §4, M9).
+"""The evaluate stage of a round (and the baseline val), in one process (architecture §4, M9).
 
 1. ShopSimulator up (restarted by a watchdog thread if it dies, SHOPSIM_MAX_RESTARTS), every
    slot released: training has stopped and the run owns the simulator;

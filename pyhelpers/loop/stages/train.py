@@ -1,4 +1,4 @@
-"""The train stage of round r, in one process (design.md §4; M1, M6-M8, M10, M11, M15).
+"""The train stage of round r, in one process (architecture §4; M1, M6-M8, M10, M11, M15).
 
 1. the round's slime.yaml (round 0's bank from SEED_BANK or empty), the disk guard;
 2. ShopSimulator and the Ray head up (both stay up for later rounds; the driver stops them at the

@@ -2,7 +2,8 @@
 """Stand-in for slime's train.py (v0.3.1, 624b824) inside a real (CPU) Ray job, for rehearsals.
 
 Submitted by the training loop exactly as the real one: `python3 train.py ${MODEL_ARGS[@]} <flags>`
-as a Ray job. What it does, in slime's order (slime-interface.md §1.4, §4, §5):
+as a Ray job. What it does, in slime's order (slime 624b824 train.py, slime/ray/rollout.py,
+slime/backends/megatron_utils/checkpoint.py):
 
 1. Flags: every name must be in the pinned flag list (env/flags/slime_train_flags.txt) — the real
    parser ignores unknown names silently; the stand-in exits 2,

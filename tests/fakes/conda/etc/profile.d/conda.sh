@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Conda stand-in (design.md §9): sourced like $CONDA_ROOT/etc/profile.d/conda.sh, it defines a
+# Conda stand-in (architecture §9): sourced like $CONDA_ROOT/etc/profile.d/conda.sh, it defines a
 # `conda` function whose `activate NAME|PREFIX` does what real activation does for our purposes:
 # sets CONDA_PREFIX / CONDA_DEFAULT_ENV, puts the env's bin/ first on PATH and sources the env's
 # etc/conda/activate.d/*.sh in order; `deactivate` sources deactivate.d/*.sh and undoes it.

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Stand-in for slime's scripts/models/qwen3.5-4B.sh: defines MODEL_ARGS, the Megatron architecture
-# flags of Qwen3.5-4B (interfaces.md: 32 layers, hidden 2560, vocab 248,320, tied embeddings), in
+# flags of Qwen3.5-4B (32 layers, hidden 2560, vocab 248,320, tied
+# embeddings: slime 624b824 scripts/models/qwen3.5-4B.sh), in
 # the form slime's model scripts use. Every name is a real flag of the pinned stack.
 # shellcheck disable=SC2034  # read by the script that sources this file
 MODEL_ARGS=(
