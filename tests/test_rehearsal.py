@@ -52,6 +52,10 @@ def test_a_rehearsal_leaves_every_artifact_of_a_run(reference):
     assert (run.save_dir / "REHEARSAL").is_file()
     assert list((run.run_dir / "pids").glob("*.json")) == []
     assert run.lock_holder() is None
+    # Each train and evaluate stage freed the simulator's pool before anything played (a killed job,
+    # or a reset that failed after pack_api popped a slot, leaves slots taken nobody can name).
+    freed = {(e["round"], e["stage"]) for e in run.events("shopsim-slots-freed")}
+    assert {(r, s) for r in range(ROUNDS) for s in ("train", "evaluate")} <= freed, freed
     ends = {(e["round"], e["stage"]) for e in run.events() if e["kind"] == "stage-end" and e["status"] == 0}
     assert ends == {(r, s) for r in range(ROUNDS) for s in ("train", "rotate", "export", "compile", "evaluate",
                                                               "inject") if r or s != "rotate"}

@@ -316,3 +316,31 @@ def test_check_reset_compares_instruction_then_goal_options():
         check_reset(task, reset("Instruction: 买蓝色连衣裙", ["红色"]))
     with pytest.raises(TaskError, match="goal options.*蓝色.*红色"):  # same text, another goal
         check_reset(task, reset("Instruction: 买红色连衣裙", ["蓝色"]))
+
+
+def test_a_stage_frees_every_slot_a_killed_client_left_and_records_it(toolkit_env, tmp_path, fixture_dir):
+    """The train and evaluate stages free the pool before anything plays: a killed job or a reset
+    that failed after the pop leaves slots taken that nobody can name (issue 17 §4)."""
+    from pyhelpers.config.load import load
+    from pyhelpers.launch import services
+    from pyhelpers.run import events
+    from pyhelpers.run.layout import RunLayout
+
+    small = start_fake_shopsim(fixture_dir["server_file"], slots=3, seed=1, retries=1, delay=0.05)
+    try:
+        async def leak():
+            async with ShopSimClient(small.url) as c:
+                await c.reset(0)  # never released: as a killed client leaves it
+                with pytest.raises(p.BadTaskIndex):
+                    await c.reset(999)
+        run(leak())
+        assert _free(small) == 1
+        cfg = load({**toolkit_env, "SHOPSIM_HOST": "127.0.0.1", "SHOPSIM_PORT": str(small.port)})
+        lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
+        lay.run_dir.mkdir(parents=True)
+        said = services.free_all_slots(cfg, lay, "train", 3)
+        assert "All environments" in said and _free(small) == 3
+        got = [e for e in events.read(lay.run_dir) if e["kind"] == "shopsim-slots-freed"]
+        assert [(e["stage"], e["round"]) for e in got] == [("train", 3)]
+    finally:
+        stop(small)

@@ -129,15 +129,19 @@ def stop(cfg, lay: RunLayout, *names: str) -> list[str]:
     return [r.message for r in procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=names, missing_ok=True)]
 
 
-def release_all_slots(cfg) -> str:
-    """Free every ShopSimulator slot (the run owns the simulator and nothing is playing)."""
+def free_all_slots(cfg, lay: RunLayout, stage: str, round_: int | None) -> str:
+    """Free every ShopSimulator slot before a stage plays (the run owns the simulator and nothing
+    is playing): a killed job leaves the slots it held taken, and so does a reset that failed after
+    pack_api popped a slot (docs/shopsim_protocol.md); nobody can name those. An event records it."""
     from pyhelpers.shopsim.client import ShopSimClient
 
     async def call():
         async with ShopSimClient(f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}") as client:
             return await client.release_all()
 
-    return str(asyncio.run(call()))
+    said = str(asyncio.run(call()))
+    events.append(lay.run_dir, "shopsim-slots-freed", stage=stage, round=round_)
+    return said
 
 
 def restarts(lay: RunLayout, round_: int, name: str = "shopsim") -> int:

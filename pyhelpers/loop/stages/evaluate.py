@@ -68,7 +68,7 @@ def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     model = str(cfg.path("HF_MODEL") if baseline else lay.hf_link)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
-    echo(f"ShopSimulator: {services.release_all_slots(cfg)}")
+    echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, 'evaluate', r)}")
     stop = threading.Event()
     watchdog = None
     if r is not None:

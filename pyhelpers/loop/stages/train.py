@@ -2,7 +2,8 @@
 
 1. the round's slime.yaml (round 0's bank from SEED_BANK or empty), the disk guard;
 2. ShopSimulator and the Ray head up (both stay up for later rounds; the driver stops them at the
-   end), a watchdog thread that restarts a ShopSimulator dying mid-round (SHOPSIM_MAX_RESTARTS;
+   end), every simulator slot freed before the job starts (a killed job leaves the slots it held
+   taken), a watchdog thread that restarts a ShopSimulator dying mid-round (SHOPSIM_MAX_RESTARTS;
    beyond that the job is stopped and the stage fails, saying why);
 3. the Failure Analyst sidecar started beside training (its failures never stop training);
 4. the slime job submitted (pyhelpers.launch.rayjob, recorded submission id), its output copied into
@@ -150,6 +151,7 @@ def run(loop: Loop, r: int) -> None:
 
     prepare(cfg, lay, r, echo)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
+    echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, 'train', r)}")  # a killed job's slots too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
     stop, gave_up = threading.Event(), []
 
