@@ -7,7 +7,8 @@ pack_api has no "which slots are taken" request, and a killed client leaks every
   {"op": "held", "key": K, "env": E}             the reset answered: slot E is ours
   {"op": "done", "key": K, "env": E|null, "freed": true|false}
                                                  the attempt is over; freed=false when the release
-                                                 failed or the reset's answer was lost
+                                                 failed, or the reset failed in any way but "no
+                                                 free slot" (pack_api pops before it can fail)
 
 Lines are appended and flushed (one write each: a SIGKILL cannot lose a flushed line; no fsync, as
 an OS crash takes the simulator's pool with it). `outstanding()` replays the ledger: known slots
