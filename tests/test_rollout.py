@@ -197,5 +197,5 @@ def test_rollout_function_through_slimes_loop_returns_metrics(stack, tmp_path, b
     lines = (tmp_path / "round-000" / "rollout_metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["rollout_id"] for x in lines] == [0, 1]
     assert json.loads(lines[1])["metrics"] == {k: v for k, v in out.metrics.items() if k.startswith("rollout/shopsim/")}
-    assert stack.router_counts()["aborts"] == aborts + 2  # slime's end-of-step abort reached the engines
+    assert stack.router_counts()["aborts"] >= aborts + 2  # slime's end-of-step abort reached the engines
     assert stack.slot_state()["taken"] == []

@@ -157,7 +157,7 @@ def test_retry_hit_by_slimes_engine_abort_resends_after_the_step_loop(tmp_path):
             # on a loaded machine.
             for _ in range(200):
                 load = (await http.get(st.router_url + "/v1/loads")).json()
-                if load.get("num_reqs", 0) > 0:
+                if load["loads"][0]["num_running_reqs"] > 0:
                     break
                 await asyncio.sleep(0.02)
             await http.post(st.router_url + "/abort_request", json={"abort_all": True})
@@ -257,4 +257,39 @@ def test_a_bad_or_shifted_task_index_stops_the_step_naming_the_task_and_its_slot
         assert view["taken"] == [] and view["counts"]["reset_error"] == 1, view  # ... until the step ended
         assert figures["rollout/shopsim/unknown_slots_freed"] == 1.0
     finally:
+        st.close()
+
+
+def test_no_request_of_ours_is_in_flight_when_the_rollout_function_returns(tmp_path):
+    """Under --colocate slime releases the engines' memory right after the rollout function returns
+    (flush_cache, then release_memory_occupation, which SGLang allows only on an idle engine; the
+    stand-in's engine dies otherwise). Full-skill retries play on after slime's end-of-step abort
+    and drain's deadline cancels them: their /generate must not be left in flight."""
+    from slime.backends.sglang_utils.sglang_engine import SGLangEngine
+    from slime.rollout.base_types import call_rollout_fn
+    from slime.rollout.data_source import RolloutDataSourceWithBuffer
+    from slime.rollout.sample_hooks import set_current_rollout_id
+    from slime.utils.misc import load_function
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0, base_success=0.0)  # every episode fails
+    # Every /generate sent after slime's abort waits 60 s in the engine (or until the next abort);
+    # 40 ms per answer keeps the last failed episode's retry playing when slime aborts.
+    st = Stack(tmp_path, slots=12, fixture=fx, tokenizer=build_tokenizer(tmp_path / "tok"),
+               slow_s=60.0, slow_after_abort=True, engine_latency_ms=40)
+    try:
+        args = st.args(tmp_path / "round-000", bank_path=_bank(tmp_path), concurrency=4,
+                       yaml_extra={"retry_drain_timeout_s": 0.3}, rollout_batch_size=2, over_sampling_batch_size=2,
+                       n_samples_per_prompt=2, dynamic_sampling_filter_path=None)
+        source = RolloutDataSourceWithBuffer(args)
+        set_current_rollout_id(0)
+        out = call_rollout_fn(load_function(args.rollout_function_path), args, 0, source, evaluation=False)
+        assert out.metrics["rollout/shopsim/failures"] == 4
+        assert st.router_counts()["slowed"] >= 1  # a retry did send a turn after slime's abort
+        engine = SGLangEngine(st.router_url)
+        engine.release_memory_occupation()  # what slime's RolloutManager.offload does next
+        engine.resume_memory_occupation()
+        assert st.router_counts()["releases"] == 1
+        assert st.slot_state()["taken"] == []
+    finally:
+        GenerateState(args).reset()
         st.close()

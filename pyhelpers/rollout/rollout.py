@@ -13,6 +13,8 @@ once per step (via slime.rollout.base_types.call_rollout_fn) and logs the return
 4. drains the step's full-skill retries on slime's event loop (retry.drain), even when slime's
    loop raised -- then the step is abandoned (it replays after a resume): unfinished retries are
    cancelled at once and write no record, so the replay's complete records win;
+   then (a completed step) aborts what is left of them on the engines and waits until every
+   engine is idle (engines.py): slime releases the engines' memory right after we return;
 5. adds rollout/shopsim/* to the output's metrics and appends them to rollout_metrics.jsonl.
 Evaluation calls go straight to slime's function (the toolkit's val/gate run outside slime).
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pyhelpers.rollout import metrics, retry, runtime, settings, slime_compat
+from pyhelpers.rollout import engines, metrics, retry, runtime, settings, slime_compat
 
 
 def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: bool = False) -> Any:
@@ -38,7 +40,7 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
         step.abandoned = True
         raise
     finally:
-        slime_compat.run_on_slime_loop(_finish(step, s.retry_drain_timeout_s))
+        slime_compat.run_on_slime_loop(_finish(step, s.retry_drain_timeout_s, runtime.router_url(args)))
     figures = metrics.summarize(step)
     metrics.append_jsonl(s.metrics_path, s.round, int(rollout_id), figures)
     if not hasattr(output, "metrics"):  # a legacy bare list of groups
@@ -55,5 +57,7 @@ def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
         marker.write_text(f"{rollout_id}\n", encoding="utf-8")
 
 
-async def _finish(step: metrics.Step, timeout: float) -> None:
+async def _finish(step: metrics.Step, timeout: float, router: str) -> None:
     await retry.drain(runtime.current(), step, timeout)
+    if not step.abandoned:  # an abandoned step's job is going down with its engines
+        await engines.abort_until_idle(router)

@@ -11,10 +11,23 @@ What the rollout plugin and slime's rollout loop use of the router, and no more:
 - POST /abort_request: every /generate in flight answers at once with finish_reason "abort"
   (SGLang answers an aborted request with what it generated so far: here the first half of the
   output, with its log-probs);
-- GET /health, GET /v1/loads (num_reqs in flight).
+- GET /health; GET /v1/loads in SGLang 0.5.15.post1's shape (sglang/srt/entrypoints/v1_loads.py:
+  {"timestamp", "version", "loads": [{"dp_rank", "num_running_reqs", "num_waiting_reqs", ...}]}),
+  which slime's abort polls until no request is left (slime server_control.py:43-63);
+- the engine's memory calls slime makes after every rollout under --colocate (SGLangEngine
+  .release_memory_occupation, slime sglang_engine.py:270-289,328-330): GET|POST /flush_cache answers
+  400 while a request is in flight (SGLang http_server.py:862-877); POST /release_memory_occupation
+  while a request is in flight is SGLang's scheduler assertion (weight_updater.py:184-187): the
+  engine dies -- here the process answers 500 with the assertion text, then exits 1;
+  POST /resume_memory_occupation. A /generate while released answers 500 (the fake's stand-in for
+  an engine without its weights and KV cache).
+A request whose client went away stays in flight until the worker answers or an abort ends it
+(stricter than SGLang, which notices a disconnect within seconds).
 Faults (fake only): a deterministic share (--slow-share, by hash of (seed, input_ids)) of
-/generate calls waits --slow-s seconds before being forwarded: a policy that is too slow. An abort
-ends that wait too. GET /debug/counts: requests, slowed, aborted. Stdlib only.
+/generate calls waits --slow-s seconds before being forwarded: a policy that is too slow; with
+--slow-after-abort every /generate that arrives after the first abort waits so (a request sent
+after slime's end-of-step abort). An abort ends that wait too. GET /debug/counts: requests,
+slowed, aborted, aborts, flushes, releases. Stdlib only.
 """
 
 from __future__ import annotations
@@ -22,8 +35,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler
@@ -35,17 +50,58 @@ except ImportError:
 
 
 class Router:
-    def __init__(self, worker: str, slow_share: float, slow_s: float, seed: int):
+    def __init__(self, worker: str, slow_share: float, slow_s: float, seed: int, slow_after_abort: bool = False):
         self.worker, self.slow_share, self.slow_s, self.seed = worker.rstrip("/"), slow_share, slow_s, seed
+        self.slow_after_abort = slow_after_abort
         self.cond = threading.Condition()
         self.generation = 0  # bumped by every abort
         self.inflight = 0
-        self.counts = {"requests": 0, "slowed": 0, "aborted": 0, "aborts": 0}
+        self.released = False  # release_memory_occupation until resume_memory_occupation
+        self.counts = {"requests": 0, "slowed": 0, "aborted": 0, "aborts": 0, "flushes": 0, "releases": 0}
         self.url = ""
 
-    def _slow(self, input_ids) -> bool:
+    def _slow(self, input_ids, generation: int) -> bool:
+        if self.slow_after_abort and generation > 0:
+            return True
         h = hashlib.sha256(f"{self.seed}:{json.dumps(input_ids)}".encode()).digest()
         return int.from_bytes(h[:8], "big") / 2 ** 64 < self.slow_share
+
+    def loads(self) -> dict:
+        with self.cond:
+            running = self.inflight
+        return {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "version": "0.5.15.post1",
+                "loads": [{"dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": 0,
+                           "num_used_tokens": 0, "num_total_tokens": 0, "token_usage": 0.0}]}
+
+    def flush_cache(self) -> tuple[int, bytes]:
+        with self.cond:
+            busy = self.inflight
+            self.counts["flushes"] += 1
+        if busy:
+            return 400, (f"Cache not flushed because there are pending requests. #queue-req: 0, "
+                         f"#running-req: {busy}").encode()
+        return 200, b"Cache flushed.\n"
+
+    def release_memory(self) -> tuple[int, bytes]:
+        """SGLang asserts the scheduler is idle; when it is not, the scheduler process dies and
+        takes the server with it (the caller sees an error, then nothing)."""
+        with self.cond:
+            busy = self.inflight
+            self.counts["releases"] += 1
+            self.released = not busy
+        if busy:
+            sys.stderr.write(f"fake_router: AssertionError: release_memory_occupation should be called only "
+                             f"when server is idle. ({busy} request(s) in flight)\n")
+            sys.stderr.flush()
+            threading.Timer(0.2, os._exit, args=(1,)).start()  # after the answer is on its way
+            return 500, json.dumps({"error": {"message": "release_memory_occupation should be called only "
+                                                         "when server is idle."}}).encode()
+        return 200, b"{}"
+
+    def resume_memory(self) -> tuple[int, bytes]:
+        with self.cond:
+            self.released = False
+        return 200, b"{}"
 
     def abort(self) -> None:
         with self.cond:
@@ -56,11 +112,14 @@ class Router:
     def generate(self, raw: bytes) -> tuple[int, bytes]:
         body = json.loads(raw or b"{}")
         with self.cond:
+            if self.released:
+                return 500, json.dumps({"error": {"message": "the engine released its memory "
+                                                             "(release_memory_occupation): no generate"}}).encode()
             start = self.generation
             self.inflight += 1
             self.counts["requests"] += 1
         try:
-            if self._slow(body.get("input_ids")):
+            if self._slow(body.get("input_ids"), start):
                 with self.cond:
                     self.counts["slowed"] += 1
                     self.cond.wait_for(lambda: self.generation != start, timeout=self.slow_s)
@@ -112,6 +171,12 @@ def make_handler(router: Router):
             if self.path == "/abort_request":
                 router.abort()
                 return self._send(200, b"{}")
+            if self.path == "/flush_cache":
+                return self._send(*router.flush_cache())
+            if self.path == "/release_memory_occupation":
+                return self._send(*router.release_memory())
+            if self.path == "/resume_memory_occupation":
+                return self._send(*router.resume_memory())
             self._send(404, b'{"detail": "Not Found"}')
 
         def do_GET(self):  # noqa: N802
@@ -120,7 +185,9 @@ def make_handler(router: Router):
             if self.path == "/workers":
                 return self._send(200, json.dumps({"workers": [{"url": router.url}]}).encode())
             if self.path.startswith("/v1/loads"):
-                return self._send(200, json.dumps({"num_reqs": router.inflight}).encode())
+                return self._send(200, json.dumps(router.loads()).encode())
+            if self.path == "/flush_cache":
+                return self._send(*router.flush_cache())
             if self.path == "/debug/counts":
                 with router.cond:
                     return self._send(200, json.dumps(router.counts).encode())
@@ -140,8 +207,10 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-share", type=float, default=0.0)
     ap.add_argument("--slow-s", type=float, default=30.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--slow-after-abort", action="store_true",
+                    help="fake only: every /generate after the first abort waits --slow-s (or the next abort)")
     args = ap.parse_args(argv)
-    router = Router(args.worker, args.slow_share, args.slow_s, args.seed)
+    router = Router(args.worker, args.slow_share, args.slow_s, args.seed, args.slow_after_abort)
     def banner(url: str) -> str:
         router.url = url
         return f"fake_router: {url} -> {args.worker}"

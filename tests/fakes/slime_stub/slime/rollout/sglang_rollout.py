@@ -6,8 +6,9 @@ while fewer than rollout_batch_size are pending; each sample goes through genera
 GenerateState.semaphore (a sample that gets the semaphore after the abort returns ABORTED; else the
 custom generate function from args.custom_generate_function_path, given `evaluation` only if it
 takes it; the RM is skipped when the generate set a reward); finished groups pass the dynamic
-filter; when enough are kept, abort() sets GenerateState.aborted, tells the engines to abort
-(POST /abort_request {"abort_all": true}) and waits for every pending group. No RM hub, no
+filter; when enough are kept, abort() sets GenerateState.aborted, aborts every engine the router
+lists until its /v1/loads shows no request (slime sglang_rollout.py:339-371, server_control.py)
+and waits for every pending group. No RM hub, no
 partial rollout, no multimodal, no tracing.
 """
 
@@ -17,6 +18,7 @@ import uuid
 
 import httpx
 
+from slime.backends.sglang_utils.server_control import abort_servers_until_idle
 from slime.rollout.base_types import RolloutFnTrainOutput
 from slime.rollout.filter_hub.base_types import (
     MetricGatherer,
@@ -93,25 +95,19 @@ async def generate_and_rm_group(args, group, sampling_params, evaluation=False):
     return list(await asyncio.gather(*tasks))
 
 
-async def _abort_engines(args):
+async def _worker_urls(args) -> list[str]:
     base = f"http://{args.sglang_router_ip}:{args.sglang_router_port}"
     async with httpx.AsyncClient(timeout=10.0, trust_env=False) as http:
-        try:
-            urls = [w["url"] for w in (await http.get(f"{base}/workers")).json()["workers"]]
-        except Exception:
-            urls = [base]  # the fake SGLang is its own router
-        for url in urls:
-            try:
-                await http.post(f"{url}/abort_request", json={"abort_all": True})
-            except Exception:
-                pass
+        resp = await http.get(f"{base}/workers")  # slime: http_utils.get, raises on failure
+        resp.raise_for_status()
+        return [w["url"] for w in resp.json()["workers"]]
 
 
 async def abort(args, rollout_id):
     state = GenerateState(args)
     assert not state.aborted
     state.aborted = True
-    await _abort_engines(args)
+    await abort_servers_until_idle(await _worker_urls(args))
     while state.pendings:
         _, state.pendings = await asyncio.wait(state.pendings, return_when=asyncio.FIRST_COMPLETED)
     return []
