@@ -99,6 +99,23 @@ def test_generate_shape_and_determinism(world):
     asyncio.run(over_budget())
 
 
+def test_generate_text_keeps_the_stop_token_under_slimes_sampling_params(world):
+    """SGLang trims the matched stop token from `text` unless no_stop_trim (sglang
+    detokenizer_manager.py:171-200) and drops special tokens unless skip_special_tokens=False
+    (sampling_params.py:107-109): slime sends both the other way, so its `text` ends in EOS."""
+    b = PromptBuilder(world["tok"])
+    ids = b.start(instruction=world["fx"]["tasks"][0]["instruction"]).token_ids
+    body = {"input_ids": ids, "return_logprob": True}
+    slime = _generate(world["sg"].url, {**body, "sampling_params": {
+        "max_new_tokens": 64, "skip_special_tokens": False, "no_stop_trim": True}})
+    plain = _generate(world["sg"].url, {**body, "sampling_params": {"max_new_tokens": 64}})
+    eos = world["tok"].convert_tokens_to_ids("<|im_end|>")
+    assert slime["meta_info"]["finish_reason"] == {"type": "stop", "matched": eos}
+    assert slime["output_ids"] == plain["output_ids"] and slime["output_ids"][-1] == eos
+    assert slime["text"] == plain["text"] + "<|im_end|>"
+    assert "<|im_end|>" not in plain["text"]
+
+
 async def _play(world, task, skills_block, max_turns=8):
     b = PromptBuilder(world["tok"])
     async with ShopSimClient(world["shop"].url) as shop, SGLangClient(world["sg"].url) as sg:

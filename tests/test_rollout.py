@@ -199,3 +199,13 @@ def test_rollout_function_through_slimes_loop_returns_metrics(stack, tmp_path, b
     assert json.loads(lines[1])["metrics"] == {k: v for k, v in out.metrics.items() if k.startswith("rollout/shopsim/")}
     assert stack.router_counts()["aborts"] >= aborts + 2  # slime's end-of-step abort reached the engines
     assert stack.slot_state()["taken"] == []
+
+
+def test_responses_the_episode_keeps_and_sends_carry_no_stop_token(stack, tmp_path, bank_file):
+    """slime's sampling params keep EOS in SGLang's `text`; the action sent to ShopSimulator and the
+    turn recorded in the spool are the reply without it."""
+    args = stack.args(tmp_path / "round-000", bank_path=bank_file, concurrency=4)
+    run_step(args, samples_for(stack, 2, 2), rollout_id=0)
+    recs = [json.loads(f.read_text()) for f in (tmp_path / "round-000" / "spool").glob("*.json")]
+    turns = [t for r in recs for ep in (r["failed"], r["retry"]) if ep for t in ep["turns"]]
+    assert turns and all("<|im_end|>" not in t["response"] for t in turns)

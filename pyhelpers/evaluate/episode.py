@@ -285,14 +285,15 @@ async def _turns(ctx: Context, spec: EpisodeSpec, tr, slot: EpisodeSlot, att: At
         att.generate_s += time.monotonic() - t0
         if out.aborted:
             raise SGLangUnavailable("/generate answered finish_reason abort")
-        b.add_response(tr, out.output_ids, out.logprobs, out.text)
+        reply = out.reply(b.decode)
+        b.add_response(tr, out.output_ids, out.logprobs, reply)
         att.turns += 1
-        action = extract_action(out.text)
+        action = extract_action(reply)
         att.actions.append(str(action) if action is not None else "")
         if ctx.epoch != epoch:
             raise SlotLost(f"the simulator went away since slot {slot.env_idx} was taken", action="interact")
         t0 = time.monotonic()
-        step = await slot.interact(out.text)
+        step = await slot.interact(reply)
         att.interact_s += time.monotonic() - t0
         owner = step.raw.get("idx")
         if isinstance(owner, int) and owner != int(task["shopsim_idx"]):

@@ -57,6 +57,18 @@ class GenerateResult:
     def aborted(self) -> bool:
         return self.finish_reason == "abort"
 
+    def reply(self, decode) -> str:
+        """The text without the stop token that ended it. slime samples with
+        skip_special_tokens=False and no_stop_trim=True, so SGLang's `text` ends in the EOS text
+        (sglang detokenizer_manager.py:171-200): the action, the spool and the next turn's
+        history take the reply without it. `decode(ids)` is the policy tokenizer's."""
+        matched = self.finish_detail.get("matched")
+        if self.finish_reason == "stop" and isinstance(matched, int) and self.output_ids[-1:] == [matched]:
+            tail = decode([matched])
+            if tail and self.text.endswith(tail):
+                return self.text[: -len(tail)]
+        return self.text
+
 
 def parse_generate(body: Any) -> GenerateResult:
     """One /generate answer (not a batch) as a GenerateResult; SGLangError when malformed."""

@@ -155,16 +155,17 @@ async def _turns(rt: Runtime, task: dict, ep: Episode, sampling_params: dict, ab
                 return
             if out.logprobs is None:
                 raise SGLangError("/generate answered without output_token_logprobs")
-            b.add_response(tr, out.output_ids, out.logprobs, out.text)
+            reply = out.reply(b.decode)
+            b.add_response(tr, out.output_ids, out.logprobs, reply)
             if out.aborted:
                 ep.termination = "aborted"
                 return
-            turn = {"response": out.text}
-            action = extract_action(out.text)
+            turn = {"response": reply}
+            action = extract_action(reply)
             if action is not None:
                 turn["action"] = str(action)
             ep.turns.append(turn)
-            step = await slot.interact(out.text)
+            step = await slot.interact(reply)
             if step.done or step.over:
                 ep.termination = "done" if step.done else "over"
                 ep.scores = step.scores

@@ -13,7 +13,8 @@ when it exists: the policy is the fake model's "weights", so an HF export carrie
 --latency-ms (default $FAKE_SGLANG_LATENCY_MS), --fake-group-size.
 
 Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /generate with SGLang's
-answer shape (text, output_ids, meta_info: id, finish_reason, prompt_tokens, completion_tokens,
+answer shape (text -- ending in the EOS text only with sampling_params skip_special_tokens=False and
+no_stop_trim=True, as slime sends them --, output_ids, meta_info: id, finish_reason, prompt_tokens, completion_tokens,
 cached_tokens, output_token_logprobs as [logprob, token_id, null]); HTTP 400 {"error": {"message"}}
 when input + max_new_tokens exceeds --context-length. The tokenizer is loaded from --model-path
 (tokenizer.json, as tests/support/tokenizer.py writes it).
@@ -202,7 +203,11 @@ class Model:
                 "completion_tokens": len(ids), "cached_tokens": 0}
         if return_logprob:
             meta["output_token_logprobs"] = [[-2.0 * unit(digest, i, t), t, None] for i, t in enumerate(ids)]
-        text = self.tok.decode([t for t in ids if t != self.eos], skip_special_tokens=True)
+        # SGLang's text: the matched stop token trimmed unless no_stop_trim, special tokens dropped
+        # unless skip_special_tokens is False (both default True/False: sampling_params.py:107-109,
+        # detokenizer_manager.py:171-200); output_ids always end in it. slime sends the opposite.
+        shown = ids[:-1] if finish["type"] == "stop" and not params.get("no_stop_trim", False) else ids
+        text = self.tok.decode(shown, skip_special_tokens=params.get("skip_special_tokens", True) is not False)
         return 200, {"text": text, "output_ids": ids, "meta_info": meta}
 
     def generate(self, body: dict) -> tuple[int, object]:
