@@ -151,3 +151,19 @@ def test_the_flag_lists_say_which_versions_they_were_read_from():
              for name in ("sglang_server_flags.txt", "slime_train_flags.txt")}
     assert "sglang==0.5.15.post1" in heads["sglang_server_flags.txt"]
     assert "slime 624b824" in heads["slime_train_flags.txt"] and "Megatron-LM 1dcf0daf" in heads["slime_train_flags.txt"]
+
+
+@pytest.mark.parametrize("link, environ, want", [
+    ("NV8", {}, "1"),          # NVLink between the GPUs: as slime's run scripts (scripts/run-qwen3-4B.sh:18-24)
+    ("SYS", {}, "0"),          # PCIe only
+    ("NV8", {"NCCL_NVLS_ENABLE": "0"}, "0"),  # a host that forbids NVLink multicast keeps its setting
+])
+def test_runtime_env_sets_nccl_nvls_from_the_gpu_topology(toolkit_env, monkeypatch, link, environ, want):
+    from conftest import FAKES
+
+    monkeypatch.setenv("NVIDIA_SMI", str(FAKES / "bin" / "nvidia-smi"))
+    monkeypatch.setenv("FAKE_GPU_LINK", link)
+    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+    for k, v in environ.items():
+        monkeypatch.setenv(k, v)
+    assert launch_args.runtime_env(config.load())["env_vars"]["NCCL_NVLS_ENABLE"] == want

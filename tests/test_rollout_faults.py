@@ -293,3 +293,27 @@ def test_no_request_of_ours_is_in_flight_when_the_rollout_function_returns(tmp_p
     finally:
         GenerateState(args).reset()
         st.close()
+
+
+def test_a_transient_router_error_is_retried_not_an_infra_error(tmp_path):
+    """slime's own post retries any failed request (http_utils.py:165-198); a router briefly
+    without an engine (503) must not turn an episode into an infra_error."""
+    from pyhelpers.rollout.generate import generate
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0, base_success=0.5)
+    st = Stack(tmp_path, slots=12, fixture=fx, tokenizer=build_tokenizer(tmp_path / "tok"), router_fail_first=3)
+    try:
+        args = st.args(tmp_path / "round-000", concurrency=4)
+
+        async def main():
+            step = metrics.begin(0)
+            out = await asyncio.gather(*(generate(args, s, sampling_params(args)) for s in _samples(fx["tasks"], 2, 2)))
+            await retry.drain(runtime.current(), step, 10.0)
+            await runtime.close_all()
+            return out
+
+        out = asyncio.run(main())
+        assert st.router_counts()["failed"] == 3
+        assert [s.metadata["shopsim"]["termination"] for s in out if s.remove_sample] == []
+    finally:
+        st.close()

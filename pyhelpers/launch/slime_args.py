@@ -6,10 +6,11 @@ placed on a command line: the key reaches slime through the Ray head's environme
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from pyhelpers.config.load import Config
-from pyhelpers.launch import slime_flags
+from pyhelpers.launch import gpu_topology, slime_flags
 from pyhelpers.run.layout import RunLayout
 
 # slime's filter that keeps groups whose rewards are not all equal (M10).
@@ -66,10 +67,11 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
 
 
 def runtime_env(cfg: Config) -> dict:
-    """The job's runtime env: import paths only, never a secret (Ray shows it in the job's info;
-    the job inherits the Ray head's environment, which carries WANDB_API_KEY)."""
+    """The job's runtime env: import paths and slime's NCCL setting, never a secret (Ray shows it
+    in the job's info; the job inherits the Ray head's environment, which carries WANDB_API_KEY)."""
     pythonpath = ":".join([str(cfg.path("MEGATRON_DIR")), str(cfg.root), str(cfg.path("SLIME_DIR"))])
-    return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1"}}
+    return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+                         "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg["NVIDIA_SMI"], os.environ)}}
 
 
 def slime_entrypoint(cfg: Config, model_args: list[str], slime_args: list[str]) -> str:

@@ -12,7 +12,8 @@ Evaluation generates exactly as slime's rollouts do: POST /generate with `input_
 (`output_token_logprobs` entries are (logprob, token_id, text-or-None) tuples from
 TokenizerManager.detokenize_logprob_tokens; slime's sglang_rollout takes item[1] as the token and
 item[0] as its log-prob, and so does this module). A request SGLang refuses (e.g. longer than the
-server's context length) is HTTP 400 with {"error": {"message": ...}}.
+server's context length) is HTTP 400 with {"error": {"message": ...}}. A transient failure (a
+refused connection, 502/503/504/429 from the router) is sent again, a few times (TRANSIENT_*).
 
 `parse_generate(body)` is transport-free, for callers that post through another client (slime's
 http_utils.post in the plugin). Stdlib + httpx at import.
@@ -20,10 +21,22 @@ http_utils.post in the plugin). Stdlib + httpx at import.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+log = logging.getLogger(__name__)
+
+# Answers that say "not now" rather than "not this request": a router with no engine ready
+# (503), a proxy or router that lost its engine (502/504), overload (429). slime's own post
+# retries every failure 60 times, 1 s apart (slime 624b824, slime/utils/http_utils.py:165-198);
+# here only these and a refused/reset connection, a few times: a 4xx is the request's fault and a
+# read timeout already waited a whole generation.
+TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+TRANSIENT_ERRORS = (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ConnectTimeout)
 
 
 class SGLangError(Exception):
@@ -100,8 +113,10 @@ class SGLangClient:
     """One shared client per process; `timeout` bounds one generation (long responses take time)."""
 
     def __init__(self, base_url: str, *, timeout: float = 600.0, connect_timeout: float = 5.0,
-                 max_connections: int = 512, transport: httpx.AsyncBaseTransport | None = None):
+                 max_connections: int = 512, transport: httpx.AsyncBaseTransport | None = None,
+                 retries: int = 5, retry_delay: float = 1.0):
         self.base_url = base_url.rstrip("/")
+        self.retries, self.retry_delay = retries, retry_delay
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self._http = httpx.AsyncClient(limits=limits, trust_env=False, transport=transport,
                                        timeout=httpx.Timeout(timeout, connect=connect_timeout, pool=timeout))
@@ -122,12 +137,7 @@ class SGLangClient:
             raise ValueError("sampling_params needs max_new_tokens (= ROLLOUT_MAX_RESPONSE_LEN, capped)")
         payload = {"input_ids": list(input_ids), "sampling_params": dict(sampling_params),
                    "return_logprob": return_logprob, **(extra or {})}
-        try:
-            resp = await self._http.post(self.base_url + "/generate", json=payload)
-        except httpx.TimeoutException as exc:
-            raise SGLangUnavailable(f"/generate gave no answer in time ({type(exc).__name__})") from exc
-        except httpx.HTTPError as exc:
-            raise SGLangUnavailable(f"/generate: {type(exc).__name__}: {exc}") from exc
+        resp = await self._post_retrying("/generate", payload)
         if resp.status_code != 200:
             try:
                 detail = resp.json().get("error", {}).get("message", resp.text)
@@ -140,6 +150,29 @@ class SGLangClient:
         except ValueError as exc:
             raise SGLangError(f"/generate answer is not JSON: {resp.text[:200]}") from exc
         return parse_generate(body)
+
+    async def _post_retrying(self, path: str, payload: dict) -> httpx.Response:
+        """POST, sent again after a transient failure (TRANSIENT_*), `retries` times at most."""
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                resp = await self._http.post(self.base_url + path, json=payload)
+            except TRANSIENT_ERRORS as exc:
+                if last:
+                    raise SGLangUnavailable(f"{path}: {type(exc).__name__}: {exc} ({attempt + 1} tries)") from exc
+                why = type(exc).__name__
+            except httpx.TimeoutException as exc:
+                raise SGLangUnavailable(f"{path} gave no answer in time ({type(exc).__name__})") from exc
+            except httpx.HTTPError as exc:
+                raise SGLangUnavailable(f"{path}: {type(exc).__name__}: {exc}") from exc
+            else:
+                if resp.status_code not in TRANSIENT_STATUS or last:
+                    return resp
+                why = f"HTTP {resp.status_code}"
+            log.info("%s%s: %s, sending it again (try %d of %d)", self.base_url, path, why, attempt + 2,
+                     self.retries + 1)
+            await asyncio.sleep(self.retry_delay)
+        raise AssertionError("unreachable")
 
     async def health(self, timeout: float = 5.0) -> bool:
         """True when GET /health answers 200 (the server is ready to generate)."""

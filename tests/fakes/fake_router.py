@@ -26,7 +26,9 @@ A request whose client went away stays in flight until the worker answers or an 
 Faults (fake only): a deterministic share (--slow-share, by hash of (seed, input_ids)) of
 /generate calls waits --slow-s seconds before being forwarded: a policy that is too slow; with
 --slow-after-abort every /generate that arrives after the first abort waits so (a request sent
-after slime's end-of-step abort). An abort ends that wait too. GET /debug/counts: requests,
+after slime's end-of-step abort). An abort ends that wait too. --fail-first N: the first N
+/generate calls answer 503 without reaching the engine (a router between engines, e.g. while one
+restarts: what slime's own post retries, slime http_utils.py:165-198). GET /debug/counts: requests,
 slowed, aborted, aborts, flushes, releases. Stdlib only.
 """
 
@@ -50,14 +52,17 @@ except ImportError:
 
 
 class Router:
-    def __init__(self, worker: str, slow_share: float, slow_s: float, seed: int, slow_after_abort: bool = False):
+    def __init__(self, worker: str, slow_share: float, slow_s: float, seed: int, slow_after_abort: bool = False,
+                 fail_first: int = 0):
         self.worker, self.slow_share, self.slow_s, self.seed = worker.rstrip("/"), slow_share, slow_s, seed
         self.slow_after_abort = slow_after_abort
+        self.fail_left = fail_first
         self.cond = threading.Condition()
         self.generation = 0  # bumped by every abort
         self.inflight = 0
         self.released = False  # release_memory_occupation until resume_memory_occupation
-        self.counts = {"requests": 0, "slowed": 0, "aborted": 0, "aborts": 0, "flushes": 0, "releases": 0}
+        self.counts = {"requests": 0, "slowed": 0, "aborted": 0, "aborts": 0, "flushes": 0, "releases": 0,
+                       "failed": 0}
         self.url = ""
 
     def _slow(self, input_ids, generation: int) -> bool:
@@ -112,6 +117,10 @@ class Router:
     def generate(self, raw: bytes) -> tuple[int, bytes]:
         body = json.loads(raw or b"{}")
         with self.cond:
+            if self.fail_left > 0:
+                self.fail_left -= 1
+                self.counts["failed"] += 1
+                return 503, json.dumps({"error": {"message": "No available workers (fake --fail-first)"}}).encode()
             if self.released:
                 return 500, json.dumps({"error": {"message": "the engine released its memory "
                                                              "(release_memory_occupation): no generate"}}).encode()
@@ -209,8 +218,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--slow-after-abort", action="store_true",
                     help="fake only: every /generate after the first abort waits --slow-s (or the next abort)")
+    ap.add_argument("--fail-first", type=int, default=0, help="fake only: the first N /generate answer 503")
     args = ap.parse_args(argv)
-    router = Router(args.worker, args.slow_share, args.slow_s, args.seed, args.slow_after_abort)
+    router = Router(args.worker, args.slow_share, args.slow_s, args.seed, args.slow_after_abort, args.fail_first)
     def banner(url: str) -> str:
         router.url = url
         return f"fake_router: {url} -> {args.worker}"

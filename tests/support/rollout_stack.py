@@ -68,7 +68,8 @@ def _start(argv: list[str], env: dict, log: Path) -> tuple[subprocess.Popen, str
 class Stack:
     def __init__(self, tmp: Path, *, slots: int = 12, fixture: dict, tokenizer: Path, error_rate: float = 0.0,
                  slow_share: float = 0.0, slow_s: float = 30.0, reset_retries: int = 3, reset_delay: float = 0.1,
-                 seed: int = 7, slow_after_abort: bool = False, engine_latency_ms: float = 0.0):
+                 seed: int = 7, slow_after_abort: bool = False, engine_latency_ms: float = 0.0,
+                 router_fail_first: int = 0):
         self.tmp, self.fixture, self.tokenizer = Path(tmp), fixture, Path(tokenizer)
         self.procs: list[subprocess.Popen] = []
         env = {**os.environ, "SHOPSIM_ENV_MAX_NUM": str(slots), "SHOPSIM_RESET_RETRIES": str(reset_retries),
@@ -85,6 +86,7 @@ class Stack:
         p, self.router_url = _start([str(FAKES / "fake_router.py"), "--host", "127.0.0.1", "--port", "0",
                                      "--worker", self.engine_url, "--slow-share", str(slow_share),
                                      "--slow-s", str(slow_s), "--seed", str(seed),
+                                     "--fail-first", str(router_fail_first),
                                      *(["--slow-after-abort"] if slow_after_abort else [])], env, self.tmp / "router.log")
         self.procs.append(p)
         self.slots = slots
