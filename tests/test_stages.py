@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import run_pyhelpers
-from fakes.megatron_layout import write_checkpoint, write_hf
+from fakes.megatron_layout import VISUAL_WEIGHTS, write_checkpoint, write_hf, write_hf_base, write_hf_export
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.loop.stages import export as stages
@@ -93,3 +93,50 @@ def test_the_registry_orders_resume_by_each_stages_done(lay):
     assert all(registry.get(n).done is not None and registry.get(n).run is not None for n in registry.ALL_NAMES)
     assert runstate.position(lay, 1).stage == "train"
     assert runstate.position(lay, 1, baseline_val=True).stage == registry.BASELINE.name
+
+
+@pytest.fixture
+def base_model(tmp_path):
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    (assets / "config.json").write_text('{"model_type": "qwen3_5"}\n')
+    return write_hf_base(tmp_path / "Qwen3.5-4B", assets)
+
+
+def _convert(src, out, origin, *extra):
+    import subprocess
+    import sys
+
+    from conftest import FAKES
+
+    tool = FAKES / "slime_stub" / "tools" / "convert_torch_dist_to_hf.py"
+    return subprocess.run([sys.executable, str(tool), "--input-dir", str(src), "--output-dir", str(out),
+                           "--origin-hf-dir", str(origin), *extra], capture_output=True, text=True, timeout=60)
+
+
+def test_an_export_without_the_visual_tower_is_refused_and_the_full_one_flipped(lay, base_model):
+    """The converter writes only what Megatron holds; Qwen3.5's visual tower comes from the original
+    HF dir with -a. An export is complete only with every weight name of the original's index."""
+    write_checkpoint(lay.megatron, 1)
+    plan = stages.prepare_export(lay, 0, origin=base_model)
+    assert _convert(plan.source, plan.staging, base_model).returncode == 0  # no -a
+    with pytest.raises(ToolkitError, match=r"2 weight\(s\) of the original model missing.*model\.visual"):
+        stages.finish_export(lay, 0, origin=base_model)
+    assert ck.hf_target(lay.hf_link) is None
+    plan = stages.prepare_export(lay, 0, origin=base_model)
+    assert _convert(plan.source, plan.staging, base_model, *stages.CONVERTER_FLAGS).returncode == 0
+    target, _ = stages.finish_export(lay, 0, origin=base_model)
+    assert ck.weight_names(target).keys() >= set(VISUAL_WEIGHTS)
+
+
+def test_slimes_save_hf_export_lacks_the_visual_tower_so_it_is_converted(lay, base_model):
+    write_checkpoint(lay.megatron, 1)
+    write_hf_export(lay.hf_dir(1), base_model, 1)  # what --save-hf writes (assets + Megatron's weights)
+    assert stages.prepare_export(lay, 0, origin=base_model).action == "convert"
+
+
+def test_a_half_written_shard_is_an_incomplete_export(tmp_path):
+    d = write_hf(tmp_path / "hf", 1)
+    shard = d / "model-00001-of-00001.safetensors"
+    shard.write_bytes(shard.read_bytes()[:6])  # killed while writing the header
+    assert "unreadable" in ck.hf_problems(d)[0]

@@ -126,28 +126,83 @@ def rotate(megatron: Path, dry_run: bool = False) -> RotationPlan:
 
 # --- HF exports ------------------------------------------------------------------------------
 
-def hf_problems(path: Path) -> list[str]:
-    """Why an HF model dir is not usable (empty list = complete): config, tokenizer, and every
-    weight file its index names."""
+def safetensors_names(path: Path) -> set[str]:
+    """Tensor names in a safetensors file's header (8-byte little-endian length, then JSON), read
+    without the safetensors library. ValueError when the header is cut short or not JSON."""
+    import json
+
+    with open(path, "rb") as fh:
+        size = int.from_bytes(fh.read(8), "little")
+        if not 2 <= size <= 100_000_000:
+            raise ValueError(f"header length {size}")
+        raw = fh.read(size)
+    if len(raw) != size:
+        raise ValueError("header cut short")
+    header = json.loads(raw)
+    if not isinstance(header, dict):
+        raise ValueError("header is not a JSON object")
+    return set(header) - {"__metadata__"}
+
+
+def weight_names(path: Path) -> dict[str, str]:
+    """{tensor name: file} of an HF dir: its model.safetensors.index.json, else the headers of its
+    *.safetensors files. ValueError when the index or a header is unreadable."""
+    import json
+
+    path = Path(path)
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            return {str(k): str(v) for k, v in json.loads(index.read_text())["weight_map"].items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"model.safetensors.index.json unreadable ({exc})") from None
+    out = {}
+    for f in sorted(path.glob("*.safetensors")):
+        out.update(dict.fromkeys(safetensors_names(f), f.name))
+    return out
+
+
+def hf_problems(path: Path, origin: Path | None = None) -> list[str]:
+    """Why an HF model dir is not usable (empty list = complete): config, and every weight its
+    index names present in the shard file that holds it; with `origin` (the model it was trained
+    from), every weight name of the origin too -- Qwen3.5's visual tower is not in Megatron, so a
+    conversion without --add-missing-from-origin-hf leaves it out (slime 624b824,
+    tools/convert_torch_dist_to_hf.py:128-140,192-194; --save-hf never adds it,
+    slime/backends/megatron_utils/hf_checkpoint_saver.py:78)."""
     path = Path(path)
     if not path.is_dir():
         return [f"{path} does not exist"]
     problems = []
     if not (path / "config.json").is_file():
         problems.append("config.json missing")
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        import json
-
+    try:
+        names = weight_names(path)
+    except (OSError, ValueError) as exc:
+        return problems + [str(exc)]
+    if not names:
+        return problems + ["no *.safetensors weights"]
+    by_file: dict[str, set[str]] = {}
+    for name, fname in names.items():
+        by_file.setdefault(fname, set()).add(name)
+    missing_files = sorted(f for f in by_file if not (path / f).is_file())
+    if missing_files:
+        problems.append(f"weight files named by the index are missing: {', '.join(missing_files[:3])}")
+    for fname in sorted(set(by_file) - set(missing_files)):
         try:
-            names = set(json.loads(index.read_text())["weight_map"].values())
-        except (ValueError, KeyError) as exc:
-            return problems + [f"model.safetensors.index.json unreadable ({exc})"]
-        missing = sorted(n for n in names if not (path / n).is_file())
-        if missing:
-            problems.append(f"weight files named by the index are missing: {', '.join(missing[:3])}")
-    elif not any(path.glob("*.safetensors")):
-        problems.append("no *.safetensors weights")
+            absent = sorted(by_file[fname] - safetensors_names(path / fname))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{fname} unreadable ({exc}): written only in part?")
+            continue
+        if absent:
+            problems.append(f"{fname} lacks {len(absent)} weight(s) its index names, e.g. {absent[0]}")
+    if origin is not None:
+        try:
+            lost = sorted(set(weight_names(origin)) - set(names))
+        except (OSError, ValueError) as exc:
+            return problems + [f"cannot read the original model's weight names in {origin}: {exc}"]
+        if lost:
+            problems.append(f"{len(lost)} weight(s) of the original model missing, e.g. {lost[0]} (the converter "
+                            "copies them from the original HF dir only with --add-missing-from-origin-hf)")
     return problems
 
 

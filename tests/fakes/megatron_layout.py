@@ -62,16 +62,78 @@ def write_release(save: Path) -> Path:
 
 
 HF_WEIGHT_FILE = "model-00001-of-00001.safetensors"
+# The base model's weight names, Qwen3.5-shaped: the language model, which Megatron trains and the
+# converter writes back, and the visual tower, which slime's Megatron model does not hold -- the
+# converter copies it from the original HF dir only with --add-missing-from-origin-hf (slime
+# tools/convert_torch_dist_to_hf.py:128-140,192-194); slime's --save-hf never does.
+LANGUAGE_WEIGHTS = ("model.language_model.embed_tokens.weight", "model.language_model.layers.0.mlp.up_proj.weight",
+                    "model.language_model.norm.weight")
+VISUAL_WEIGHTS = ("model.visual.patch_embed.proj.weight", "model.visual.blocks.0.attn.qkv.weight")
+
+
+def in_megatron(name: str) -> bool:
+    return not name.startswith("model.visual.")
+
+
+def write_safetensors(path: Path, tensors: dict[str, bytes]) -> None:
+    """The safetensors layout (8-byte little-endian header length, JSON header, data), U8 tensors."""
+    header, offset = {}, 0
+    for name, data in tensors.items():
+        header[name] = {"dtype": "U8", "shape": [len(data)], "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    raw = json.dumps(header).encode()
+    Path(path).write_bytes(len(raw).to_bytes(8, "little") + raw + b"".join(tensors.values()))
+
+
+def read_safetensors(path: Path) -> dict[str, bytes]:
+    data = Path(path).read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    return {k: data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+            for k, v in header.items() if k != "__metadata__"}
+
+
+def _write_weights(path: Path, shards: dict[str, dict[str, bytes]]) -> None:
+    weight_map, total = {}, 0
+    for fname, tensors in shards.items():
+        write_safetensors(path / fname, tensors)
+        weight_map.update({k: fname for k in tensors})
+        total += sum(len(v) for v in tensors.values())
+    (path / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}, indent=1) + "\n")
 
 
 def write_hf(path: Path, iteration: int) -> Path:
-    """A minimal HF export: config, tokenizer placeholder, one safetensors file + index."""
+    """A minimal HF export: config, one safetensors file + index."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     (path / "config.json").write_text('{"model_type": "qwen3_5", "fake": true}\n')
-    (path / HF_WEIGHT_FILE).write_bytes(shard_bytes(iteration, 1024))
-    (path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": HF_WEIGHT_FILE}}) + "\n")
+    _write_weights(path, {HF_WEIGHT_FILE: {"w": shard_bytes(iteration, 1024)}})
     return path
+
+
+def write_hf_base(out: Path, assets: Path) -> Path:
+    """The base model (HF_MODEL): every file of `assets` (config, tokenizer, fake_policy.json) and
+    the language and visual weights in two shards, with their index."""
+    import shutil
+
+    out, assets = Path(out), Path(assets)
+    out.mkdir(parents=True, exist_ok=True)
+    for f in sorted(assets.iterdir()):
+        if f.is_file():
+            shutil.copyfile(f, out / f.name)
+    _write_weights(out, {
+        "model-00001-of-00002.safetensors": {n: shard_bytes(-1, 512, n) for n in LANGUAGE_WEIGHTS},
+        "model-00002-of-00002.safetensors": {n: shard_bytes(-1, 512, n) for n in VISUAL_WEIGHTS}})
+    return out
+
+
+def origin_weights(origin_hf: Path) -> dict[str, bytes]:
+    """Every tensor of an HF dir's safetensors files, by name."""
+    out = {}
+    for f in sorted(Path(origin_hf).glob("*.safetensors")):
+        out.update(read_safetensors(f))
+    return out
 
 
 # The fake model "learns": an export of iteration i carries the base model's fake_policy.json with
@@ -86,10 +148,11 @@ def learned_policy(spec: dict, iteration: int | None) -> dict:
     return {**spec, "base_success": round(min(LEARN_CAP, max(base, base + LEARN_PER_STEP * (iteration + 1))), 6)}
 
 
-def write_hf_export(out: Path, origin_hf: Path, iteration: int) -> Path:
+def write_hf_export(out: Path, origin_hf: Path, iteration: int, add_missing: bool = False) -> Path:
     """HF weights of `iteration` as slime's exporters write them: every non-weight file of the
-    origin HF dir copied (config, tokenizer, the fake policy — learned), one safetensors shard and
-    its index. Weight bytes are a function of the iteration."""
+    origin HF dir copied (config, tokenizer, the fake policy -- learned), the weights Megatron
+    holds (the origin's names that in_megatron() keeps; bytes a function of the iteration) and,
+    with add_missing (the converter's -a), every other origin tensor as it is. One shard + index."""
     import shutil
 
     out, origin_hf = Path(out), Path(origin_hf)
@@ -101,7 +164,9 @@ def write_hf_export(out: Path, origin_hf: Path, iteration: int) -> Path:
     if policy.is_file():
         spec = learned_policy(json.loads(policy.read_text(encoding="utf-8")), iteration)
         (out / "fake_policy.json").write_text(json.dumps(spec, ensure_ascii=False, indent=1), encoding="utf-8")
-    (out / HF_WEIGHT_FILE).write_bytes(shard_bytes(iteration, 1024))
-    (out / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": 1024}, "weight_map": {"model.embed_tokens.weight": HF_WEIGHT_FILE}}) + "\n")
+    origin = origin_weights(origin_hf) or {"model.embed_tokens.weight": b""}
+    tensors = {n: shard_bytes(iteration, 512, n) for n in origin if in_megatron(n)}
+    if add_missing:
+        tensors.update({n: v for n, v in origin.items() if n not in tensors})
+    _write_weights(out, {HF_WEIGHT_FILE: tensors})
     return out

@@ -97,7 +97,7 @@ def _conda(root: Path) -> None:
 
 
 def _models(models: Path, fixture: dict) -> None:
-    from megatron_layout import write_hf_export, write_release
+    from megatron_layout import write_hf_base, write_release
     from support.tokenizer import build_tokenizer
 
     origin = build_tokenizer(models / "tokenizer")
@@ -107,7 +107,7 @@ def _models(models: Path, fixture: dict) -> None:
     policy.update(marker_regex=SKILL_MARKER, base_success=BASE_SUCCESS,
                   effects=[{"text": PLANTED_TEXT, "delta": PLANTED_DELTA}])
     (origin / "fake_policy.json").write_text(json.dumps(policy, ensure_ascii=False, indent=1), encoding="utf-8")
-    write_hf_export(models / "Qwen3.5-4B", origin, -1)  # the base model: "iteration -1", nothing learned
+    write_hf_base(models / "Qwen3.5-4B", origin)  # language + visual weights, as Qwen3.5-4B's index lists them
     shutil.rmtree(origin)
     write_release(models / "Qwen3.5-4B_torch_dist")
 

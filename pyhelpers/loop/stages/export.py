@@ -42,6 +42,11 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return True, f"hf -> {want.name}"
 
 
+# slime's converter copies the weights its Megatron model does not hold (Qwen3.5's visual tower)
+# from --origin-hf-dir only with this flag (slime 624b824, tools/convert_torch_dist_to_hf.py:192-194).
+CONVERTER_FLAGS = ("--add-missing-from-origin-hf",)
+
+
 @dataclass(frozen=True)
 class ExportChoice:
     action: str  # "flip" (slime's --save-hf export is complete) or "convert"
@@ -51,9 +56,10 @@ class ExportChoice:
     staging: Path  # where a conversion writes before the rename
 
 
-def prepare_export(lay: RunLayout, r: int) -> ExportChoice:
-    """Flip or convert? A convert first REMOVES what a crashed export left (an incomplete
-    hf-<iter>/, the staging dir): the converter rewrites both."""
+def prepare_export(lay: RunLayout, r: int, origin: Path | None = None) -> ExportChoice:
+    """Flip or convert? Flip an export slime's --save-hf already wrote when it is complete (with
+    every weight of `origin`, the base HF model). A convert first REMOVES what a crashed export left
+    (an incomplete hf-<iter>/, the staging dir): the converter rewrites both."""
     it = lay.last_iteration(r)
     source = ck.iter_dirs(lay.megatron).get(it)
     if source is None or not ck.is_complete(source):
@@ -61,7 +67,7 @@ def prepare_export(lay: RunLayout, r: int) -> ExportChoice:
                            "the train stage must finish first: run `make resume`")
     target = lay.hf_dir(it)
     staging = lay.hf_staging(it)
-    if target.is_dir() and not ck.hf_problems(target):
+    if target.is_dir() and not ck.hf_problems(target, origin):
         return ExportChoice("flip", it, source, target, staging)
     if target.exists():
         shutil.rmtree(target)
@@ -70,20 +76,21 @@ def prepare_export(lay: RunLayout, r: int) -> ExportChoice:
     return ExportChoice("convert", it, source, target, staging)
 
 
-def finish_export(lay: RunLayout, r: int) -> tuple[Path, list[Path]]:
-    """After the converter wrote the staging dir (or slime's --save-hf wrote hf-<iter>): verify,
-    rename into place, flip `hf` atomically, remove older exports. Returns (target, removed)."""
+def finish_export(lay: RunLayout, r: int, origin: Path | None = None) -> tuple[Path, list[Path]]:
+    """After the converter wrote the staging dir (or slime's --save-hf wrote hf-<iter>): verify
+    (complete, and with every weight name of `origin`), rename into place, flip `hf` atomically,
+    remove older exports. Returns (target, removed)."""
     it = lay.last_iteration(r)
     target, staging = lay.hf_dir(it), lay.hf_staging(it)
     if staging.exists():
-        problems = ck.hf_problems(staging)
+        problems = ck.hf_problems(staging, origin)
         if problems:
             raise ToolkitError(f"the converter's output is incomplete: {problems[0]}", str(staging),
                                "see logs/convert.log; the checkpoint is untouched, run `make resume` to retry")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
-    problems = ck.hf_problems(target)
+    problems = ck.hf_problems(target, origin)
     if problems:
         raise ToolkitError(f"HF export incomplete: {problems[0]}", str(target), "run `make resume` to retry")
     ck.flip_hf(lay.hf_link, target)
@@ -93,11 +100,13 @@ def finish_export(lay: RunLayout, r: int) -> tuple[Path, list[Path]]:
 def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Path, list[Path]]:
     """The stage's work (see the module doc). Returns (target, removed exports)."""
     log_path = lay.logs / LOG
-    choice = prepare_export(lay, r)
+    origin = cfg.path("HF_MODEL")
+    choice = prepare_export(lay, r, origin)
     if choice.action == "convert":
         progress("disk: " + diskguard.check(cfg, lay, "export").explain())
         argv = launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(choice.source),
-                                      "--output-dir", str(choice.staging), "--origin-hf-dir", str(cfg.path("HF_MODEL")))
+                                      "--output-dir", str(choice.staging), "--origin-hf-dir", str(origin),
+                                      *CONVERTER_FLAGS)
         progress(f"converting {choice.source.name} to HF weights (log: {log_path})")
         events.append(lay.run_dir, "convert-start", round=r, iteration=choice.iteration)
         _, child = procs.spawn(log_path.stem, argv, lay.pids, lay.logs)
@@ -111,7 +120,7 @@ def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Pat
             raise ToolkitError(f"HF conversion of {choice.source.name} failed (exit {status})",
                                f"{log_path}; last lines:\n{tail}\n",
                                "the checkpoint is untouched; fix the cause, then `make resume`")
-    target, removed = finish_export(lay, r)
+    target, removed = finish_export(lay, r, origin)
     write_record(lay, r, "export", "ok", target=target, converted=choice.action == "convert")
     return target, removed
 

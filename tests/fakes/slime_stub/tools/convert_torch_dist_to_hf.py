@@ -2,13 +2,15 @@
 """Stand-in for slime's tools/convert_torch_dist_to_hf.py (v0.3.1, CPU only), for rehearsals.
 
     python tools/convert_torch_dist_to_hf.py --input-dir SAVE/iter_0000019 --output-dir OUT \
-        --origin-hf-dir HF [-f] [--vocab-size N] [--chunk-size BYTES]
+        --origin-hf-dir HF [-a] [-f] [--vocab-size N] [--chunk-size BYTES]
 
 Same command line and the same refusals as the real tool: --input-dir must be one iter_* (or
 release) directory holding torch_dist files (.metadata, common.pt); --output-dir must not exist
 unless -f/--force; one of --origin-hf-dir/--model-name is required. Output: every non-weight file
 of --origin-hf-dir copied, model-00001-of-00001.safetensors and model.safetensors.index.json
-(tests/fakes/megatron_layout.write_hf_export; bytes are a function of the iteration).
+(tests/fakes/megatron_layout.write_hf_export; bytes are a function of the iteration) holding the
+weights Megatron has -- not the visual tower -- plus, with -a/--add-missing-from-origin-hf, every
+other tensor of --origin-hf-dir (slime tools/convert_torch_dist_to_hf.py:128-140,192-194).
 Test-only: FAKE_CONVERT_DELAY=S sleeps S seconds after writing the config, before the weights
 (a window in which a kill leaves a half-written export)."""
 
@@ -30,6 +32,7 @@ def main(argv=None) -> int:
     ap.add_argument("--origin-hf-dir")
     ap.add_argument("--model-name")
     ap.add_argument("-f", "--force", action="store_true")
+    ap.add_argument("-a", "--add-missing-from-origin-hf", action="store_true")
     ap.add_argument("--vocab-size", type=int)
     ap.add_argument("--chunk-size", type=int)
     args = ap.parse_args(argv)
@@ -51,7 +54,7 @@ def main(argv=None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_bytes((Path(args.origin_hf_dir) / "config.json").read_bytes())
         time.sleep(delay)
-    write_hf_export(out, Path(args.origin_hf_dir), iteration)
+    write_hf_export(out, Path(args.origin_hf_dir), iteration, add_missing=args.add_missing_from_origin_hf)
     print(f"fake converter: wrote {out}", flush=True)
     return 0
 
