@@ -110,6 +110,25 @@ def test_rotation_cut_short_leaves_nothing_the_next_one_misses(lay):
     assert rotate.done(lay, 1, ROUNDS)[0]
 
 
+def test_rotation_keeps_the_last_save_with_a_data_state_when_the_tracked_one_has_none(lay):
+    """slime writes its Megatron save and tracker, then rollout/global_dataset_state_dict_<N>.pt
+    (slime train.py:71-80): a kill in between leaves a tracked save without its data position,
+    which slime's loader silently restarts at the first task. Rotation keeps the newest save that
+    has one and says what the next job will do."""
+    write_checkpoint(lay.megatron, 3)
+    write_checkpoint(lay.megatron, 7)
+    (lay.megatron / "rollout" / "global_dataset_state_dict_7.pt").unlink()  # killed after the tracker
+    plan = ck.rotate(lay.megatron)
+    assert sorted(ck.iter_dirs(lay.megatron)) == [3, 7]
+    assert any("iter_0000007 has no data-source state" in n and "first task" in n and "iter_0000003" in n
+               for n in plan.notes), plan.notes
+    assert rotate.done(lay, 1, ROUNDS)[0]  # (round 1 ends at iteration 7): the kept save is no leftover
+    (lay.megatron / "rollout" / "shopsimrl_data_state_7.json").write_text('{"sample_offset": 4}')  # the plugin's
+    plan = ck.rotate(lay.megatron)
+    assert sorted(ck.iter_dirs(lay.megatron)) == [7]
+    assert any("shopsimrl_data_state_7.json" in n and "restores" in n for n in plan.notes), plan.notes
+
+
 def test_rotation_never_deletes_the_tracked_iteration(lay):
     write_checkpoint(lay.megatron, 3)
     write_checkpoint(lay.megatron, 7, tracker=False)  # complete on disk, but the tracker says 3

@@ -67,6 +67,35 @@ def rollout_states(megatron: Path) -> dict[int, Path]:
     return out
 
 
+def plugin_records(megatron: Path) -> dict[int, Path]:
+    """{iteration: rollout/shopsimrl_data_state_<iteration>.json} (the plugin's copy of the data
+    position after each step: pyhelpers/rollout/data_state.py)."""
+    out = {}
+    for p in (Path(megatron) / "rollout").glob("shopsimrl_data_state_*.json"):
+        num = p.stem.rsplit("_", 1)[1]
+        if num.isdigit():
+            out[int(num)] = p
+    return out
+
+
+def data_state_gap(megatron: Path) -> str | None:
+    """What the next job does when the tracked save has no data-source state (slime writes the
+    tracker before rollout/global_dataset_state_dict_<N>.pt, slime 624b824 train.py:71-80, and
+    its loader then restarts at offset 0 without a word, rollout/data_source.py:138-148);
+    None when nothing is missing."""
+    tracked = read_tracker(megatron)
+    if tracked is None or tracked in rollout_states(megatron):
+        return None
+    what = (f"iter_{tracked:07d} has no data-source state (rollout/global_dataset_state_dict_{tracked}.pt: "
+            "slime was stopped between its tracker and that file)")
+    if tracked in plugin_records(megatron):
+        return f"{what}; the next job restores the data position from shopsimrl_data_state_{tracked}.json"
+    older = [i for i, p in iter_dirs(megatron).items() if i < tracked and is_complete(p) and i in rollout_states(megatron)]
+    back = (f"; iter_{max(older):07d}, the newest save with its data state, is kept: to train from there "
+            f"instead, write {max(older)} into {TRACKER}") if older else ""
+    return f"{what} and the plugin has no record of it: slime will start the task order again at the first task{back}"
+
+
 def newest_complete(megatron: Path) -> int | None:
     done = [i for i, p in iter_dirs(megatron).items() if is_complete(p)]
     return max(done) if done else None
@@ -77,6 +106,7 @@ class RotationPlan:
     keep: int | None
     delete: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    fallback: int | None = None  # an older save kept because the tracked one lost its data state
 
 
 def plan_rotation(megatron: Path) -> RotationPlan:
@@ -90,8 +120,15 @@ def plan_rotation(megatron: Path) -> RotationPlan:
         plan.notes.append("no complete checkpoint: nothing deleted")
         return plan
     states = rollout_states(megatron)
+    gap = data_state_gap(megatron)
+    fallback = None  # the newest older save with its data state, kept while the tracked one lacks it
+    if gap is not None:
+        plan.notes.append(gap)
+        if tracked not in plugin_records(megatron):
+            older = [i for i, p in dirs.items() if i < tracked and is_complete(p) and i in states]
+            fallback = plan.fallback = max(older) if older else None
     for it, path in dirs.items():
-        if it == newest or it == tracked:
+        if it in (newest, tracked, fallback):
             continue
         if it > newest:
             plan.notes.append(f"{path.name} is newer than the newest complete save and incomplete: kept "
@@ -101,6 +138,8 @@ def plan_rotation(megatron: Path) -> RotationPlan:
             plan.delete.append(states[it])
         plan.delete.append(path)
     plan.delete += [states[it] for it in stray_states(megatron, below=newest) if it != tracked]
+    plan.delete += [p for it, p in sorted(plugin_records(megatron).items())
+                    if it < newest and it not in (tracked, fallback)]
     if tracked is not None and tracked != newest:
         plan.notes.append(f"tracker names iteration {tracked} but the newest complete save is {newest}: both kept")
     return plan

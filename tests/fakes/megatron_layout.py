@@ -1,7 +1,8 @@
 """Writes Megatron's torch_dist checkpoint layout as slime's --save does (Megatron's
 dist_checkpointing via slime/backends/megatron_utils/checkpoint.py at 624b824):
-DIR/iter_%07d/{__0_0.distcp, .metadata, common.pt}, DIR/rollout/global_dataset_state_dict_<id>.pt,
-then DIR/latest_checkpointed_iteration.txt last. Bytes are a pure function of the iteration, so
+DIR/iter_%07d/{__0_0.distcp, .metadata, common.pt}, then DIR/latest_checkpointed_iteration.txt,
+then DIR/rollout/global_dataset_state_dict_<id>.pt (slime 624b824 train.py:71-80). Bytes are a
+pure function of the iteration, so
 "the same as an uninterrupted run" can be compared byte for byte. Used by the fake slime train.py,
 the fake converters and by tests that need checkpoints on disk. Stdlib only.
 
@@ -31,7 +32,11 @@ def write_tracker(megatron: Path, value: str) -> None:
 
 
 def write_checkpoint(megatron: Path, iteration: int, *, tracker: bool = True, complete: bool = True,
-                     optim: bool = False, rollout_state: bytes | None = None) -> Path:
+                     optim: bool = False, state: bool = True) -> Path:
+    """In slime's order: the torch_dist files, the tracker (Megatron checkpointing.py:703-767), then
+    -- with `state` -- the data source's rollout/global_dataset_state_dict_<iteration>.pt, which
+    slime writes after the whole Megatron save (train.py:71-80; the fake train.py writes it through
+    its data source instead)."""
     megatron = Path(megatron)
     d = megatron / f"iter_{iteration:07d}"
     d.mkdir(parents=True, exist_ok=True)
@@ -41,11 +46,11 @@ def write_checkpoint(megatron: Path, iteration: int, *, tracker: bool = True, co
     (d / "common.pt").write_bytes(f"common-{iteration}".encode())
     if complete:
         (d / ".metadata").write_bytes(f"metadata-{iteration}".encode())
-    (megatron / "rollout").mkdir(exist_ok=True)
-    state = rollout_state if rollout_state is not None else f"data-{iteration}".encode()
-    (megatron / "rollout" / f"global_dataset_state_dict_{iteration}.pt").write_bytes(state)
     if tracker and complete:
         write_tracker(megatron, str(iteration))
+    if state:
+        (megatron / "rollout").mkdir(exist_ok=True)
+        (megatron / "rollout" / f"global_dataset_state_dict_{iteration}.pt").write_bytes(f"data-{iteration}".encode())
     return d
 
 

@@ -18,7 +18,8 @@ LOG = None  # in-process: the driver's log says why it failed
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     dirs = ck.iter_dirs(lay.megatron)
-    older = [i for i in dirs if i < lay.last_iteration(r)]
+    kept = ck.plan_rotation(lay.megatron).fallback  # the tracked save lost its data state (checkpoints.py)
+    older = [i for i in dirs if i < lay.last_iteration(r) and i != kept]
     if older:
         return False, f"{len(older)} older checkpoint(s) to rotate"
     strays = ck.stray_states(lay.megatron, below=lay.last_iteration(r))
