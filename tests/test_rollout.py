@@ -209,3 +209,35 @@ def test_responses_the_episode_keeps_and_sends_carry_no_stop_token(stack, tmp_pa
     recs = [json.loads(f.read_text()) for f in (tmp_path / "round-000" / "spool").glob("*.json")]
     turns = [t for r in recs for ep in (r["failed"], r["retry"]) if ep for t in ep["turns"]]
     assert turns and all("<|im_end|>" not in t["response"] for t in turns)
+
+
+def test_a_save_killed_before_its_data_state_resumes_at_the_recorded_position(stack, tmp_path, bank_file):
+    """slime writes the tracker before the data source's state file; a job killed in between comes
+    back with the data source at offset 0 (slime data_source.py:138-148 finds no file and says
+    nothing). The plugin records the position after every step and puts it back."""
+    from rollout_support import fresh_slime_singletons
+    from slime.rollout.base_types import call_rollout_fn
+    from slime.rollout.data_source import RolloutDataSourceWithBuffer
+    from slime.rollout.sample_hooks import set_current_rollout_id
+    from slime.utils.misc import load_function
+
+    megatron = tmp_path / "megatron"
+    args = stack.args(tmp_path / "round-000", bank_path=bank_file, rollout_batch_size=2, over_sampling_batch_size=2,
+                      n_samples_per_prompt=2, dynamic_sampling_filter_path=None, save=str(megatron),
+                      load=str(megatron))
+    fn = load_function(args.rollout_function_path)
+    source = RolloutDataSourceWithBuffer(args)
+    for rollout_id in (0, 1):
+        set_current_rollout_id(rollout_id)
+        call_rollout_fn(fn, args, rollout_id, source, evaluation=False)
+    state = megatron / "rollout" / "global_dataset_state_dict_1.pt"
+    assert not state.exists() and source.sample_group_index >= 4  # slime was killed before saving it
+
+    fresh_slime_singletons()  # the resumed job: a new RolloutManager, its data source loads nothing
+    resumed = RolloutDataSourceWithBuffer(args)
+    resumed.load(1)
+    assert resumed.sample_group_index == 0
+    set_current_rollout_id(2)
+    out = call_rollout_fn(fn, args, 2, resumed, evaluation=False)
+    assert min(s.group_index for g in out.samples for s in g) == source.sample_group_index
+    assert state.is_file()  # written back in the data source's own format

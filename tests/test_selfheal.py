@@ -150,3 +150,36 @@ def test_a_short_disk_is_warned_about_during_training_then_stops_the_run_before_
     assert [b["event"] for _, b in hook.posts] == ["run-start", "disk-low", "run-failed"]
     st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "warning: " in st.stdout and "disk-low round 0" in st.stdout
+
+
+def test_a_job_dying_mid_step_keeps_its_spool_records_and_the_replay_finds_every_slot(tmp_path, rehearsal_world):
+    """slime runs the plugin inside its RolloutManager Ray actor, which Ray kills when the job's
+    driver exits. Here the driver dies one second into rollout 1 while the actor is playing it
+    (every ShopSimulator slot taken, no spare for retries): the spool records already written stay
+    as they were, the restarted job gets every slot back, and the replayed steps write nothing twice."""
+    import json
+
+    from rollout_support import free_port
+
+    marker = tmp_path / "crashed-once"
+    ports = {k: str(free_port()) for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")}
+    env = rehearse_env(tmp_path, rehearsal_world, **ports, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
+                       FAKE_SLIME_CRASH_AFTER_S="1", FAKE_SLIME_CRASH_ONCE=str(marker), FAKE_SLIME_CRASH_KIND="nccl",
+                       FAKE_SGLANG_LATENCY_MS="250", SHOPSIM_SLOTS="16", SHOPSIM_EPISODE_CONCURRENCY="16")
+    run = Run(tmp_path / "runs")
+    proc, log = start(env)
+    wait_for("the driver's crash in rollout 1", marker.is_file, proc=proc, log=log, timeout=600)
+    spool = run.round_dir(0) / "spool"
+    written = {p.name: p.read_bytes() for p in spool.glob("*.json")}
+    assert proc.wait(timeout=900) == 0, log.read_text()[-5000:]
+    assert [e["attempt"] for e in run.events("run-restart")] == [1]
+    assert written, "no failure was spooled before the crash"
+    for name, data in written.items():
+        assert (spool / name).read_bytes() == data, f"{name} was rewritten by the replay"
+    assert not [p.name for p in spool.iterdir() if not p.name.endswith(".json")]  # no half-written file
+    lines = [json.loads(x) for x in (run.round_dir(0) / "rollout_metrics.jsonl").read_text().splitlines()]
+    replayed = [x for x in lines if x["rollout_id"] in (0, 1)][-2:]
+    assert [x["rollout_id"] for x in replayed] == [0, 1]
+    for x in replayed:
+        assert x["metrics"]["rollout/shopsim/infra_errors"] == 0, x  # every slot was free again
+    assert replayed[0]["metrics"]["rollout/shopsim/spool_written"] == 0  # step 0's records were all there

@@ -21,7 +21,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..jsonfiles import load_json_or_none, write_json_atomic
+from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 
 log = logging.getLogger(__name__)
 

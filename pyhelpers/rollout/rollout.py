@@ -15,16 +15,20 @@ once per step (via slime.rollout.base_types.call_rollout_fn) and logs the return
    cancelled at once and write no record, so the replay's complete records win;
    then (a completed step) aborts what is left of them on the engines and waits until every
    engine is idle (engines.py): slime releases the engines' memory right after we return;
-5. adds rollout/shopsim/* to the output's metrics and appends them to rollout_metrics.jsonl.
+5. records the data source's position (data_state.py; at a job's first step it puts back a
+   position slime lost when it was killed between its tracker and its data-state file);
+6. adds rollout/shopsim/* to the output's metrics and appends them to rollout_metrics.jsonl.
 Evaluation calls go straight to slime's function (the toolkit's val/gate run outside slime).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
-from pyhelpers.rollout import engines, metrics, retry, runtime, settings, slime_compat
+from pyhelpers.rollout import data_state, engines, metrics, retry, runtime, settings, slime_compat
 
 
 def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: bool = False) -> Any:
@@ -34,6 +38,7 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     s = settings.from_args(args)
     _mark_started(s, int(rollout_id))
     step = metrics.begin(int(rollout_id))
+    data_state.restore(args, int(rollout_id), data_source)
     try:
         output = default(args, rollout_id, data_source, evaluation=False)
     except BaseException:  # SystemExit too: Ray's SIGTERM handler raises it when the job is stopped
@@ -41,6 +46,7 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
         raise
     finally:
         slime_compat.run_on_slime_loop(_finish(step, s.retry_drain_timeout_s, runtime.router_url(args)))
+    data_state.record(args, int(rollout_id), data_source)
     figures = metrics.summarize(step)
     metrics.append_jsonl(s.metrics_path, s.round, int(rollout_id), figures)
     if not hasattr(output, "metrics"):  # a legacy bare list of groups
@@ -55,6 +61,15 @@ def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
     marker = Path(s.round_dir) / "plugin.started"
     if not marker.exists():
         marker.write_text(f"{rollout_id}\n", encoding="utf-8")
+    # The process the plugin runs in (slime's RolloutManager actor): the train stage waits for it
+    # to be gone before it frees the ShopSimulator slots a stopped job left taken.
+    from pyhelpers.procs import procfs
+    from pyhelpers.jsonfiles import write_json_atomic
+
+    pid = os.getpid()
+    here = Path(s.round_dir) / "plugin.pid"
+    if not here.exists() or json.loads(here.read_text() or "{}").get("pid") != pid:
+        write_json_atomic(here, {"pid": pid, "ticks": procfs.start_ticks(pid)})
 
 
 async def _finish(step: metrics.Step, timeout: float, router: str) -> None:

@@ -75,7 +75,28 @@ def prepare(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> None:
             bank_mod.write_bank(lay.bank_in(0), bank_mod.empty_bank(0, name, bank_mod.header_tokens(count)))
     write_plugin_yaml(lay.plugin_config(r), **plugin_values(cfg, lay, r))
     echo("disk: " + diskguard.check(cfg, lay, "train").explain())
+    gap = ck.data_state_gap(lay.megatron)  # a save cut between its tracker and its data state
+    if gap:
+        echo(f"checkpoint: {gap}")
     lay.started_marker(r).unlink(missing_ok=True)
+
+
+def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[[str], None]) -> None:
+    """Wait (bounded) until the process an earlier job's plugin ran in has exited: Ray kills the
+    RolloutManager actor only after the job's driver is gone, and until then it may take a slot."""
+    from pyhelpers.procs import procfs
+    from pyhelpers.jsonfiles import load_json_or_none
+
+    for rr in (r - 1, r):
+        rec = load_json_or_none(lay.round_dir(rr) / "plugin.pid") if rr >= 0 else None
+        if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int):
+            continue
+        deadline = time.monotonic() + timeout
+        while procfs.is_alive(rec["pid"], rec.get("ticks")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if procfs.is_alive(rec["pid"], rec.get("ticks")):
+            echo(f"WARNING: the rollout actor of an earlier job (pid {rec['pid']}) is still running after "
+                 f"{timeout:g} s; freeing the ShopSimulator slots anyway")
 
 
 def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
@@ -151,6 +172,9 @@ def run(loop: Loop, r: int) -> None:
 
     prepare(cfg, lay, r, echo)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
+    # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
+    # job's driver is gone: wait for that process before freeing the slots it may still take.
+    _wait_for_old_plugin(lay, r, cfg.float("STOP_GRACE") + 30.0, echo)
     echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, 'train', r)}")  # a killed job's slots too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
     stop, gave_up = threading.Event(), []

@@ -17,13 +17,19 @@ slime/backends/megatron_utils/checkpoint.py):
    group" (the toolkit applies its own deadline).
 4. Engines: one fake SGLang engine (tests/fakes/fake_sglang.py, policy = the loaded weights'
    fake_policy.json) behind the fake router, as slime's colocated engines + router; stopped on exit.
-5. Per rollout id in [start, --num-rollout): slime.rollout.sample_hooks.set_current_rollout_id,
-   then the --rollout-function-path function (the project's real rollout plugin around slime's
-   default loop, tests/fakes/slime_stub/slime) with the data source; every sample is checked as
-   slime's trainer would (token/mask/logprob lengths, a float reward); W&B logs rollout/* (with the
-   function's metrics) on rollout/step and train/* on train/step when --use-wandb.
-6. Save when (rollout_id + 1) % --save-interval == 0 or at the last rollout: iter_XXXXXXX/, the
-   rollout state, then the tracker (tests/fakes/megatron_layout.py); --save-hf writes HF weights.
+5. The RolloutManager Ray actor (num_cpus=1, as slime/ray/placement_group.py:230-237) holds the data
+   source and runs the --rollout-function-path function (the project's real rollout plugin around
+   slime's default loop, tests/fakes/slime_stub/slime): the plugin lives in the actor's process and
+   dies with it when the driver exits (Ray kills an exiting owner's actors). Per rollout id in
+   [start, --num-rollout): RolloutManager.generate (set_current_rollout_id, the function, with the
+   data source); under --colocate the engines' memory is released after it -- flush_cache, then
+   release_memory_occupation, which fails when a request is still in flight -- and resumed
+   before the next; every sample is checked as slime's trainer would (token/mask/logprob lengths,
+   a float reward); W&B logs rollout/* (with the function's metrics) on rollout/step and train/*
+   on train/step when --use-wandb.
+6. Save when (rollout_id + 1) % --save-interval == 0 or at the last rollout, in slime's order
+   (train.py:71-80): iter_XXXXXXX/ and then the tracker (tests/fakes/megatron_layout.py), --save-hf
+   (HF weights without the visual tower, as slime's saver), then the data source's state.
 
 Deterministic sampling: slime's deterministic inference gives group member k the seed
 rollout_seed + k; the engine stratifies on it (fake_sglang --fake-group-size), the stand-in for
@@ -31,7 +37,9 @@ temperature sampling (groups keep reward variance, so no group is dropped by a f
 
 Test-only environment: FAKE_SLIME_CRASH_AT=<rollout id> (with FAKE_SLIME_CRASH_KIND nccl | oom |
 flag, and FAKE_SLIME_CRASH_ONCE=<marker file>: crash only while the marker is absent, then create
-it) exits 1 after printing the failure's real signature; FAKE_SLIME_STEP_DELAY=<s> sleeps per
+it) exits 1 after printing the failure's real signature -- with FAKE_SLIME_CRASH_AFTER_S=<s>, <s> s
+into that rollout while the actor plays it; FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id> exits 137
+between a save's tracker and its data state; FAKE_SLIME_STEP_DELAY=<s> sleeps per
 step; FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
 comes).
 """
@@ -104,7 +112,8 @@ def parse(argv: list[str]) -> Namespace:
                     rollout_skip_special_tokens=False, sglang_server_concurrency=512, rollout_seed=42,
                     metadata_key="metadata", input_key="text", label_key=None, rollout_shuffle=False,
                     over_sampling_batch_size=None, save_hf=None, use_wandb=False, load=None,
-                    no_load_optim=False, no_save_optim=False, start_rollout_id=None)
+                    no_load_optim=False, no_save_optim=False, start_rollout_id=None, colocate=False,
+                    rollout_global_dataset=True)
     args = Namespace(**{**defaults, **values})
     if getattr(args, "custom_config_path", None):
         import yaml
@@ -143,7 +152,7 @@ def place(args: Namespace) -> None:
     import ray
     from ray.util.placement_group import placement_group
 
-    ray.init(address="auto", logging_level="WARNING", log_to_driver=False)
+    ray.init(address="auto", logging_level="WARNING")
     gpus = args.actor_num_nodes * args.actor_num_gpus_per_node + int(os.environ.get("FAKE_SLIME_EXTRA_GPUS", "0"))
     pg = placement_group([{"GPU": 1, "CPU": 0}] * gpus, strategy="PACK")
     while not pg.wait(timeout_seconds=1):
@@ -251,38 +260,94 @@ def wandb_run(args: Namespace):
     return run
 
 
+class RolloutManager:
+    """slime's RolloutManager (slime/ray/rollout.py:366-551), a Ray actor with num_cpus=1
+    (slime/ray/placement_group.py:230-237): the data source and the rollout function live in it,
+    so the plugin runs in this actor's process, not in the driver -- killed by Ray when the job's
+    driver exits. Under --colocate it releases the engines' memory after creation and after every
+    rollout, and resumes it before the next (train.py:32-33,55-56,83-88)."""
+
+    def __init__(self, args: Namespace):
+        sys.path.insert(0, str(HERE))  # as in the driver: the slime stand-in package
+        from slime.backends.sglang_utils.sglang_engine import SGLangEngine
+        from slime.rollout.data_source import RolloutDataSourceWithBuffer
+        from slime.utils.misc import load_function
+
+        self.args = args
+        self.data_source = RolloutDataSourceWithBuffer(args)
+        self.generate_rollout = load_function(args.rollout_function_path)
+        self.engine = SGLangEngine(f"http://{args.sglang_router_ip}:{args.sglang_router_port}")
+        if args.colocate:
+            self.engine.release_memory_occupation()
+
+    def load(self, rollout_id: int) -> None:
+        self.data_source.load(rollout_id)
+
+    def save(self, rollout_id: int) -> None:
+        self.data_source.save(rollout_id)
+
+    def generate(self, rollout_id: int):
+        from slime.rollout.base_types import call_rollout_fn
+        from slime.rollout.sample_hooks import set_current_rollout_id
+
+        set_current_rollout_id(rollout_id)
+        out = call_rollout_fn(self.generate_rollout, self.args, rollout_id, self.data_source, evaluation=False)
+        return out.samples, out.metrics
+
+    def offload(self) -> None:
+        self.engine.release_memory_occupation()
+
+    def onload(self) -> None:
+        self.engine.resume_memory_occupation()
+
+
+def maybe_crash_mid_step(rollout_id: int, pending) -> None:
+    """FAKE_SLIME_CRASH_AFTER_S=<s> (with FAKE_SLIME_CRASH_AT=<rollout id>): the driver dies <s> s
+    into that rollout while the actor is still playing it (an NCCL watchdog on another rank)."""
+    import ray
+
+    after = os.environ.get("FAKE_SLIME_CRASH_AFTER_S")
+    if not after:
+        return
+    done, _ = ray.wait([pending], timeout=float(after))
+    if not done:
+        maybe_crash(rollout_id)
+
+
 def main(argv: list[str]) -> int:
+    import ray
     from megatron_layout import write_checkpoint, write_hf_export
-    from slime.rollout.base_types import call_rollout_fn
-    from slime.rollout.data_source import RolloutDataSourceWithBuffer
-    from slime.rollout.sample_hooks import set_current_rollout_id
-    from slime.utils.misc import load_function
 
     args = parse(argv)
     # Until placement: once `ray.init` (in place) runs, Ray's own SIGTERM handler replaces this
-    # one, as in real slime: a stopped job then sees SystemExit(15) raised through the rollout.
+    # one, as in real slime: a stopped job then sees SystemExit(15) raised in the driver.
     signal.signal(signal.SIGTERM, lambda *_: (stop_engines(), os._exit(143)))
     start = load_start(args)
     place(args)
     start_engines(args, start - 1 if start > 0 else None)
-    data = RolloutDataSourceWithBuffer(args)
+    manager = ray.remote(RolloutManager).options(num_cpus=1, num_gpus=0).remote(args)
     if start > 0:
-        data.load(start - 1)
-    rollout_fn = load_function(args.rollout_function_path)
+        ray.get(manager.load.remote(start - 1))  # slime/ray/placement_group.py:221-222
+    if args.colocate:
+        ray.get(manager.onload.remote())
     run = wandb_run(args)
     updates = args.rollout_batch_size * args.n_samples_per_prompt // args.global_batch_size
     delay = float(os.environ.get("FAKE_SLIME_STEP_DELAY", "0") or 0)
     try:
         for rollout_id in range(start, args.num_rollout):
-            maybe_crash(rollout_id)
-            set_current_rollout_id(rollout_id)
-            out = call_rollout_fn(rollout_fn, args, rollout_id, data, evaluation=False)
-            samples = check_samples(out.samples, args.n_samples_per_prompt)
+            if not os.environ.get("FAKE_SLIME_CRASH_AFTER_S"):
+                maybe_crash(rollout_id)
+            pending = manager.generate.remote(rollout_id)
+            maybe_crash_mid_step(rollout_id, pending)
+            groups, metrics = ray.get(pending)
+            if args.colocate:
+                ray.get(manager.offload.remote())
+            samples = check_samples(groups, args.n_samples_per_prompt)
             rewards = [float(s.reward) for s in samples]
             if run is not None:
                 run.log({"rollout/step": rollout_id, "rollout/raw_reward": sum(rewards) / len(rewards),
                          "rollout/response_len/mean": sum(s.response_length for s in samples) / len(samples),
-                         **(out.metrics or {})})
+                         **(metrics or {})})
                 for k in range(updates):
                     run.log({"train/step": rollout_id * updates + k, "train/loss": 1.0 / (2 + rollout_id + k),
                              "train/grad_norm": 0.5 + 0.01 * k})
@@ -290,14 +355,22 @@ def main(argv: list[str]) -> int:
             if delay:
                 time.sleep(delay)
             if (rollout_id + 1) % args.save_interval == 0 or rollout_id == args.num_rollout - 1:
-                state = {k: getattr(data, k) for k in ("sample_offset", "epoch_id", "sample_group_index",
-                                                       "sample_index")}
-                write_checkpoint(Path(args.save), rollout_id, optim=not args.no_save_optim,
-                                 rollout_state=json.dumps(state).encode())
+                # slime's order (train.py:71-80): the Megatron save, its tracker last
+                # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
+                # data source's state (RolloutManager.save). FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id>
+                # (test-only) dies in between, as a stop at that moment would.
+                write_checkpoint(Path(args.save), rollout_id, optim=not args.no_save_optim, state=False)
                 if args.save_hf:
                     write_hf_export(Path(args.save_hf.format(rollout_id=rollout_id)), Path(args.hf_checkpoint),
                                     rollout_id)
+                if os.environ.get("FAKE_SLIME_KILL_BEFORE_DATA_STATE") == str(rollout_id):
+                    print(f"fake slime: killed after saving iteration {rollout_id}, before its data state",
+                          file=sys.stderr, flush=True)
+                    os._exit(137)
+                ray.get(manager.save.remote(rollout_id))
                 log(f"saved iteration {rollout_id} to {args.save}")
+            if args.colocate:
+                ray.get(manager.onload.remote())
     finally:
         stop_engines()
         if run is not None:
