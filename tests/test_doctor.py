@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 from conftest import FAKES, ROOT, run_pyhelpers
+from fakes.flag_lists import names, sglang_server_flags_file, slime_train_flags_file
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.config import load as config
-from pyhelpers.doctor import arch, runner
-from pyhelpers.doctor.base import Context
+from pyhelpers.doctor import arch, flags, runner
+from pyhelpers.doctor.base import FAIL, PASS, Context
 from pyhelpers.doctor.lockfile import matches, read_lock
 
 WANDB_KEY = "fakewandbkey0123456789abcdef0123456789ab"
@@ -81,8 +82,11 @@ def machine(toolkit_env, tmp_path) -> dict[str, str]:
            "MODELS_DIR": str(tmp_path / "models"), "DATA_DIR": str(data), "SHOPSIM_DIR": str(tmp_path / "ShopSimulator"),
            "SHOPSIM_PORT": str(next(ports)), "EVAL_PORT": str(next(ports)), "RAY_PORT": str(next(ports)),
            "RAY_DASHBOARD_PORT": str(next(ports)), "WANDB_MODE": "online", "ANALYST_ENABLED": "1",
-           "DISK_MARGIN_GB": "0", "HOME": str(tmp_path / "home"), "LD_LIBRARY_PATH": str(syscudnn)}
-    for k in ("CUDNN_PATH", "PYTHONPATH", "FAKE_GPUS", "FAKE_GPU_APPS", "FAKE_SMI_FAIL"):
+           "DISK_MARGIN_GB": "0", "HOME": str(tmp_path / "home"), "LD_LIBRARY_PATH": str(syscudnn),
+           # the installed slime / Megatron / SGLang parsers: the stand-ins, built from the pinned lists
+           "SLIME_DIR": str(FAKES / "slime_stub"), "MEGATRON_DIR": str(FAKES / "megatron_stub"),
+           "FAKE_SGLANG_FLAGS_FILE": str(sglang_server_flags_file())}
+    for k in ("CUDNN_PATH", "PYTHONPATH", "FAKE_GPUS", "FAKE_GPU_APPS", "FAKE_SMI_FAIL", "FAKE_SLIME_FLAGS_FILE"):
         env.pop(k, None)
     r = run_pyhelpers(["doctor", "install-hooks"], env)
     assert r.returncode == 0, r.stderr
@@ -111,7 +115,7 @@ def test_healthy_machine_passes_every_check_and_exits_0(machine):
     assert r.returncode == 0, r.stdout + r.stderr
     lines = [ln for ln in r.stdout.splitlines() if ln[:4] in ("PASS", "WARN", "FAIL", "SKIP")]
     assert len(lines) == len(runner.NAMES) and all(ln.startswith("PASS") for ln in lines), r.stdout
-    assert "doctor: 18 PASS, 0 WARN, 0 FAIL, 0 SKIP" in r.stdout
+    assert f"doctor: {len(runner.NAMES)} PASS, 0 WARN, 0 FAIL, 0 SKIP" in r.stdout
 
 
 def test_json_output_and_no_secret_anywhere(machine):
@@ -321,6 +325,34 @@ def test_arch_pass_when_libraries_hold_the_gpus_code(machine):
 def test_arch_without_cuobjdump(machine):
     got = one({**machine, "CUOBJDUMP": "/nonexistent/cuobjdump"}, arch.check_arch)["arch"]
     assert got.status == "FAIL" and "CUOBJDUMP" in got.fix
+
+
+def test_flags_of_the_plan_pass_against_the_installed_parsers(machine):
+    got = one(machine, flags.check_flags)
+    assert got["slime-flags"].status == PASS, got["slime-flags"].line()
+    assert got["sglang-flags"].status == PASS, got["sglang-flags"].line()
+
+
+def test_flags_unknown_to_the_installed_slime_and_sglang_are_named(machine, tmp_path):
+    """An installed slime/Megatron that renamed a flag would ignore it silently; SGLang would refuse
+    to start. The doctor names each, from the parsers the env really has (here: the stand-ins,
+    built from a list that lacks them)."""
+    slime_list = tmp_path / "slime_flags.txt"
+    slime_list.write_text("\n".join(f for f in names(slime_train_flags_file())
+                                    if f not in ("--eps-clip-high", "--sglang-mem-fraction-static")))
+    sglang_list = tmp_path / "sglang_flags.txt"
+    sglang_list.write_text("\n".join(f for f in names(sglang_server_flags_file()) if f != "--context-length"))
+    env = {**machine, "FAKE_SLIME_FLAGS_FILE": str(slime_list), "FAKE_SGLANG_FLAGS_FILE": str(sglang_list)}
+    got = one(env, flags.check_flags)
+    assert got["slime-flags"].status == FAIL
+    assert "2 flag(s) of this plan: --eps-clip-high, --sglang-mem-fraction-static" in got["slime-flags"].found
+    assert got["sglang-flags"].status == FAIL and ": --context-length (" in got["sglang-flags"].found
+
+
+def test_flags_check_names_a_parser_that_cannot_be_built(machine, tmp_path):
+    got = one({**machine, "MEGATRON_DIR": str(tmp_path / "no-megatron")}, flags.check_flags)
+    assert got["slime-flags"].status == FAIL and "ModuleNotFoundError" in got["slime-flags"].found
+    assert got["sglang-flags"].status == PASS
 
 
 def test_arch_verdicts():
