@@ -63,8 +63,8 @@ def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
         marker.write_text(f"{rollout_id}\n", encoding="utf-8")
     # The process the plugin runs in (slime's RolloutManager actor): the train stage waits for it
     # to be gone before it frees the ShopSimulator slots a stopped job left taken.
-    from pyhelpers.procs import procfs
     from pyhelpers.jsonfiles import write_json_atomic
+    from pyhelpers.procs import procfs
 
     pid = os.getpid()
     here = Path(s.round_dir) / "plugin.pid"

@@ -84,8 +84,8 @@ def prepare(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> None:
 def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[[str], None]) -> None:
     """Wait (bounded) until the process an earlier job's plugin ran in has exited: Ray kills the
     RolloutManager actor only after the job's driver is gone, and until then it may take a slot."""
-    from pyhelpers.procs import procfs
     from pyhelpers.jsonfiles import load_json_or_none
+    from pyhelpers.procs import procfs
 
     for rr in (r - 1, r):
         rec = load_json_or_none(lay.round_dir(rr) / "plugin.pid") if rr >= 0 else None
