@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_LISTS = Path(__file__).resolve().parents[3] / "shared" / "reference" / "flags"
+_LISTS = Path(__file__).resolve().parents[2] / "env" / "flags"  # the project's pinned lists (env/flags/README.md)
 
 
 def slime_train_flags_file() -> Path:
@@ -18,4 +18,4 @@ def sglang_server_flags_file() -> Path:
 
 
 def names(path: Path) -> list[str]:
-    return [w for w in path.read_text().split() if w.startswith("--")]
+    return [line.strip() for line in path.read_text().splitlines() if line.startswith("--")]
