@@ -159,7 +159,7 @@ def test_a_job_dying_mid_step_keeps_its_spool_records_and_the_replay_finds_every
     as they were, the restarted job gets every slot back, and the replayed steps write nothing twice."""
     import json
 
-    from rollout_support import free_port
+    from support.rollout_stack import free_port
 
     marker = tmp_path / "crashed-once"
     ports = {k: str(free_port()) for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")}
