@@ -215,11 +215,11 @@ def test_a_save_killed_before_its_data_state_resumes_at_the_recorded_position(st
     """slime writes the tracker before the data source's state file; a job killed in between comes
     back with the data source at offset 0 (slime data_source.py:138-148 finds no file and says
     nothing). The plugin records the position after every step and puts it back."""
-    from support.rollout_stack import fresh_slime_singletons
     from slime.rollout.base_types import call_rollout_fn
     from slime.rollout.data_source import RolloutDataSourceWithBuffer
     from slime.rollout.sample_hooks import set_current_rollout_id
     from slime.utils.misc import load_function
+    from support.rollout_stack import fresh_slime_singletons
 
     megatron = tmp_path / "megatron"
     args = stack.args(tmp_path / "round-000", bank_path=bank_file, rollout_batch_size=2, over_sampling_batch_size=2,
