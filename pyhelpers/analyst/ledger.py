@@ -25,6 +25,7 @@ from pathlib import Path
 from pyhelpers.analyst.budget import Clock
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import validation_errors
+from pyhelpers.run.layout import RoundFiles
 
 log = logging.getLogger("pyhelpers.analyst")
 
@@ -42,8 +43,7 @@ def batch_id(record_ids: list[str]) -> str:
 
 
 def round_of_dir(round_dir: Path) -> int | None:
-    m = re.fullmatch(r"round-([0-9]+)", Path(round_dir).name)
-    return int(m.group(1)) if m else None
+    return RoundFiles(Path(round_dir)).number
 
 
 class RoundLock:
@@ -80,9 +80,9 @@ class RoundLock:
 class Ledger:
     def __init__(self, round_dir: Path, round_no: int, readonly: bool = False):
         self.round_dir, self.round, self.readonly = Path(round_dir), round_no, readonly
-        self.spool = self.round_dir / "spool"
-        self.candidates = self.round_dir / "candidates"
-        self.path = self.round_dir / "analyst" / "ledger.jsonl"
+        files = RoundFiles(self.round_dir)
+        self.spool, self.candidates = files.spool, files.candidates
+        self.path = files.analyst_dir / "ledger.jsonl"
         self.processed: dict[str, str] = {}  # record id -> batch id of its candidate file
         self.files: dict[str, dict] = {}  # batch id -> {"status", "n_proposals", "n_records"}
         self.quarantined: dict[str, tuple[str, str]] = {}  # spool file name -> (sha256, reason)

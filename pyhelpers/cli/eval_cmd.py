@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
 
 from pyhelpers.config import load as config_mod
-
-_ROUND = re.compile(r"round-(\d+)$")
+from pyhelpers.run.layout import RoundFiles
 
 
 def _common(f):
@@ -66,10 +64,9 @@ def val_cmd(round_dir, out_dir, resume, use_wandb, model_dir, server, shopsim, t
     if round_dir is None and out_dir is None:
         raise click.UsageError("give --round-dir or --out-dir")
     cfg = config_mod.load()
-    m = _ROUND.search(round_dir.resolve().name) if round_dir else None
-    round_no = int(m.group(1)) if m else None
+    round_no = RoundFiles(round_dir.resolve()).number if round_dir else None
     label = f"round-{round_no:03d}" if round_no is not None else ("baseline" if out_dir else round_dir.name)
-    out = out_dir or round_dir / "val"
+    out = out_dir or RoundFiles(round_dir).val_dir
     settings = _settings(cfg, model_dir, server, shopsim)
     builder = val.load_builder(settings.tokenizer_dir)
     rnd.play_val(cfg, settings, builder, out, round_no, label, tasks_path, resume, click.echo, _progress(quiet))

@@ -17,6 +17,7 @@ from pathlib import Path
 from pyhelpers.config import types as knob_types
 from pyhelpers.config.types import KnobType
 from pyhelpers.errors import ToolkitError
+from pyhelpers.run.layout import wandb_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS_FILE = PROJECT_ROOT / "env" / "defaults.env"
@@ -178,11 +179,11 @@ class Config:
             "SAVE_DIR": str(self.save_dir),
             "RAY_TEMP_DIR": self.ray_temp_dir,
             "CUDA_VISIBLE_DEVICES": self.cuda_visible_devices,
-            "WANDB_DIR": str(self.run_dir / "wandb"),
+            "WANDB_DIR": str(wandb_dir(self.run_dir)),
             # wandb stages files in ~/.local/share and ~/.cache by default: on AutoDL that is the
             # small system disk (M2), so every process of the run keeps them under the run.
-            "WANDB_DATA_DIR": str(self.run_dir / "wandb" / "data"),
-            "WANDB_CACHE_DIR": str(self.run_dir / "wandb" / "cache"),
+            "WANDB_DATA_DIR": str(wandb_dir(self.run_dir) / "data"),
+            "WANDB_CACHE_DIR": str(wandb_dir(self.run_dir) / "cache"),
         }
 
 

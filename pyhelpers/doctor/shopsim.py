@@ -6,12 +6,13 @@ from __future__ import annotations
 from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports, procfs
+from pyhelpers.run import layout
 
 
 def _ours(ctx: Context) -> set[int]:
     """Pids of this run's own live services: a port they hold is not a conflict (`make resume`
     stops them first; a second `make train` is refused by the run lock, naming the driver)."""
-    recs = procs.records(ctx.cfg.run_dir / "pids")
+    recs = procs.records(layout.from_config(ctx.cfg).pids)
     return {p for r in recs if procs.state(r) == "alive" for p in procfs.group_members(r.pgid)}
 
 

@@ -29,6 +29,7 @@ from pyhelpers.gate.plan import GateKnobs, Plan, make_plan
 from pyhelpers.gate.report import build_summary
 from pyhelpers.jsonfiles import load_json, validate, write_json_atomic
 from pyhelpers.policy.prompt_builder import PromptBuilder
+from pyhelpers.run import layout
 from pyhelpers.skills.decisions import select_for_gate
 from pyhelpers.skills.render import render
 
@@ -122,5 +123,5 @@ def run_gate(settings: EvalSettings, make_builder: Callable[[], PromptBuilder], 
     if not plan.skills:
         summary["warnings"].append("no skills to test: the bank has no probation or candidate skill")
     write_json_atomic(gate_dir / "decisions.json", doc)
-    write_json_atomic(gate_dir / "summary.json", summary)
+    write_json_atomic(layout.summary(gate_dir), summary)
     return summary, doc, result

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json
-from pyhelpers.run import events
+from pyhelpers.run import events, layout
+from pyhelpers.run.layout import RoundFiles
 
 Echo = Callable[[str], None]
 
@@ -53,17 +54,18 @@ def play_gate(cfg, settings, builder_factory, round_dir: Path, tasks_path: Path 
     from pyhelpers.gate.report import gate_report
     from pyhelpers.skills.bank import bank_sha256, load_bank
 
-    compiled = round_dir / "compiled.json"
+    files = RoundFiles(round_dir)
+    compiled = files.compiled
     if not compiled.is_file():
         raise ToolkitError("the round has no compiled bank", str(compiled), "run the compile stage first")
-    val_path = round_dir / "val" / "summary.json"
+    val_path = layout.summary(files.val_dir)
     if not val_path.is_file():
         raise ToolkitError("the round has no bare val summary", str(val_path),
                            "run `pyhelpers eval val --round-dir` first (the gate's task pool uses it)")
     bank = load_bank(compiled)
     _, tasks = val_tasks(cfg, tasks_path)
     summary, _doc, result = gate.run_gate(settings, builder_factory, bank, bank_sha256(bank), load_json(val_path),
-                                          tasks, round_dir / "gate", GateKnobs.from_config(cfg), resume=resume,
+                                          tasks, files.gate_dir, GateKnobs.from_config(cfg), resume=resume,
                                           progress=progress)
     if not summary["skills"]:
         echo(f"Gate round {bank['round']}: no skills to test (no probation or candidate skill); wrote empty decisions.")
@@ -75,14 +77,14 @@ def play_gate(cfg, settings, builder_factory, round_dir: Path, tasks_path: Path 
     if result is not None:
         echo(f"played {result.played} (resumed {result.resumed}) in {result.timing['wall_s']:.0f} s")
         _episodes_event(cfg, "gate", int(bank["round"]), result)
-    echo(f"wrote {round_dir / 'gate'}/decisions.json and summary.json")
+    echo(f"wrote {files.gate_decisions} and {layout.summary(files.gate_dir).name}")
     return summary
 
 
 def log_val_wandb(cfg, out: Path) -> str:
     from pyhelpers.evaluate.wandb_val import log_val
 
-    res = log_val(load_json(out / "summary.json"), project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
+    res = log_val(load_json(layout.summary(out)), project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
                   run_dir=cfg.run_dir, mode=cfg.get("WANDB_MODE") or None)
     return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")
 
@@ -93,10 +95,11 @@ def log_gate_wandb(cfg, round_dir: Path) -> str:
     from pyhelpers.skills.decisions import apply_decisions
     from pyhelpers.skills.steps import caps_from
 
-    bank = load_bank(round_dir / "compiled.json")
-    doc = load_json(round_dir / "gate" / "decisions.json")
+    files = RoundFiles(round_dir)
+    bank = load_bank(files.compiled)
+    doc = load_json(files.gate_decisions)
     counts = status_counts(apply_decisions(bank, doc["decisions"], int(bank["round"]), caps_from(cfg)))
-    res = log_gate(load_json(round_dir / "gate" / "summary.json"), doc, counts, project=cfg["WANDB_PROJECT"],
+    res = log_gate(load_json(layout.summary(files.gate_dir)), doc, counts, project=cfg["WANDB_PROJECT"],
                    group=cfg["WANDB_GROUP"], run_dir=cfg.run_dir, round=int(bank["round"]),
                    mode=cfg.get("WANDB_MODE") or None)
     return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")

@@ -26,6 +26,7 @@ from pyhelpers.evaluate.stats import val_summary
 from pyhelpers.jsonfiles import write_json_atomic
 from pyhelpers.policy.prompt_builder import PromptBuilder, PromptError
 from pyhelpers.policy.system_prompt import PROMPT_VERSION
+from pyhelpers.run import layout
 
 
 def load_builder(tokenizer_dir: str) -> PromptBuilder:
@@ -95,7 +96,7 @@ def run_val(settings: EvalSettings, builder: PromptBuilder, tasks: Sequence[dict
     ordered = [result.records[s.id] for s in specs]
     summary = val_summary(ordered, label=label, round_no=round_no, tasks=tasks_info, settings=settings.public(),
                           prompt_version=PROMPT_VERSION)
-    write_json_atomic(out_dir / "summary.json", summary)
+    write_json_atomic(layout.summary(out_dir), summary)
     return summary, result
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
+from pyhelpers.run.layout import slime_job_record
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 
@@ -75,7 +76,7 @@ class JobApi:
 
 
 def record_path(run_dir: Path) -> Path:
-    return Path(run_dir) / "slime-job.json"
+    return slime_job_record(run_dir)
 
 
 def record_job(run_dir: Path, submission_id: str, round_: int, dashboard_port: int, log: str) -> None:

@@ -57,7 +57,7 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         *plugin_flags,
     ]
     if cfg.flag("SAVE_HF"):  # HF weights written from the GPUs at the round's final save (architecture §7)
-        argv += ["--save-hf", str(lay.save_dir / "hf-{rollout_id:07d}")]
+        argv += ["--save-hf", lay.hf_dir_template]
     if not cfg.flag("SAVE_OPTIM"):
         argv += ["--no-save-optim", "--no-load-optim"]
     if cfg["WANDB_MODE"] != "disabled":

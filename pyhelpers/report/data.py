@@ -98,7 +98,7 @@ def _wandb_history(run_dir: Path) -> list[dict]:
 
 def _train(lay: RunLayout) -> list[dict]:
     """train/* per optimizer step from slime's offline W&B runs (one per round's job)."""
-    dirs = [d for d in sorted((lay.wandb_dir / "wandb").glob("offline-run-*"))
+    dirs = [d for d in sorted(lay.wandb_offline_runs.glob("offline-run-*"))
             if d.is_dir() and not any(tag in d.name for tag in OUR_WANDB_RUNS)]
     if not dirs:
         return []
@@ -137,7 +137,7 @@ def _timeline(evs: list[dict]) -> tuple[list[dict], list[dict]]:
 def gather(cfg, lay: RunLayout) -> Tables:
     rounds = cfg.int("ROUNDS")
     t = Tables(rounds)
-    base = load_json_or_none(lay.baseline_dir / "val" / "summary.json")
+    base = load_json_or_none(lay.baseline_val_summary)
     if base:
         t.val.append(_val_row("baseline", base))
     for r in range(rounds):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.run.layout import RoundFiles
 
 PREFIX = "shopsimrl_"
 REWARDS = ("strict", "loose", "success")
@@ -83,11 +84,11 @@ class PluginSettings:
 
     @property
     def spool_dir(self) -> Path:
-        return Path(self.round_dir) / "spool"
+        return RoundFiles(Path(self.round_dir)).spool
 
     @property
     def metrics_path(self) -> Path:
-        return Path(self.round_dir) / "rollout_metrics.jsonl"
+        return RoundFiles(Path(self.round_dir)).rollout_metrics
 
 
 _TYPES = {f.name: f.type for f in fields(PluginSettings)}

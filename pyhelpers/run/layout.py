@@ -7,8 +7,109 @@ Round numbers are 0-based; slime's iteration number is the 0-based rollout id.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+SUMMARY = "summary.json"  # in a val/ or gate/ dir (the baseline's val/ too)
+
+
+def summary(d: Path) -> Path:
+    """The summary.json of a val/ or gate/ dir."""
+    return Path(d) / SUMMARY
+
+
+# Paths that code holding only RUNS_DIR/<RUN>/ needs (W&B logging, the Ray job record).
+def wandb_dir(run_dir: Path) -> Path:
+    """WANDB_DIR of the run (W&B itself writes wandb/ under it: wandb_runs_dir)."""
+    return Path(run_dir) / "wandb"
+
+
+def wandb_runs_dir(run_dir: Path) -> Path:
+    """Where W&B writes its offline-run-* dirs."""
+    return wandb_dir(run_dir) / "wandb"
+
+
+def wandb_markers(run_dir: Path) -> Path:
+    """One marker per W&B run logged from the run's files (wandb_marker)."""
+    return wandb_dir(run_dir) / "logged"
+
+
+def wandb_marker(run_dir: Path, rid: str) -> Path:
+    """Written once W&B run `rid` is logged: it is never logged twice."""
+    return wandb_markers(run_dir) / f"{rid}.json"
+
+
+def slime_job_record(run_dir: Path) -> Path:
+    """The slime job's Ray submission id, round and dashboard port (make stop finds it here)."""
+    return Path(run_dir) / "slime-job.json"
+
+
+@dataclass(frozen=True)
+class RoundFiles:
+    """One round's directory, rounds/round-NNN/, for code that holds only that directory: the
+    rollout plugin inside slime's Ray actor (keep this module import-light), the analyst,
+    `pyhelpers eval --round-dir`."""
+    dir: Path
+
+    @property
+    def number(self) -> int | None:
+        """The round number in the directory's name (round-NNN), None for another name."""
+        m = re.fullmatch(r"round-([0-9]+)", self.dir.name)
+        return int(m.group(1)) if m else None
+
+    @property
+    def bank(self) -> Path:
+        """The bank injected into this round."""
+        return self.dir / "skillbank.json"
+
+    @property
+    def spool(self) -> Path:
+        """The rollout plugin's failure records, for the analyst."""
+        return self.dir / "spool"
+
+    @property
+    def candidates(self) -> Path:
+        """The analyst's candidate skills, for compile."""
+        return self.dir / "candidates"
+
+    @property
+    def analyst_dir(self) -> Path:
+        return self.dir / "analyst"
+
+    @property
+    def compiled(self) -> Path:
+        return self.dir / "compiled.json"
+
+    @property
+    def val_dir(self) -> Path:
+        return self.dir / "val"
+
+    @property
+    def gate_dir(self) -> Path:
+        return self.dir / "gate"
+
+    @property
+    def gate_decisions(self) -> Path:
+        return self.gate_dir / "decisions.json"
+
+    @property
+    def stages_dir(self) -> Path:
+        return self.dir / "stages"
+
+    @property
+    def plugin_config(self) -> Path:
+        return self.dir / "slime.yaml"
+
+    @property
+    def started_marker(self) -> Path:
+        """Written by the rollout plugin at the job's first step: the job has its GPUs."""
+        return self.dir / "plugin.started"
+
+    @property
+    def rollout_metrics(self) -> Path:
+        """The rollout plugin's per-step metrics (rollout/metrics.py)."""
+        return self.dir / "rollout_metrics.jsonl"
 
 
 @dataclass(frozen=True)
@@ -36,7 +137,11 @@ class RunLayout:
 
     @property
     def wandb_dir(self) -> Path:
-        return self.run_dir / "wandb"
+        return wandb_dir(self.run_dir)
+
+    @property
+    def slime_job(self) -> Path:
+        return slime_job_record(self.run_dir)
 
     @property
     def final_bank(self) -> Path:
@@ -47,8 +152,16 @@ class RunLayout:
         return self.run_dir / "baseline"
 
     @property
+    def baseline_val_dir(self) -> Path:
+        return self.baseline_dir / "val"
+
+    @property
     def baseline_val_summary(self) -> Path:
-        return self.baseline_dir / "val" / "summary.json"
+        return summary(self.baseline_val_dir)
+
+    @property
+    def wandb_offline_runs(self) -> Path:
+        return wandb_runs_dir(self.run_dir)
 
     @property
     def stopped_marker(self) -> Path:
@@ -63,53 +176,52 @@ class RunLayout:
     def round_dir(self, r: int) -> Path:
         return self.run_dir / "rounds" / f"round-{r:03d}"
 
+    def round(self, r: int) -> RoundFiles:
+        return RoundFiles(self.round_dir(r))
+
     def bank_in(self, r: int) -> Path:
         """The bank injected into round r."""
-        return self.round_dir(r) / "skillbank.json"
+        return self.round(r).bank
 
     def bank_out(self, r: int, rounds: int) -> Path:
         """The artifact whose existence means round r's inject is done."""
         return self.final_bank if r == rounds - 1 else self.bank_in(r + 1)
 
     def stage_record(self, r: int, stage: str) -> Path:
-        return self.round_dir(r) / "stages" / f"{stage}.done"
+        return self.round(r).stages_dir / f"{stage}.done"
 
     def plugin_config(self, r: int) -> Path:
-        return self.round_dir(r) / "slime.yaml"
+        return self.round(r).plugin_config
 
     def started_marker(self, r: int) -> Path:
-        """Written by the rollout plugin at the job's first step: the job has its GPUs."""
-        return self.round_dir(r) / "plugin.started"
+        return self.round(r).started_marker
 
     def rollout_metrics(self, r: int) -> Path:
-        """The rollout plugin's per-step metrics of round r (rollout/metrics.py)."""
-        return self.round_dir(r) / "rollout_metrics.jsonl"
+        return self.round(r).rollout_metrics
 
     def spool(self, r: int) -> Path:
-        """The rollout plugin's failure records of round r, for the analyst."""
-        return self.round_dir(r) / "spool"
+        return self.round(r).spool
 
     def candidates(self, r: int) -> Path:
-        """The analyst's candidate skills of round r, for compile."""
-        return self.round_dir(r) / "candidates"
+        return self.round(r).candidates
 
     def compiled(self, r: int) -> Path:
-        return self.round_dir(r) / "compiled.json"
+        return self.round(r).compiled
 
     def val_dir(self, r: int) -> Path:
-        return self.round_dir(r) / "val"
+        return self.round(r).val_dir
 
     def val_summary(self, r: int) -> Path:
-        return self.val_dir(r) / "summary.json"
+        return summary(self.val_dir(r))
 
     def gate_dir(self, r: int) -> Path:
-        return self.round_dir(r) / "gate"
+        return self.round(r).gate_dir
 
     def gate_summary(self, r: int) -> Path:
-        return self.gate_dir(r) / "summary.json"
+        return summary(self.gate_dir(r))
 
     def gate_decisions(self, r: int) -> Path:
-        return self.gate_dir(r) / "decisions.json"
+        return self.round(r).gate_decisions
 
     # --- weights ---------------------------------------------------------------------------
     @property
@@ -122,6 +234,11 @@ class RunLayout:
 
     def hf_dir(self, iteration: int) -> Path:
         return self.save_dir / f"hf-{iteration:07d}"
+
+    @property
+    def hf_dir_template(self) -> str:
+        """hf_dir with slime's placeholder: --save-hf names each save's HF export by it."""
+        return str(self.save_dir / "hf-{rollout_id:07d}")
 
     def hf_staging(self, iteration: int) -> Path:
         """Where the converter writes hf-<iteration> before the rename."""

@@ -46,7 +46,7 @@ def bank_line(bank: dict) -> str:
 
 def results(cfg, lay: RunLayout) -> list[dict]:
     rows = []
-    base = load_json_or_none(lay.baseline_dir / "val" / "summary.json")
+    base = load_json_or_none(lay.baseline_val_summary)
     if base:
         rows.append({"round": "baseline", "val": val_line(base), "gate": None})
     for r in range(cfg.int("ROUNDS")):

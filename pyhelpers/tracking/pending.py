@@ -13,7 +13,7 @@ import fcntl
 import json
 import os
 
-from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.layout import RunLayout, wandb_markers
 from pyhelpers.tracking import wandb_log as wandb_logging
 
 
@@ -38,20 +38,19 @@ def log_all(cfg, lay: RunLayout) -> list[str]:
         return ["W&B disabled (WANDB_MODE=disabled): nothing logged"]
     from pyhelpers.evaluate import round as rnd
 
-    lock_dir = lay.wandb_dir / "logged"
+    lock_dir = wandb_markers(lay.run_dir)
     lock_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         out = []
-        if (lay.baseline_dir / "val" / "summary.json").is_file():
-            out.append(rnd.log_val_wandb(cfg, lay.baseline_dir / "val"))
+        if lay.baseline_val_summary.is_file():
+            out.append(rnd.log_val_wandb(cfg, lay.baseline_val_dir))
         for r in range(cfg.int("ROUNDS")):
-            d = lay.round_dir(r)
             if lay.val_summary(r).is_file():
-                out.append(rnd.log_val_wandb(cfg, d / "val"))
-            if lay.gate_summary(r).is_file() and (d / "gate" / "decisions.json").is_file():
-                out.append(rnd.log_gate_wandb(cfg, d))
+                out.append(rnd.log_val_wandb(cfg, lay.val_dir(r)))
+            if lay.gate_summary(r).is_file() and lay.gate_decisions(r).is_file():
+                out.append(rnd.log_gate_wandb(cfg, lay.round_dir(r)))
             if lay.compiled(r).is_file():  # the analyst's drain is over once the round compiled
                 line = _analyst_final(cfg, lay, r)
                 if line:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pyhelpers.run.layout import wandb_dir
+
 
 def offline_runs(run_dir: Path) -> list[Path]:
-    return sorted(p for p in (Path(run_dir) / "wandb").glob("**/offline-run-*") if p.is_dir())
+    return sorted(p for p in wandb_dir(run_dir).glob("**/offline-run-*") if p.is_dir())
 
 
 def is_synced(run: Path) -> bool:

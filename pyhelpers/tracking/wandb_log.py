@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pyhelpers.jsonfiles import load_json, write_json_exclusive
+from pyhelpers.run.layout import wandb_dir as run_wandb_dir
+from pyhelpers.run.layout import wandb_marker
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -35,7 +37,7 @@ def run_id(*parts: object) -> str:
 
 
 def marker_path(run_dir: Path, rid: str) -> Path:
-    return Path(run_dir) / "wandb" / "logged" / f"{rid}.json"
+    return wandb_marker(run_dir, rid)
 
 
 def logged(run_dir: Path, rid: str) -> dict | None:
@@ -58,7 +60,7 @@ def log_once(*, project: str, group: str, job_type: str, run_dir: Path, rid: str
         return False
     import wandb
 
-    wandb_dir = Path(run_dir) / "wandb"
+    wandb_dir = run_wandb_dir(run_dir)
     wandb_dir.mkdir(parents=True, exist_ok=True)
     run = wandb.init(project=project, group=group or None, job_type=job_type, id=rid, name=name,
                      dir=str(wandb_dir), config=public_config(config), resume="allow", mode=mode,

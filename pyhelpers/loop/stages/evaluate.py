@@ -87,7 +87,7 @@ def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
             raise ready[0]
         echo(ready[0])
         if baseline:
-            rnd.play_val(cfg, settings, builder, out=lay.baseline_dir / "val", round_no=None, label="baseline",
+            rnd.play_val(cfg, settings, builder, out=lay.baseline_val_dir, round_no=None, label="baseline",
                          tasks_path=None, resume=True, echo=echo, progress=sys.stderr)
         else:
             rnd.play_val(cfg, settings, builder, out=lay.val_dir(r), round_no=r, label=lay.round_dir(r).name,
