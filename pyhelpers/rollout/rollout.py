@@ -65,9 +65,10 @@ def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
     # to be gone before it frees the ShopSimulator slots a stopped job left taken.
     from pyhelpers.jsonfiles import write_json_atomic
     from pyhelpers.procs import procfs
+    from pyhelpers.run.layout import RoundFiles
 
     pid = os.getpid()
-    here = Path(s.round_dir) / "plugin.pid"
+    here = RoundFiles(Path(s.round_dir)).plugin_process
     if not here.exists() or json.loads(here.read_text() or "{}").get("pid") != pid:
         write_json_atomic(here, {"pid": pid, "ticks": procfs.start_ticks(pid)})
 

@@ -57,25 +57,39 @@ def is_complete(path: Path) -> bool:
     return all((path / f).is_file() for f in TORCH_DIST_FILES) and any(path.glob("*.distcp"))
 
 
-def rollout_states(megatron: Path) -> dict[int, Path]:
-    """{iteration: rollout/global_dataset_state_dict_<iteration>.pt} (slime's data-source state)."""
+# slime's data-source state after a save (slime 624b824 rollout/data_source.py:134) and the plugin's
+# copy of the same counters after every step (pyhelpers/rollout/data_state.py), in <--save>/rollout/.
+ROLLOUT_STATE = "global_dataset_state_dict_{}.pt"
+PLUGIN_RECORD = "shopsimrl_data_state_{}.json"
+
+
+def rollout_state_path(megatron: Path, iteration: int) -> Path:
+    return Path(megatron) / "rollout" / ROLLOUT_STATE.format(iteration)
+
+
+def plugin_record_path(megatron: Path, iteration: int) -> Path:
+    return Path(megatron) / "rollout" / PLUGIN_RECORD.format(iteration)
+
+
+def _numbered(megatron: Path, pattern: str) -> dict[int, Path]:
+    head, tail = pattern.split("{}")
     out = {}
-    for p in (Path(megatron) / "rollout").glob("global_dataset_state_dict_*.pt"):
-        num = p.stem.rsplit("_", 1)[1]
+    for p in (Path(megatron) / "rollout").glob(pattern.format("*")):
+        num = p.name[len(head):len(p.name) - len(tail)]
         if num.isdigit():
             out[int(num)] = p
     return out
+
+
+def rollout_states(megatron: Path) -> dict[int, Path]:
+    """{iteration: rollout/global_dataset_state_dict_<iteration>.pt} (slime's data-source state)."""
+    return _numbered(megatron, ROLLOUT_STATE)
 
 
 def plugin_records(megatron: Path) -> dict[int, Path]:
     """{iteration: rollout/shopsimrl_data_state_<iteration>.json} (the plugin's copy of the data
     position after each step: pyhelpers/rollout/data_state.py)."""
-    out = {}
-    for p in (Path(megatron) / "rollout").glob("shopsimrl_data_state_*.json"):
-        num = p.stem.rsplit("_", 1)[1]
-        if num.isdigit():
-            out[int(num)] = p
-    return out
+    return _numbered(megatron, PLUGIN_RECORD)
 
 
 def data_state_gap(megatron: Path) -> str | None:
@@ -86,10 +100,10 @@ def data_state_gap(megatron: Path) -> str | None:
     tracked = read_tracker(megatron)
     if tracked is None or tracked in rollout_states(megatron):
         return None
-    what = (f"iter_{tracked:07d} has no data-source state (rollout/global_dataset_state_dict_{tracked}.pt: "
+    what = (f"iter_{tracked:07d} has no data-source state (rollout/{ROLLOUT_STATE.format(tracked)}: "
             "slime was stopped between its tracker and that file)")
     if tracked in plugin_records(megatron):
-        return f"{what}; the next job restores the data position from shopsimrl_data_state_{tracked}.json"
+        return f"{what}; the next job restores the data position from {PLUGIN_RECORD.format(tracked)}"
     older = [i for i, p in iter_dirs(megatron).items() if i < tracked and is_complete(p) and i in rollout_states(megatron)]
     back = (f"; iter_{max(older):07d}, the newest save with its data state, is kept: to train from there "
             f"instead, write {max(older)} into {TRACKER}") if older else ""

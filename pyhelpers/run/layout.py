@@ -107,6 +107,11 @@ class RoundFiles:
         return self.dir / "plugin.started"
 
     @property
+    def plugin_process(self) -> Path:
+        """{"pid", "ticks"} of the process the rollout plugin runs in (slime's RolloutManager actor)."""
+        return self.dir / "plugin.pid"
+
+    @property
     def rollout_metrics(self) -> Path:
         """The rollout plugin's per-step metrics (rollout/metrics.py)."""
         return self.dir / "rollout_metrics.jsonl"

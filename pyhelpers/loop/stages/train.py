@@ -88,7 +88,7 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
     from pyhelpers.procs import procfs
 
     for rr in (r - 1, r):
-        rec = load_json_or_none(lay.round_dir(rr) / "plugin.pid") if rr >= 0 else None
+        rec = load_json_or_none(lay.round(rr).plugin_process) if rr >= 0 else None
         if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int):
             continue
         deadline = time.monotonic() + timeout
