@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
+from pyhelpers.launch import ray_auth
 from pyhelpers.run.layout import slime_job_record
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
@@ -39,21 +40,24 @@ class JobOutcome:
 
 
 class JobApi:
-    """The two calls the watcher needs, over HTTP on 127.0.0.1 (requests, lazily imported)."""
+    """The calls the watcher needs, over HTTP on 127.0.0.1 (requests, lazily imported), with the
+    run's Ray token (pyhelpers/launch/ray_auth.py)."""
 
-    def __init__(self, dashboard_port: int, timeout: float = 10.0):
+    def __init__(self, dashboard_port: int, run_dir: Path, timeout: float = 10.0):
         import requests
 
         self.base = f"http://127.0.0.1:{dashboard_port}/api/jobs"
         self.timeout = timeout
         self.http = requests.Session()
         self.http.trust_env = False  # loopback: never through an http_proxy of the environment
+        self.http.headers.update(ray_auth.headers(run_dir))
 
     def info(self, job_id: str) -> dict:
-
         r = self.http.get(f"{self.base}/{job_id}", timeout=self.timeout)
         if r.status_code == 404:
             raise ToolkitError(f"Ray knows no job {job_id}", self.base, "was the Ray head restarted? run `make resume`")
+        if r.status_code in (401, 403):
+            raise ray_auth.refused(r.status_code, self.base)
         r.raise_for_status()
         return r.json()
 
@@ -69,6 +73,8 @@ class JobApi:
         except requests.RequestException as exc:
             raise ToolkitError(f"cannot reach Ray's job API ({exc})", self.base,
                                "is the Ray head up? see logs/ray-head.log, then `make resume`") from None
+        if r.status_code in (401, 403):
+            raise ray_auth.refused(r.status_code, self.base)
         if r.status_code >= 400:
             raise ToolkitError(f"Ray refused the job (HTTP {r.status_code}: {r.text[:300]})", self.base,
                                "see logs/ray-head.log; then `make resume`")

@@ -4,12 +4,14 @@ is ready (architecture §5).
 | service     | runs in      | command                                   | ready when                      |
 |-------------|--------------|-------------------------------------------|---------------------------------|
 | shopsim     | SHOPSIM_ENV  | the ShopSimulator launcher (M6)           | the no-slot probe answers       |
-| ray-head    | SLIME_ENV    | ray start --head --block ... (loopback)   | GET /api/version on the dashboard |
+| ray-head    | SLIME_ENV    | ray start --head --block ... (loopback)   | GET /api/version (with the token) |
 | eval-server | SLIME_ENV    | SGLang, TP=1, DP=NUM_GPUS on a model (M9) | GET /health answers 200         |
 
 Each is started through bin/in-env (conda activate, so activate.d hooks run: M4) in its own
-process group with a pidfile (pyhelpers/procs/groups.py); the address it binds is checked free first
-(a holder that is not ours is named). `ensure()` starts a service unless it is up and waits until
+process group with a pidfile (pyhelpers/procs/groups.py); the addresses it binds are checked free
+first (a holder that is not ours is named). The Ray head is locked down (pyhelpers/launch/ray_*.py):
+every port from the configuration, all on loopback, the run's token required; before it starts,
+its token is made and its old sessions pruned, and once up its new session is recorded. `ensure()` starts a service unless it is up and waits until
 it answers, with its *_START_TIMEOUT knob; on failure the error carries its log's tail.
 `watch_shopsim()` restarts a ShopSimulator that dies during a round, at most SHOPSIM_MAX_RESTARTS
 times per round, each restart an event in events.jsonl.
@@ -22,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.launch import ray_auth, ray_ports, ray_sessions
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
-from pyhelpers.procs import ready
+from pyhelpers.procs import procfs, ready
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
 
@@ -38,6 +41,10 @@ class Spec:
     address: tuple[str, int]
     probe: ready.Probe
     timeout_knob: str
+    more_ports: tuple[tuple[str, int], ...] = ()  # checked free before the start, like address
+    env_drop: tuple[str, ...] = ()  # taken out of the inherited environment
+    before_start: Callable[[], list[str]] = lambda: []  # returns lines to show
+    once_up: Callable[[set[int]], None] = lambda pids: None  # given the service's pids
 
 
 def _shopsim_probe(url: str) -> ready.Probe:
@@ -68,14 +75,30 @@ def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
                      "SHOPSIM_RESET_DELAY": cfg["SHOPSIM_RESET_DELAY"]},
                     (host, port), _shopsim_probe(f"http://{host}:{port}"), "SHOPSIM_START_TIMEOUT")
     if name == "ray-head":
-        port = cfg.int("RAY_DASHBOARD_PORT")
-        return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)], {}, ("127.0.0.1", port),
-                    ready.http_probe(f"http://127.0.0.1:{port}{RAY_READY_PATH}"), "RAY_START_TIMEOUT")
+        return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
         port = cfg.int("EVAL_PORT")
         return Spec([in_env, cfg["SLIME_ENV"], *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
                     ("127.0.0.1", port), ready.http_probe(f"http://127.0.0.1:{port}/health"), "SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
+
+
+def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
+    port = cfg.int("RAY_DASHBOARD_PORT")
+    temp = cfg.ray_temp_dir
+
+    def before_start() -> list[str]:
+        ray_auth.ensure_token(lay.run_dir)
+        gone = ray_sessions.prune(lay.run_dir, temp)
+        return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
+
+    return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
+                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, ("127.0.0.1", port),
+                ready.http_probe(f"http://127.0.0.1:{port}{RAY_READY_PATH}",
+                                 headers=lambda: ray_auth.headers(lay.run_dir)),
+                "RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
+                env_drop=ray_auth.OVERRIDING, before_start=before_start,
+                once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids))
 
 
 def alive(lay: RunLayout, name: str) -> bool:
@@ -89,8 +112,12 @@ def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: i
     import os
 
     s = spec(cfg, lay, name, model)
+    for line in s.before_start():
+        progress(line)
     progress(f"starting {name} on {s.address[0]}:{s.address[1]} (log: {lay.logs / (name + '.log')})")
-    rec = procs.start(name, s.argv, lay.pids, lay.logs, env={**os.environ, **s.env_extra}, needs_ports=[s.address])
+    env = {k: v for k, v in os.environ.items() if k not in s.env_drop}
+    rec = procs.start(name, s.argv, lay.pids, lay.logs, env={**env, **s.env_extra},
+                      needs_ports=list(dict.fromkeys([s.address, *s.more_ports])))
     events.append(lay.run_dir, "service-start", service=name, pid=rec.pid,
                   **({"round": round_} if round_ is not None else {}))
     return rec
@@ -101,6 +128,8 @@ def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: in
     s = spec(cfg, lay, name, model)
     took = ready.wait_service(lay.pids, name, s.probe, timeout=cfg.float(s.timeout_knob),
                               backoff_max=cfg.float("READY_BACKOFF_MAX"), knob=s.timeout_knob)
+    rec = procs.load(procs.pidfile(lay.pids, name))
+    s.once_up(set(procfs.group_members(rec.pgid)))
     events.append(lay.run_dir, "service-ready", service=name, seconds=round(took, 3),
                   **({"round": round_} if round_ is not None else {}))
     return f"{name}: ready after {took:.1f} s"

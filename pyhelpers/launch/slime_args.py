@@ -10,7 +10,7 @@ import os
 import shlex
 
 from pyhelpers.config.load import Config
-from pyhelpers.launch import gpu_topology, slime_flags
+from pyhelpers.launch import gpu_topology, ray_ports, slime_flags
 from pyhelpers.run.layout import RunLayout
 
 # slime's filter that keeps groups whose rewards are not all equal (M10).
@@ -88,10 +88,10 @@ def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
 
 
 def ray_head(cfg: Config) -> list[str]:
-    """`ray start` for a head in the foreground (--block), dashboard on loopback only."""
-    return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
-            "--port", cfg["RAY_PORT"], "--dashboard-host", "127.0.0.1", "--dashboard-port",
-            cfg["RAY_DASHBOARD_PORT"], "--num-gpus", cfg["NUM_GPUS"], "--temp-dir", cfg.ray_temp_dir,
+    """`ray start` for a head in the foreground (--block) on loopback, every port from the
+    configuration (pyhelpers/launch/ray_ports.py; its environment: services.py)."""
+    return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
+            *ray_ports.flags(cfg), "--num-gpus", cfg["NUM_GPUS"], "--temp-dir", cfg.ray_temp_dir,
             "--disable-usage-stats"]
 
 

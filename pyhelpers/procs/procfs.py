@@ -144,9 +144,9 @@ def pids_with_file_open(path: Path) -> list[int]:
     return out
 
 
-def listening_sockets(port: int) -> dict[int, str]:
-    """{socket inode: local address} of TCP sockets listening on `port` (IPv4 and IPv6)."""
-    found: dict[int, str] = {}
+def listeners() -> dict[int, tuple[str, int]]:
+    """{socket inode: (local address, port)} of every listening TCP socket (IPv4 and IPv6)."""
+    found: dict[int, tuple[str, int]] = {}
     for table in ("tcp", "tcp6"):
         try:
             lines = (PROC / "net" / table).read_text().splitlines()[1:]
@@ -156,9 +156,14 @@ def listening_sockets(port: int) -> dict[int, str]:
             f = line.split()
             local, state, inode = f[1], f[3], int(f[9])
             addr_hex, _, port_hex = local.rpartition(":")
-            if state == "0A" and int(port_hex, 16) == port:  # 0A = LISTEN
-                found[inode] = _decode_addr(addr_hex)
+            if state == "0A":  # LISTEN
+                found[inode] = (_decode_addr(addr_hex), int(port_hex, 16))
     return found
+
+
+def listening_sockets(port: int) -> dict[int, str]:
+    """{socket inode: local address} of TCP sockets listening on `port` (IPv4 and IPv6)."""
+    return {inode: addr for inode, (addr, p) in listeners().items() if p == port}
 
 
 def _decode_addr(addr_hex: str) -> str:

@@ -39,11 +39,13 @@ class NotReady(ToolkitError):
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def http_probe(url: str, expect_status: int = 200, timeout: float = 2.0) -> Probe:
-    """Ready when GET url answers with expect_status."""
+def http_probe(url: str, expect_status: int = 200, timeout: float = 2.0,
+               headers: Callable[[], dict[str, str]] = dict) -> Probe:
+    """Ready when GET url answers with expect_status. headers() is read at each probe (a token
+    file the service's start makes)."""
     def probe() -> tuple[bool, str]:
         try:
-            with _OPENER.open(urllib.request.Request(url, method="GET"), timeout=timeout) as resp:
+            with _OPENER.open(urllib.request.Request(url, method="GET", headers=headers()), timeout=timeout) as resp:
                 code = resp.status
         except urllib.error.HTTPError as exc:
             code = exc.code

@@ -95,7 +95,7 @@ def _job(lay: RunLayout) -> dict | None:
     if not job:
         return None
     try:
-        info = rayjob.JobApi(job["dashboard_port"], timeout=2.0).info(job["submission_id"])
+        info = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=2.0).info(job["submission_id"])
         job["status"] = info.get("status")
     except Exception:  # noqa: BLE001 - Ray down: the job cannot be running either
         job["status"] = "unknown (Ray's job API does not answer)"

@@ -277,3 +277,30 @@ class Hook:
     def close(self):
         self.closing.set()
         self.server.shutdown()
+
+
+_ports_given: set[int] = set()
+
+
+def free_ray_ports() -> dict[str, str]:
+    """Port knobs no other checkout's run or test holds now: SHOPSIM_PORT, EVAL_PORT,
+    RAY_DASHBOARD_PORT and a free block for RAY_PORT and the ports above it. Drawn at random below
+    the kernel's ephemeral range (so a kernel-chosen port cannot take one before Ray does)."""
+    import random
+
+    from pyhelpers.launch.ray_ports import SPAN
+    from pyhelpers.procs.ports import port_free
+
+    rng = random.SystemRandom()
+    taken = _ports_given  # never the same port twice to two rehearsals of one test session
+
+    def block(n: int) -> int:
+        while True:
+            base = rng.randrange(20000, 32000 - n)
+            span = range(base, base + n)
+            if not taken & set(span) and all(port_free("127.0.0.1", p) for p in span):
+                taken.update(span)
+                return base
+
+    return {"RAY_PORT": str(block(SPAN)), "RAY_DASHBOARD_PORT": str(block(1)),
+            "SHOPSIM_PORT": str(block(1)), "EVAL_PORT": str(block(1))}

@@ -103,7 +103,7 @@ def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
     entry = launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r, plugin_flags()))
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
     port = cfg.int("RAY_DASHBOARD_PORT")
-    rayjob.JobApi(port).submit(job_id, entry, launch_args.runtime_env(cfg))
+    rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, launch_args.runtime_env(cfg))
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
     rayjob.record_job(lay.run_dir, job_id, r, port, str(source))
     events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
@@ -112,7 +112,7 @@ def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
 
 
 def watch(cfg, lay: RunLayout, r: int, job_id: str, echo: Callable[[str], None]) -> rayjob.JobOutcome:
-    api = rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT"))
+    api = rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT"), lay.run_dir)
     outcome = rayjob.watch(job_id, api.info, api.stop, rayjob.marker_started(lay.started_marker(r)),
                            cfg.float("JOB_START_TIMEOUT"), progress=echo)
     events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
@@ -128,7 +128,7 @@ def stop_job(cfg, lay: RunLayout) -> str:
     try:
         if not job:
             return ""
-        api, job_id = rayjob.JobApi(job["dashboard_port"], timeout=3.0), job["submission_id"]
+        api, job_id = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=3.0), job["submission_id"]
         try:
             if api.info(job_id).get("status") in rayjob.TERMINAL:
                 return f"slime job {job_id}: already ended"
