@@ -71,6 +71,15 @@ def test_batch_and_length_rules(toolkit_env):
         assert needle in r.stderr, needle
 
 
+def test_ray_takes_ray_port_and_the_ports_above_it(toolkit_env):
+    r = run_pyhelpers(["config", "check"], {**toolkit_env, "RAY_PORT": "26380", "EVAL_PORT": "26385"})
+    assert r.returncode == 1 and "EVAL_PORT and RAY_PORT+5 are all 26385" in r.stderr
+    r = run_pyhelpers(["config", "check"], {**toolkit_env, "RAY_PORT": "65530"})
+    assert r.returncode == 1 and "RAY_PORT=65530 is not a TCP port (use 1024-65526" in r.stderr
+    # Workers take kernel-chosen ports now: Ray's old worker range is no reason to refuse a port.
+    assert run_pyhelpers(["config", "check"], {**toolkit_env, "RAY_PORT": "16380"}).returncode == 0
+
+
 def test_typo_in_dotenv_is_a_warning_with_suggestion(toolkit_env, tmp_path):
     (tmp_path / ".env").write_text("NUM_GPU=2\n")
     r = run_pyhelpers(["config", "check"], toolkit_env)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import FAKES, ROOT, run_pyhelpers
 from fakes.flag_lists import names, sglang_server_flags_file, slime_train_flags_file
+from rehearsal_support import free_ray_ports
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.config import load as config
@@ -75,13 +76,12 @@ def machine(toolkit_env, tmp_path) -> dict[str, str]:
     (syscudnn / "libcudnn.so.9").write_text("FAKE cudnn 90800\n")
     (tmp_path / "home").mkdir()
     (tmp_path / ".env").write_text(f"WANDB_API_KEY={WANDB_KEY}\nDASHSCOPE_API_KEY={DASH_KEY}\n")
-    ports = iter({free_port() for _ in range(12)})
+    ports = free_ray_ports()
     env = {**toolkit_env,
            "CONDA_ROOT": str(conda), "SLIME_LOCK": str(lock), "SHOPSIMRL_FAKE_PYTHON": sys.executable,
            "NVIDIA_SMI": str(FAKES / "bin/nvidia-smi"), "CUOBJDUMP": str(FAKES / "bin/cuobjdump"),
            "MODELS_DIR": str(tmp_path / "models"), "DATA_DIR": str(data), "SHOPSIM_DIR": str(tmp_path / "ShopSimulator"),
-           "SHOPSIM_PORT": str(next(ports)), "EVAL_PORT": str(next(ports)), "RAY_PORT": str(next(ports)),
-           "RAY_DASHBOARD_PORT": str(next(ports)), "WANDB_MODE": "online", "ANALYST_ENABLED": "1",
+           **ports, "WANDB_MODE": "online", "ANALYST_ENABLED": "1",
            "DISK_MARGIN_GB": "0", "HOME": str(tmp_path / "home"), "LD_LIBRARY_PATH": str(syscudnn),
            # the installed slime / Megatron / SGLang parsers: the stand-ins, built from the pinned lists
            "SLIME_DIR": str(FAKES / "slime_stub"), "MEGATRON_DIR": str(FAKES / "megatron_stub"),
@@ -516,10 +516,34 @@ def test_shopsim_dir_and_a_held_port(machine, tmp_path):
     assert got["shopsim-port"].status == "FAIL" and f"pid {os.getpid()}" in got["shopsim-port"].found
 
 
+def test_every_ray_port_taken_by_another_fails_naming_the_holder(machine):
+    base = int(machine["RAY_PORT"])
+    assert one(machine, runner.ray_ports.check_ray_ports)["ray-ports"].status == "PASS"
+    for port, what in ((base + 4, "dashboard agent HTTP"), (base + 8, "autoscaler metrics"),
+                       (int(machine["RAY_DASHBOARD_PORT"]), "dashboard + job API")):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+            got = one(machine, runner.ray_ports.check_ray_ports)["ray-ports"]
+        assert got.status == "FAIL", what
+        assert f"{what} {port}" in got.found and f"pid {os.getpid()}" in got.found and "RAY_PORT" in got.fix
+
+
+def test_preflight_fails_when_a_ray_port_is_taken(machine):
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", int(machine["RAY_PORT"]) + 1))
+        s.listen()
+        r = run_pyhelpers(["doctor", "--profile", "rehearse"], machine)
+    assert r.returncode == 1
+    assert "ray-ports" in r.stdout and f"client server {int(machine['RAY_PORT']) + 1}" in r.stdout
+
+
 def test_exposure_lists_addresses_and_warns(machine):
     got = one(machine, runner.shopsim.check_exposure)["exposure"]
-    assert got.status == "PASS" and "all interfaces (by design" in got.found
-    assert any(f"Ray dashboard + job API: 127.0.0.1:{machine['RAY_DASHBOARD_PORT']}" in d for d in got.details)
+    assert got.status == "PASS" and "Ray's ports are all on 127.0.0.1 and require the run's token" in got.found
+    base = int(machine["RAY_PORT"])
+    assert any(f"dashboard + job API 127.0.0.1:{machine['RAY_DASHBOARD_PORT']}" in d and f"127.0.0.1:{base}-{base + 9}" in d
+               for d in got.details)
     assert one({**machine, "SHOPSIM_HOST": "0.0.0.0"}, runner.shopsim.check_exposure)["exposure"].status == "WARN"
     with socket.socket() as s:
         s.bind(("127.0.0.1", int(machine["EVAL_PORT"])))

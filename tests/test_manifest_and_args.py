@@ -9,8 +9,8 @@ from conftest import ROOT
 
 from pyhelpers.config import load as config
 from pyhelpers.errors import ToolkitError
+from pyhelpers.launch import ray_ports, slime_flags
 from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.launch import slime_flags
 from pyhelpers.run import manifest as runmanifest
 from pyhelpers.run.layout import from_config
 
@@ -90,6 +90,24 @@ def test_ray_head_binds_dashboard_to_loopback(toolkit_env):
     argv = launch_args.ray_head(config.load())
     assert argv[argv.index("--dashboard-host") + 1] == "127.0.0.1"
     assert "0.0.0.0" not in argv
+
+
+def test_ray_head_sets_every_port_with_flags_ray_start_knows(toolkit_env):
+    from ray.scripts.scripts import start  # the installed ray 2.60's own `ray start` command
+
+    cfg = config.load({**toolkit_env, "RAY_PORT": "23000", "RAY_DASHBOARD_PORT": "23100"})
+    argv = launch_args.ray_head(cfg)
+    known = {opt for p in start.params for opt in p.opts}
+    assert [a for a in argv[2:] if a.startswith("--") and a not in known] == []
+    port_flags = {o for o in known if o.endswith("-port")} - {"--redis-shard-ports"}
+    given = {a: argv[i + 1] for i, a in enumerate(argv) if a in port_flags}
+    assert set(given) == port_flags  # none left to Ray's defaults
+    assert given["--port"] == "23000" and given["--dashboard-port"] == "23100"
+    assert given["--min-worker-port"] == given["--max-worker-port"] == "0"  # kernel-chosen
+    assert sorted(int(v) for k, v in given.items() if k not in ("--dashboard-port", "--min-worker-port",
+                                                               "--max-worker-port")) == list(range(23000, 23008))
+    assert ray_ports.env(cfg) == {"AUTOSCALER_METRIC_PORT": "23008", "DASHBOARD_METRIC_PORT": "23009",
+                                  "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 def test_runtime_env_has_no_secret(toolkit_env, tmp_path):

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyhelpers.config.load import Config, read_knobs
+from pyhelpers.launch import ray_ports
 
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
 # below the temp dir, and AF_UNIX paths stop at 107 bytes (Linux's sun_path is 108 bytes with the NUL).
 RAY_TEMP_MAX = 40
-# `ray start` gives its workers ports 10002-19999 by default and refuses a head port among them.
-RAY_WORKER_PORTS = (10002, 19999)
 RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -76,19 +75,18 @@ def _divisor_near(n: int, want: int) -> int:
 
 def _arithmetic(v: dict[str, int]) -> list[Problem]:
     out = []
+    # Ray's ports above RAY_PORT (pyhelpers/launch/ray_ports.py) count as taken too.
     used = [(v[n], n) for n in PORTS if n in v]
+    used += [(v["RAY_PORT"] + off, f"RAY_PORT+{off}") for _, _, off in ray_ports.BASED[1:] if "RAY_PORT" in v]
     for port in {p for p, _ in used}:
         names = [n for p, n in used if p == port]
         if len(names) > 1:
-            out.append(_err(names[0], f"{' and '.join(names)} are all {port} (give each service its own port)"))
+            ray = " (Ray takes RAY_PORT and the ports above it)" if any("+" in n for n in names) else ""
+            out.append(_err(names[0], f"{' and '.join(names)} are all {port} (give each service its own port){ray}"))
 
     def has(*names):  # (v holds only values that passed their type and range)
         return all(n in v for n in names)
 
-    for name in ("RAY_PORT", "RAY_DASHBOARD_PORT"):
-        if name in v and RAY_WORKER_PORTS[0] <= v[name] <= RAY_WORKER_PORTS[1]:
-            out.append(_err(name, f"{name}={v[name]} is inside Ray's worker port range "
-                            f"{RAY_WORKER_PORTS[0]}-{RAY_WORKER_PORTS[1]}; `ray start` refuses it (use e.g. 6380 / 8265)"))
     if has("NUM_GPUS", "TP_SIZE") and v["NUM_GPUS"] % v["TP_SIZE"]:
         out.append(_err("NUM_GPUS", f"NUM_GPUS={v['NUM_GPUS']} is not divisible by TP_SIZE={v['TP_SIZE']} "
                         f"(M15: use TP_SIZE=1 or 2 with NUM_GPUS=4, or NUM_GPUS a multiple of {v['TP_SIZE']})"))

@@ -1,7 +1,7 @@
 """The doctor's check list, the rehearse profile, and running every check without a crash escaping.
 
 Order = the order a user fixes things in: toolchain (conda, versions, cuDNN), hardware (GPUs,
-architecture), disks, secrets, inputs (models, data), services (ShopSimulator, exposure).
+architecture), disks, secrets, inputs (models, data), services (ShopSimulator, Ray's ports, exposure).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pyhelpers.doctor import (
     flags,
     gpus,
     models,
+    ray_ports,
     runfiles,
     shopsim,
     versions,
@@ -45,6 +46,7 @@ CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
     ("data", ("train-tasks", "val-tasks"), data.check_data, ()),
     ("run-files", ("run-files",), runfiles.check_run_files, ()),
     ("shopsim", ("shopsim-dir", "shopsim-port"), shopsim.check_shopsim, ()),
+    ("ray-ports", ("ray-ports",), ray_ports.check_ray_ports, ()),
     ("exposure", ("exposure",), shopsim.check_exposure, ()),
 )
 # What `make rehearse`'s stand-ins replace on a CPU machine (architecture §9).

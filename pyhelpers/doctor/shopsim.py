@@ -4,6 +4,7 @@ which ports the run opens on which addresses."""
 from __future__ import annotations
 
 from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
+from pyhelpers.launch import ray_ports
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports, procfs
 from pyhelpers.run import layout
@@ -52,8 +53,6 @@ def check_exposure(ctx: Context) -> list[Result]:
     opened = [
         ("ShopSimulator", cfg["SHOPSIM_HOST"], "SHOPSIM_PORT"),
         ("SGLang eval server", "127.0.0.1", "EVAL_PORT"),
-        ("Ray dashboard + job API", "127.0.0.1", "RAY_DASHBOARD_PORT"),
-        ("Ray GCS", "0.0.0.0", "RAY_PORT"),
     ]
     lines, held, public = [], [], []
     ours = _ours(ctx)
@@ -70,12 +69,14 @@ def check_exposure(ctx: Context) -> list[Result]:
         lines.append(f"{what}: {host}:{port} ({knob}) {state}")
         if knob == "SHOPSIM_PORT" and host not in LOOPBACK:
             public.append(f"SHOPSIM_HOST={host}")
-    lines.append("Ray internals (GCS, raylet, object manager, workers, dashboard agent gRPC) listen on all "
-                 "interfaces by design, even with --node-ip-address 127.0.0.1: keep them closed in the "
-                 "firewall / security group")
+    base = cfg.int("RAY_PORT")
+    ray_line = (f"Ray: dashboard + job API 127.0.0.1:{cfg['RAY_DASHBOARD_PORT']}, GCS and the rest 127.0.0.1:"
+                f"{base}-{base + ray_ports.SPAN - 1} (RAY_PORT), workers on kernel-chosen loopback ports; every "
+                "call needs the run's token (ray-ports above checks these ports)")
+    lines.append(ray_line)
     lines.append("slime's rollout engines (SGLang, inside the Ray job) pick their own ports on this host")
-    found = (f"the run opens {', '.join(f'{h}:{cfg[k]}' for _, h, k in opened[:3])} (loopback) and Ray's "
-             "internal ports on all interfaces (by design; the dashboard/job API stays on 127.0.0.1, CVE-2023-48022)")
+    found = (f"the run opens {', '.join(f'{h}:{cfg[k]}' for _, h, k in opened)}; Ray's ports are all on "
+             "127.0.0.1 and require the run's token (ShadowRay, CVE-2023-48022)")
     if public:
         return [result("exposure", WARN, f"{', '.join(public)} exposes ShopSimulator to the network; " + found,
                        "set SHOPSIM_HOST=127.0.0.1", lines)]

@@ -17,8 +17,8 @@ import os
 import shutil
 from pathlib import Path
 
-from pyhelpers.procs import procfs
 from pyhelpers.jsonfiles import write_bytes_atomic
+from pyhelpers.procs import procfs
 
 KEEP = 3  # a crashed round's logs stay readable after a restart or two
 

@@ -45,6 +45,7 @@ LEFT_BEHIND = (
     ("pids/", "the old machine's process records", "nothing: `make resume` starts fresh processes"),
     ("lock", "the old machine's driver lock", "nothing"),
     ("slime-job.json", "the old machine's Ray job id", "the train stage submits a new job"),
+    ("ray/", "the old machine's Ray token (a secret) and session list", "the Ray head makes a new token"),
     ("report/", "the report", "make report"),
     ("rounds/*/slime.yaml", "the rounds' plugin configuration (old paths)", "the train stage writes it again"),
     ("rounds/*/plugin.started", "a job's start marker", "the next job writes it"),

@@ -13,7 +13,7 @@ import shlex
 
 from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import services
+from pyhelpers.launch import ray_ports, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.loop.stages import NAMES as STAGES
 from pyhelpers.run import state as runstate
@@ -78,7 +78,8 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
     for stage in ("train", "export"):
         n = diskguard.need(cfg, lay, stage)
         out.append(f"disk: {n.explain()} -> {'ok' if n.fits else 'SHORT'}")
-    out.append(f"opens: shopsim {cfg['SHOPSIM_HOST']}:{cfg['SHOPSIM_PORT']}, Ray dashboard/job API "
-               f"127.0.0.1:{cfg['RAY_DASHBOARD_PORT']}, Ray GCS :{cfg['RAY_PORT']} (Ray's internal ports listen on "
-               f"all interfaces), eval server 127.0.0.1:{cfg['EVAL_PORT']}; Ray temp dir {cfg.ray_temp_dir}")
+    ray = ", ".join(f"{p.what} {p.port}" for p in ray_ports.ports(cfg))
+    out.append(f"opens: shopsim {cfg['SHOPSIM_HOST']}:{cfg['SHOPSIM_PORT']}, eval server 127.0.0.1:{cfg['EVAL_PORT']}, "
+               f"Ray on 127.0.0.1 only, the run's token required ({ray}; workers on kernel-chosen ports); "
+               f"Ray temp dir {cfg.ray_temp_dir}")
     return out
