@@ -97,10 +97,11 @@ class _CmdlineWatch:
     """Reads every process's /proc/<pid>/cmdline every 0.1 s while a rehearsal runs and keeps
     what contains one of `needles` (a secret must never be on a command line)."""
 
-    def __init__(self, needles):
+    def __init__(self, needles, more=lambda: []):
         import threading
 
         self.needles = [n.encode() for n in needles]
+        self.more = more  # needles known only once the run makes them (its Ray token)
         self.hits: list[str] = []
         self.scans = 0
         self._stop = threading.Event()
@@ -110,12 +111,13 @@ class _CmdlineWatch:
         from pyhelpers.procs import procfs
 
         while not self._stop.wait(0.1):
+            needles = self.needles + [n.encode() for n in self.more()]
             for pid in procfs.all_pids():
                 try:  # whole, not procfs.cmdline's 200 characters: a key may sit further on
                     raw = Path(f"/proc/{pid}/cmdline").read_bytes()
                 except OSError:
                     continue
-                if any(n in raw for n in self.needles):
+                if any(n in raw for n in needles):
                     shown = raw.replace(b"\x00", b" ")[:300]
                     self.hits.append(f"{pid}: {shown!r}")
             self.scans += 1
@@ -139,7 +141,8 @@ def reference(tmp_path_factory, rehearsal_world):
 
     tmp = tmp_path_factory.mktemp("reference")
     env = rehearse_env(tmp, rehearsal_world, tracked=False)
-    with _CmdlineWatch(KEYS) as watch:
+    token = Run(tmp / "runs").run_dir / "ray" / "auth-token"
+    with _CmdlineWatch(KEYS, lambda: [t for t in [token.read_text().strip()] if t] if token.exists() else []) as watch:
         res = rehearse(env)
     if res.returncode != 0:
         track(env)  # the teardown stops what it left running

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import FAKES, ROOT, run_pyhelpers
 from fakes.flag_lists import names, sglang_server_flags_file, slime_train_flags_file
-from rehearsal_support import free_ray_ports
+from support.rehearsal import own_ports
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.config import load as config
@@ -76,7 +76,7 @@ def machine(toolkit_env, tmp_path) -> dict[str, str]:
     (syscudnn / "libcudnn.so.9").write_text("FAKE cudnn 90800\n")
     (tmp_path / "home").mkdir()
     (tmp_path / ".env").write_text(f"WANDB_API_KEY={WANDB_KEY}\nDASHSCOPE_API_KEY={DASH_KEY}\n")
-    ports = free_ray_ports()
+    ports = own_ports()
     env = {**toolkit_env,
            "CONDA_ROOT": str(conda), "SLIME_LOCK": str(lock), "SHOPSIMRL_FAKE_PYTHON": sys.executable,
            "NVIDIA_SMI": str(FAKES / "bin/nvidia-smi"), "CUOBJDUMP": str(FAKES / "bin/cuobjdump"),

@@ -64,6 +64,10 @@ def ports(cfg) -> list[RayPort]:
     return out
 
 
+def port_of(cfg, what: str) -> int:
+    return next(p.port for p in ports(cfg) if p.what == what)
+
+
 def flags(cfg) -> list[str]:
     """The `ray start` flags that set them (workers: kernel-chosen ports)."""
     argv = []

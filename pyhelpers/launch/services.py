@@ -4,7 +4,7 @@ is ready (architecture §5).
 | service     | runs in      | command                                   | ready when                      |
 |-------------|--------------|-------------------------------------------|---------------------------------|
 | shopsim     | SHOPSIM_ENV  | the ShopSimulator launcher (M6)           | the no-slot probe answers       |
-| ray-head    | SLIME_ENV    | ray start --head --block ... (loopback)   | GET /api/version (with the token) |
+| ray-head    | SLIME_ENV    | ray start --head --block ... (loopback)   | /api/version (token), agent up |
 | eval-server | SLIME_ENV    | SGLang, TP=1, DP=NUM_GPUS on a model (M9) | GET /health answers 200         |
 
 Each is started through bin/in-env (conda activate, so activate.d hooks run: M4) in its own
@@ -94,8 +94,12 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
 
     return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
                 {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, ("127.0.0.1", port),
-                ready.http_probe(f"http://127.0.0.1:{port}{RAY_READY_PATH}",
-                                 headers=lambda: ray_auth.headers(lay.run_dir)),
+                # The job API answers 500 "No available agent" until the dashboard agent is up (it
+                # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
+                # busy machine comes seconds after the dashboard: ready once both answer.
+                ready.all_of(ready.http_probe(f"http://127.0.0.1:{port}{RAY_READY_PATH}",
+                                              headers=lambda: ray_auth.headers(lay.run_dir)),
+                             ready.tcp_probe("127.0.0.1", ray_ports.port_of(cfg, "dashboard agent HTTP"))),
                 "RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
                 env_drop=ray_auth.OVERRIDING, before_start=before_start,
                 once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids))

@@ -67,6 +67,19 @@ def tcp_probe(host: str, port: int, timeout: float = 1.0) -> Probe:
     return probe
 
 
+def all_of(*probes: Probe) -> Probe:
+    """Ready when every probe is, checked in order (the first not ready says why)."""
+    def probe() -> tuple[bool, str]:
+        said = []
+        for p in probes:
+            ok, msg = p()
+            said.append(msg)
+            if not ok:
+                return False, msg
+        return True, "; ".join(said)
+    return probe
+
+
 def cmd_probe(argv: list[str], timeout: float = 10.0) -> Probe:
     """Ready when the command exits 0 (its output is discarded)."""
     def probe() -> tuple[bool, str]:

@@ -54,7 +54,7 @@ SCALE = {
     "MAX_TURNS": "8", "ROLLOUT_MAX_CONTEXT_LEN": "32000", "ROLLOUT_MAX_RESPONSE_LEN": "256",
     "SKILL_TOKEN_BUDGET": "512", "SHOPSIM_SLOTS": "48", "SHOPSIM_EPISODE_CONCURRENCY": "16",
     "EVAL_CONCURRENCY": "16", "GATE_PAIRS": "12", "GATE_ARM_EPISODES": "4", "GATE_MAX_SKILLS": "4",
-    # Not the real run's ports, and outside Ray's worker port range (10002-19999).
+    # Not the real run's ports (RAY_PORT takes the nine ports above it too).
     "SHOPSIM_PORT": "25700", "EVAL_PORT": "31000", "RAY_PORT": "26380", "RAY_DASHBOARD_PORT": "28265",
     "SHOPSIM_START_TIMEOUT": "60", "SGLANG_START_TIMEOUT": "60", "JOB_START_TIMEOUT": "180",
     "SHOPSIM_RESET_RETRIES": "3", "SHOPSIM_RESET_DELAY": "0.2", "STOP_GRACE": "3", "READY_BACKOFF_MAX": "0.5",

@@ -102,13 +102,6 @@ def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | No
     return track(env) if tracked else env
 
 
-def own_ports() -> dict[str, int]:
-    """Free ports for a rehearsal that may run beside another one (another checkout's tests)."""
-    from fakes.procs import free_port
-
-    return {k: free_port() for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")}
-
-
 _count = iter(range(1, 10**6))
 
 
@@ -279,13 +272,21 @@ class Hook:
         self.server.shutdown()
 
 
+def ray_temp_dir(env: dict) -> str:
+    """The Ray temp dir of the rehearsal run of this environment."""
+    from pyhelpers.config.load import load
+
+    return load({**env, "RUN_NAME": env.get("RUN_NAME", "rehearsal")}).ray_temp_dir
+
+
 _ports_given: set[int] = set()
 
 
-def free_ray_ports() -> dict[str, str]:
-    """Port knobs no other checkout's run or test holds now: SHOPSIM_PORT, EVAL_PORT,
-    RAY_DASHBOARD_PORT and a free block for RAY_PORT and the ports above it. Drawn at random below
-    the kernel's ephemeral range (so a kernel-chosen port cannot take one before Ray does)."""
+def own_ports() -> dict[str, str]:
+    """Free ports for a rehearsal that may run beside another one (another checkout's tests):
+    SHOPSIM_PORT, EVAL_PORT, RAY_DASHBOARD_PORT and a free block for RAY_PORT and the ports Ray
+    takes above it. Drawn at random below the kernel's ephemeral range (so a kernel-chosen port,
+    a Ray worker's say, cannot take one before its service binds it)."""
     import random
 
     from pyhelpers.launch.ray_ports import SPAN
