@@ -75,7 +75,7 @@ def test_ray_takes_ray_port_and_the_ports_above_it(toolkit_env):
     r = run_pyhelpers(["config", "check"], {**toolkit_env, "RAY_PORT": "26380", "EVAL_PORT": "26385"})
     assert r.returncode == 1 and "EVAL_PORT and RAY_PORT+5 are all 26385" in r.stderr
     r = run_pyhelpers(["config", "check"], {**toolkit_env, "RAY_PORT": "65530"})
-    assert r.returncode == 1 and "RAY_PORT=65530 is not a TCP port (use 1024-65526" in r.stderr
+    assert r.returncode == 1 and "RAY_PORT=65530" in r.stderr and "65526" in r.stderr
     # Workers take kernel-chosen ports now: Ray's old worker range is no reason to refuse a port.
     assert run_pyhelpers(["config", "check"], {**toolkit_env, "RAY_PORT": "16380"}).returncode == 0
 
