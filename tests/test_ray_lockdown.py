@@ -19,7 +19,6 @@ import pytest
 import requests
 from support.rehearsal import (
     in_rehearsal,
-    own_ports,
     pyhelpers_cmd,
     ray_temp_dir,
     rehearse_env,
@@ -51,7 +50,7 @@ def _bearer(token: str | None) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def head(tmp_path_factory, rehearsal_world):
     tmp = tmp_path_factory.mktemp("ray-lockdown")
-    env = rehearse_env(tmp, rehearsal_world, tracked=False, **own_ports())
+    env = rehearse_env(tmp, rehearsal_world, tracked=False)
     cfg = load({**env, "RUN_NAME": "rehearsal"})
     temp = Path(cfg.ray_temp_dir)
     for name in [*OLD, FOREIGN]:
@@ -172,7 +171,7 @@ def test_two_rehearsals_at_once_in_two_roots_both_finish(tmp_path, rehearsal_wor
     """Two checkouts' runs on one machine, each with its own ports (the four port knobs differ;
     Ray's other ports follow RAY_PORT): both finish. Before, the second died with "No available
     agent" (Ray's fixed dashboard-agent port 52365 was the first's)."""
-    envs = [rehearse_env(tmp_path / side, rehearsal_world, ROUNDS=1, **own_ports()) for side in ("a", "b")]
+    envs = [rehearse_env(tmp_path / side, rehearsal_world, ROUNDS=1) for side in ("a", "b")]
     runs = [start(env) for env in envs]
     for proc, log in runs:
         assert proc.wait(timeout=900) == 0, log.read_text(errors="replace")[-4000:]

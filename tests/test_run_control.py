@@ -8,7 +8,6 @@ import json
 import os
 import signal
 
-from fakes.rehearsal import SCALE
 from support.rehearsal import (
     Run,
     event_seen,
@@ -56,7 +55,7 @@ def test_make_stop_from_another_shell_leaves_nothing_and_a_second_driver_is_refu
         assert not group_alive(pgid), f"{name} (pgid {pgid}) still has processes"
     assert procfs.marker_matches(_ray_temp_dir(env)) == {}  # no Ray process of this run either
     for knob in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"):
-        assert ports.port_free("127.0.0.1", int(SCALE[knob])), knob
+        assert ports.port_free("127.0.0.1", int(env[knob])), knob
     assert run.lock_holder() is None
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "driver: not running (stopped by `make stop`" in status.stdout

@@ -83,7 +83,8 @@ def track(env: dict) -> dict:
 def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | None = None,
                  **knobs: object) -> dict[str, str]:
     """A process environment for bin/rehearse: nothing of the developer's configuration, the keys
-    in a mode-600 .env (the secret tests look for them everywhere), W&B's own dirs under tmp.
+    in a mode-600 .env (the secret tests look for them everywhere), W&B's own dirs under tmp, ports
+    of its own (own_ports: another checkout's tests may rehearse beside it) unless given.
     Whatever its rehearsals leave running is stopped at the test's end (conftest)."""
     tmp = Path(tmp)
     tmp.mkdir(parents=True, exist_ok=True)
@@ -98,6 +99,7 @@ def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | No
         env[var] = str(tmp / "wandb-home" / var.lower())
     env.update({"SHOPSIMRL_ENV_FILE": str(env_file), "RUNS_DIR": str(tmp / "runs"),
                 "SHOPSIMRL_REHEARSAL_WORLD": str(world), "STOP_GRACE": "2", "HOME": str(tmp / "home")})
+    env.update(own_ports())
     env.update({k: str(v) for k, v in knobs.items()})
     return track(env) if tracked else env
 
