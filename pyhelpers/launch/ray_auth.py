@@ -19,12 +19,13 @@ import secrets
 from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.run import layout
 
 OVERRIDING = ("RAY_AUTH_TOKEN",)  # dropped from the head's environment (see above)
 
 
 def token_path(run_dir: Path) -> Path:
-    return Path(run_dir) / "ray" / "auth-token"
+    return layout.ray_token(run_dir)
 
 
 def ensure_token(run_dir: Path) -> Path:

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from pyhelpers.jsonfiles import write_bytes_atomic
 from pyhelpers.procs import procfs
+from pyhelpers.run import layout
 
 KEEP = 3  # a crashed round's logs stay readable after a restart or two
 
 
 def ledger(run_dir: Path) -> Path:
-    return Path(run_dir) / "ray" / "sessions"
+    return layout.ray_sessions(run_dir)
 
 
 def recorded(run_dir: Path) -> list[str]:

@@ -19,7 +19,7 @@ def summary(d: Path) -> Path:
     return Path(d) / SUMMARY
 
 
-# Paths that code holding only RUNS_DIR/<RUN>/ needs (W&B logging, the Ray job record).
+# Paths that code holding only RUNS_DIR/<RUN>/ needs (W&B logging, the Ray job record, Ray's token).
 def wandb_dir(run_dir: Path) -> Path:
     """WANDB_DIR of the run (W&B itself writes wandb/ under it: wandb_runs_dir)."""
     return Path(run_dir) / "wandb"
@@ -43,6 +43,16 @@ def wandb_marker(run_dir: Path, rid: str) -> Path:
 def slime_job_record(run_dir: Path) -> Path:
     """The slime job's Ray submission id, round and dashboard port (make stop finds it here)."""
     return Path(run_dir) / "slime-job.json"
+
+
+def ray_token(run_dir: Path) -> Path:
+    """The run's Ray token (a secret: 0600 in a 0700 dir; pyhelpers/launch/ray_auth.py)."""
+    return Path(run_dir) / "ray" / "auth-token"
+
+
+def ray_sessions(run_dir: Path) -> Path:
+    """The Ray sessions this run's head created, one name a line (pyhelpers/launch/ray_sessions.py)."""
+    return Path(run_dir) / "ray" / "sessions"
 
 
 @dataclass(frozen=True)
