@@ -57,7 +57,7 @@ def test_incomplete_converter_output_is_refused_and_hf_left_alone(lay):
 
 
 def test_stage_record_paths_are_relative(lay):
-    path = write_record(lay, 0, "export", "ok", target=lay.hf_dir(1))
+    path = write_record(lay, 0, "export", target=lay.hf_dir(1))
     rec = json.loads(path.read_text())
     assert rec["target"] == "$SAVE_DIR/hf-0000001"
 

@@ -69,7 +69,8 @@ def val_cmd(round_dir, out_dir, resume, use_wandb, model_dir, server, shopsim, t
     out = out_dir or RoundFiles(round_dir).val_dir
     settings = _settings(cfg, model_dir, server, shopsim)
     builder = val.load_builder(settings.tokenizer_dir)
-    rnd.play_val(cfg, settings, builder, out, round_no, label, tasks_path, resume, click.echo, _progress(quiet))
+    rnd.play_val(cfg, settings, builder, out=out, round_no=round_no, label=label, tasks_path=tasks_path, resume=resume,
+                 echo=click.echo, progress=_progress(quiet))
     if use_wandb:
         click.echo(rnd.log_val_wandb(cfg, out))
 
@@ -94,7 +95,7 @@ def gate_cmd(round_dir, resume, use_wandb, model_dir, server, shopsim, tasks_pat
 
     cfg = config_mod.load()
     settings = _settings(cfg, model_dir, server, shopsim)
-    rnd.play_gate(cfg, settings, lambda: val.load_builder(settings.tokenizer_dir), round_dir, tasks_path, resume,
-                  click.echo, _progress(quiet))
+    rnd.play_gate(cfg, settings, lambda: val.load_builder(settings.tokenizer_dir), round_dir=round_dir,
+                  tasks_path=tasks_path, resume=resume, echo=click.echo, progress=_progress(quiet))
     if use_wandb:
         click.echo(rnd.log_gate_wandb(cfg, round_dir))

@@ -34,7 +34,7 @@ def run_stop():
     if not lay.run_dir.is_dir():
         click.echo(f"no run named {cfg.run_name} in {lay.run_dir.parent}: nothing to stop")
         return
-    for line in runstop.stop_run(lay, cfg.ray_temp_dir, cfg.float("STOP_GRACE"), _stop_job(cfg, lay),
+    for line in runstop.stop_run(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay),
                                  progress=click.echo):
         click.echo(line)
     click.echo(f"run {cfg.run_name} stopped; continue it with `make resume`")
@@ -50,7 +50,7 @@ def run_cleanup():
       pyhelpers run cleanup
     """
     cfg, lay = _ctx()
-    for line in runstop.cleanup(lay, cfg.ray_temp_dir, cfg.float("STOP_GRACE"), _stop_job(cfg, lay)):
+    for line in runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay)):
         click.echo(line, err=True)
 
 
@@ -73,7 +73,7 @@ def run_rehearsal_reset():
         raise ToolkitError(f"RUN_NAME={cfg.run_name} is a real run, not a rehearsal", str(lay.manifest),
                            "give the rehearsal its own RUN_NAME (default: rehearsal)")
     if lay.run_dir.is_dir():  # a killed earlier rehearsal may have left services running
-        runstop.cleanup(lay, cfg.ray_temp_dir, cfg.float("STOP_GRACE"), _stop_job(cfg, lay))
+        runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay))
     for p in rehearsal.fresh(lay):
         click.echo(f"removed the previous rehearsal's {p}", err=True)
 

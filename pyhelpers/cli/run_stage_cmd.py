@@ -35,7 +35,7 @@ def run_loop(stop_before, model_args):
     driver.install_signal_handlers()
     cfg, lay = _ctx()
     try:
-        end = driver.Loop(cfg, lay, list(model_args), _echo).run(stop_before)
+        end = driver.Loop(cfg=cfg, lay=lay, model_args=list(model_args), echo=_echo).run(stop_before)
         if end == "stopped-before":
             _echo(f"stopping before {stop_before}, as asked")
             return

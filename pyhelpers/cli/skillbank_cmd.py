@@ -73,13 +73,14 @@ def compile_cmd(bank_path, cand_dir, out, round_, hf_dir, spool_dir, embedder, d
         --candidates round-000/candidates --out round-000/compiled.json --hf-dir "$HF_MODEL"
     """
     cfg = config_mod.load()
-    bank, new, n_files = steps.compile_step(bank_path, cand_dir, round_, hf_dir, spool_dir, cfg.float("SKILL_DUP_JACCARD"),
-                                            cfg.int("SKILL_MAX_TOKENS"), _embedder(embedder))
+    bank, new, n_files = steps.compile_step(bank_path, cand_dir=cand_dir, round_=round_, hf_dir=hf_dir,
+                                            spool_dir=spool_dir, dup_jaccard=cfg.float("SKILL_DUP_JACCARD"),
+                                            max_skill_tokens=cfg.int("SKILL_MAX_TOKENS"), embedder=_embedder(embedder))
     if dry_run:
         bank_mod.check_bank(new, str(out))
-        click.echo(f"dry run ({n_files} candidate files): " + steps.change_summary(bank, new, out, bank_mod.bank_sha256(new)))
+        click.echo(f"dry run ({n_files} candidate files): " + steps.change_summary(bank, new, out=out, sha=bank_mod.bank_sha256(new)))
         return
-    click.echo(steps.change_summary(bank, new, out, bank_mod.write_bank(out, new)))
+    click.echo(steps.change_summary(bank, new, out=out, sha=bank_mod.write_bank(out, new)))
 
 
 @skillbank.command("inject")
@@ -100,12 +101,13 @@ def inject_cmd(compiled_path, decisions_path, out, round_, dry_run):
       pyhelpers skillbank inject --compiled round-000/compiled.json \\
         --decisions round-000/gate/decisions.json --out round-001/skillbank.json
     """
-    compiled, new = steps.inject_step(compiled_path, decisions_path, round_, steps.caps_from(config_mod.load()))
+    compiled, new = steps.inject_step(compiled_path, decisions_path=decisions_path, round_=round_,
+                                      caps=steps.caps_from(config_mod.load()))
     if dry_run:
         bank_mod.check_bank(new, str(out))
-        click.echo("dry run: " + steps.change_summary(compiled, new, out, bank_mod.bank_sha256(new)))
+        click.echo("dry run: " + steps.change_summary(compiled, new, out=out, sha=bank_mod.bank_sha256(new)))
         return
-    click.echo(steps.change_summary(compiled, new, out, bank_mod.write_bank(out, new)))
+    click.echo(steps.change_summary(compiled, new, out=out, sha=bank_mod.write_bank(out, new)))
 
 
 @skillbank.command("show")

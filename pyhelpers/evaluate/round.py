@@ -32,7 +32,7 @@ def val_tasks(cfg, tasks_path: Path | None):
     return path, load_tasks(path, split="val")
 
 
-def play_val(cfg, settings, builder, out: Path, round_no: int | None, label: str, tasks_path: Path | None,
+def play_val(cfg, settings, builder, *, out: Path, round_no: int | None, label: str, tasks_path: Path | None,
              resume: bool, echo: Echo, progress=None) -> dict:
     from pyhelpers.evaluate import val
 
@@ -47,7 +47,7 @@ def play_val(cfg, settings, builder, out: Path, round_no: int | None, label: str
     return summary
 
 
-def play_gate(cfg, settings, builder_factory, round_dir: Path, tasks_path: Path | None, resume: bool, echo: Echo,
+def play_gate(cfg, settings, builder_factory, *, round_dir: Path, tasks_path: Path | None, resume: bool, echo: Echo,
               progress=None) -> dict:
     from pyhelpers.evaluate import gate
     from pyhelpers.gate.plan import GateKnobs

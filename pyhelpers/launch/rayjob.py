@@ -85,7 +85,7 @@ def record_path(run_dir: Path) -> Path:
     return slime_job_record(run_dir)
 
 
-def record_job(run_dir: Path, submission_id: str, round_: int, dashboard_port: int, log: str) -> None:
+def record_job(run_dir: Path, *, submission_id: str, round_: int, dashboard_port: int, log: str) -> None:
     from pyhelpers.jsonfiles import write_json_atomic
 
     write_json_atomic(record_path(run_dir), {"submission_id": submission_id, "round": round_,
@@ -101,7 +101,7 @@ def driver_log(ray_temp_dir: str, submission_id: str) -> Path:
     return Path(ray_temp_dir) / "session_latest" / "logs" / f"job-driver-{submission_id}.log"
 
 
-def watch(job_id: str, info: Callable[[str], dict], stop: Callable[[str], None], started: Callable[[], bool],
+def watch(job_id: str, *, info: Callable[[str], dict], stop: Callable[[str], None], started: Callable[[], bool],
           start_timeout: float, poll: float = 0.25, clock=time.monotonic, sleep=time.sleep,
           progress: Callable[[str], None] = lambda s: None) -> JobOutcome:
     """Poll until the job ends; stop it when it has not started training within start_timeout."""

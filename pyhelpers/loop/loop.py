@@ -141,7 +141,7 @@ class Loop:
         """Restart after a transient failure (returns), or raise ToolkitError with the reason."""
         log = stages.get(stage).log
         tail = "\n".join(procs.log_tail(self.lay.logs / log, 40)) if log else ""
-        failure = supervisor.classify_exception(stage, r, self._step(r, stage), exc, tail)
+        failure = supervisor.classify_exception(stage, r, step=self._step(r, stage), exc=exc, log_text=tail)
         decision = self.supervisor.decide(failure)
         self.echo(f"{type(exc).__name__}: {exc}")
         if not decision.restart:
@@ -165,8 +165,8 @@ class Loop:
         time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
 
     def _stop_everything(self) -> None:
-        for line in runstop.cleanup(self.lay, self.cfg.ray_temp_dir, self.cfg.float("STOP_GRACE"),
-                                    lambda: train.stop_job(self.cfg, self.lay)):
+        for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.float("STOP_GRACE"),
+                                    stop_job=lambda: train.stop_job(self.cfg, self.lay)):
             self.echo(line)
 
     def _step(self, r: int, stage: str) -> int | None:

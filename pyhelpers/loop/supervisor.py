@@ -86,7 +86,7 @@ def classify(stage: str, round_: int | None, step: int | None, message: str, log
                    "not recognised as transient (see the restart rules in README.md)", first.strip()[:300])
 
 
-def classify_exception(stage: str, round_: int | None, step: int | None, exc: BaseException,
+def classify_exception(stage: str, round_: int | None, *, step: int | None, exc: BaseException,
                        log_text: str = "") -> Failure:
     """A stage's exception: a ToolkitError by its message and the failing process's log (RULES);
     any other exception is a bug in the toolkit (permanent)."""

@@ -71,6 +71,8 @@ class Step:
         return True
 
 
+# Module state on purpose: slime calls our functions by dotted path inside its Ray actor (no object
+# of ours lives there); one rollout step is open at a time per process.
 _current: Step | None = None
 
 

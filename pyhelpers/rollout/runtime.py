@@ -47,6 +47,7 @@ class Runtime:
         await self.policy.aclose()
 
 
+# Module state on purpose: slime calls generate() by dotted path in its Ray actor; one Runtime per event loop.
 _RUNTIMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 

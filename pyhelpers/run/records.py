@@ -12,7 +12,7 @@ from pyhelpers.jsonfiles import write_json_atomic
 from pyhelpers.run.layout import RunLayout
 
 
-def write_record(lay: RunLayout, r: int, stage: str, status: str, **details) -> Path:
+def write_record(lay: RunLayout, r: int, stage: str, *, status: str = "ok", **details) -> Path:
     """Write the record of round r's `stage`; Path values become $RUN_DIR/... or $SAVE_DIR/..."""
     def rel(v):
         if isinstance(v, Path):

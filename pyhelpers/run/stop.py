@@ -27,7 +27,7 @@ from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout
 
 
-def cleanup(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job) -> list[str]:
+def cleanup(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job) -> list[str]:
     """Stop the job (stop_job(): a line to print), every recorded service (reverse order) and
     Ray's stragglers. Lines to print."""
     lines = [stop_job()]
@@ -37,7 +37,7 @@ def cleanup(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job) -> list[s
     return [ln for ln in lines if ln]
 
 
-def stop_run(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job, progress=lambda s: None) -> list[str]:
+def stop_run(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job, progress=lambda s: None) -> list[str]:
     lay.stopped_marker.parent.mkdir(parents=True, exist_ok=True)
     lay.stopped_marker.write_text(f"stopped by `make stop` at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
     lines = []
@@ -57,5 +57,5 @@ def stop_run(lay: RunLayout, ray_temp_dir: str, grace: float, stop_job, progress
             lines.append(f"driver pid {pid}: killed (did not finish stopping within {6 * grace + 30:g} s)")
     elif holder and holder.get("host") != procfs.hostname():
         lines.append(f"the driver runs on host {holder.get('host')}: run `make stop` there")
-    lines += cleanup(lay, ray_temp_dir, grace, stop_job)
+    lines += cleanup(lay, ray_temp_dir=ray_temp_dir, grace=grace, stop_job=stop_job)
     return lines

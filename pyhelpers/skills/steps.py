@@ -22,7 +22,7 @@ def json_files(directory: Path, what: str) -> list[Path]:
     return sorted(directory.glob("*.json"))
 
 
-def compile_step(bank_path: Path, cand_dir: Path, round_: int | None, hf_dir: Path | None, spool_dir: Path | None,
+def compile_step(bank_path: Path, *, cand_dir: Path, round_: int | None, hf_dir: Path | None, spool_dir: Path | None,
                  dup_jaccard: float, max_skill_tokens: int, embedder=None) -> tuple[dict, dict, int]:
     """(old bank, compiled bank, number of candidate files); nothing written."""
     if not 0 < dup_jaccard <= 1 or max_skill_tokens < 1:
@@ -38,7 +38,7 @@ def compile_step(bank_path: Path, cand_dir: Path, round_: int | None, hf_dir: Pa
     return bank, new, len(files)
 
 
-def inject_step(compiled_path: Path, decisions_path: Path | None, round_: int | None, caps: Caps) -> tuple[dict, dict]:
+def inject_step(compiled_path: Path, *, decisions_path: Path | None, round_: int | None, caps: Caps) -> tuple[dict, dict]:
     """(compiled bank, next round's bank); nothing written."""
     compiled = bank_mod.load_bank(compiled_path)
     round_ = compiled["round"] if round_ is None else round_
@@ -60,7 +60,7 @@ def caps_from(cfg) -> Caps:
                 max_gate_rounds=cfg.int("GATE_MAX_ROUNDS"))
 
 
-def change_summary(old: dict, new: dict, out: Path, sha: str) -> str:
+def change_summary(old: dict, new: dict, *, out: Path, sha: str) -> str:
     """One line: the new bank's skills by status, what changed, where it was written."""
     from pyhelpers.skills.report import diff_banks
 

@@ -31,5 +31,5 @@ def run(loop: Loop, r: int) -> None:
                                hf_dir=hf if hf.is_dir() else None, spool_dir=lay.spool(r),
                                dup_jaccard=cfg.float("SKILL_DUP_JACCARD"), max_skill_tokens=cfg.int("SKILL_MAX_TOKENS"))
     out = lay.compiled(r)
-    loop.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
-    write_record(lay, r, "compile", "ok", output=out)
+    loop.echo(change_summary(old, new, out=out, sha=bank_mod.write_bank(out, new)))
+    write_record(lay, r, "compile", output=out)

@@ -101,7 +101,7 @@ def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
         if watchdog is not None:
             watchdog.join(timeout=5)
     if not baseline:
-        write_record(lay, r, "evaluate", "ok")
+        write_record(lay, r, "evaluate")
     _wandb_in_background(cfg, lay)
 
 

@@ -121,7 +121,7 @@ def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Pat
                                f"{log_path}; last lines:\n{tail}\n",
                                "the checkpoint is untouched; fix the cause, then `make resume`")
     target, removed = finish_export(lay, r, origin)
-    write_record(lay, r, "export", "ok", target=target, converted=choice.action == "convert")
+    write_record(lay, r, "export", target=target, converted=choice.action == "convert")
     return target, removed
 
 

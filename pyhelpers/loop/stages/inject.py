@@ -39,6 +39,6 @@ def run(loop: Loop, r: int) -> None:
     out = lay.bank_out(r, cfg.int("ROUNDS"))
     old, new = inject_step(lay.compiled(r), decisions_path=decisions if decisions.is_file() else None, round_=r,
                            caps=caps_from(cfg))
-    loop.echo(change_summary(old, new, out, bank_mod.write_bank(out, new)))
-    write_record(lay, r, "inject", "ok", output=out)
+    loop.echo(change_summary(old, new, out=out, sha=bank_mod.write_bank(out, new)))
+    write_record(lay, r, "inject", output=out)
     loop.round_done(r)

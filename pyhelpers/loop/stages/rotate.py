@@ -35,4 +35,4 @@ def run(loop: Loop, r: int) -> None:
         loop.echo(f"rotate: deleted {p.relative_to(lay.save_dir)}")
     for note in rotation.notes:
         loop.echo(f"rotate: note: {note}")
-    write_record(lay, r, "rotate", "ok", kept=rotation.keep, deleted=[p.name for p in rotation.delete])
+    write_record(lay, r, "rotate", kept=rotation.keep, deleted=[p.name for p in rotation.delete])

@@ -62,7 +62,8 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return True, f"trained through iteration {tracked}"
 
 
-def prepare(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> None:
+def prepare(loop: Loop, r: int) -> None:
+    cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     for d in (lay.spool(r), lay.candidates(r), lay.stage_record(r, "train").parent):
         d.mkdir(parents=True, exist_ok=True)
     if r == 0 and not lay.bank_in(0).is_file():
@@ -105,16 +106,17 @@ def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
     port = cfg.int("RAY_DASHBOARD_PORT")
     rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, launch_args.runtime_env(cfg))
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
-    rayjob.record_job(lay.run_dir, job_id, r, port, str(source))
+    rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source))
     events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
     procs.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], lay.pids, lay.logs)
     return job_id
 
 
-def watch(cfg, lay: RunLayout, r: int, job_id: str, echo: Callable[[str], None]) -> rayjob.JobOutcome:
+def watch(loop: Loop, r: int, job_id: str) -> rayjob.JobOutcome:
+    cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     api = rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT"), lay.run_dir)
-    outcome = rayjob.watch(job_id, api.info, api.stop, rayjob.marker_started(lay.started_marker(r)),
-                           cfg.float("JOB_START_TIMEOUT"), progress=echo)
+    outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=rayjob.marker_started(lay.started_marker(r)),
+                           start_timeout=cfg.float("JOB_START_TIMEOUT"), progress=echo)
     events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
                   exit_code=outcome.exit_code)
     time.sleep(0.2)  # let slime-log copy the job's last lines before it is stopped
@@ -170,7 +172,7 @@ def run(loop: Loop, r: int) -> None:
     def warn(text: str) -> None:
         loop.notifier.send("disk-low", text, round=r)
 
-    prepare(cfg, lay, r, echo)
+    prepare(loop, r)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
     # job's driver is gone: wait for that process before freeing the slots it may still take.
@@ -203,7 +205,7 @@ def run(loop: Loop, r: int) -> None:
         _warm_eval_builder(loop)
         echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{lay.last_iteration(r)} "
              f"(output: logs/slime-log.log)")
-        outcome = watch(cfg, lay, r, job_id, echo)
+        outcome = watch(loop, r, job_id)
         if not outcome.ok:
             tail = "\n".join(procs.log_tail(lay.logs / "slime-log.log", 30))
             echo(f"--- last lines of the slime job ({lay.logs / 'slime-log.log'}) ---\n{tail}\n---")
@@ -223,8 +225,8 @@ def run(loop: Loop, r: int) -> None:
         for line in services.stop(cfg, lay, "slime-log", "analyst"):
             echo(line)
     if analyst:  # the drain runs beside the export; compile waits for it
-        loop.drains[r] = _drain_thread(cfg, lay, r, echo)
-    write_record(lay, r, "train", "ok")
+        loop.drains[r] = _drain_thread(loop, r)
+    write_record(lay, r, "train")
 
 
 def _warm_eval_builder(loop: Loop) -> None:
@@ -236,9 +238,11 @@ def _warm_eval_builder(loop: Loop) -> None:
     threading.Thread(target=warm, daemon=True, name="warm-eval-builder").start()
 
 
-def _drain_thread(cfg, lay: RunLayout, r: int, echo: Callable[[str], None]) -> threading.Thread:
+def _drain_thread(loop: Loop, r: int) -> threading.Thread:
     """The analyst's drain of round r in a thread of this process (no W&B here: pyhelpers run
     log-wandb logs its final counters). Its failures are logged and never stop the round."""
+    cfg, lay, echo = loop.cfg, loop.lay, loop.echo
+
     def drain():
         from pyhelpers.analyst import logs as analyst_logs  # local: see drain_wait
         from pyhelpers.analyst import sidecar
@@ -275,7 +279,7 @@ def drain_wait(loop: Loop, r: int) -> None:
         if not pending:
             return
         echo(f"{pending} spool record(s) not analysed yet: draining the Failure Analyst first")
-        t = _drain_thread(cfg, lay, r, echo)
+        t = _drain_thread(loop, r)
     t.join(timeout=cfg.float("ANALYST_DRAIN_TIMEOUT") + 60)
     if t.is_alive():
         echo("the analyst drain overran ANALYST_DRAIN_TIMEOUT; compiling what it wrote (the rest is not used)")
