@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from pyhelpers.errors import ToolkitError
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports, procfs
 from pyhelpers.run import lock as runlock
@@ -266,11 +267,11 @@ def test_http_ready_and_port_holders_named(procs_env):
         s.listen()
         held = s.getsockname()[1]
         assert not ports.port_free("127.0.0.1", held)
-        res = proc(["port", f"127.0.0.1:{held}", "--knob", "SHOPSIM_PORT"], env)
-        assert res.returncode == 1
-        assert f"port {held} is held by pid {os.getpid()} (" in res.stderr and "not ours" in res.stderr
-        assert "set SHOPSIM_PORT to a free port" in res.stderr
-    assert proc(["port", f"127.0.0.1:{held}"], env).returncode == 0
+        with pytest.raises(ToolkitError) as held_err:
+            ports.check_port("127.0.0.1", held, knob="SHOPSIM_PORT")
+        assert f"port {held} is held by pid {os.getpid()} (" in str(held_err.value) and "not ours" in str(held_err.value)
+        assert "set SHOPSIM_PORT to a free port" in str(held_err.value)
+    ports.check_port("127.0.0.1", held)  # free again: no error
 
 
 def test_sweep_stops_processes_referencing_marker_only(procs_env, tmp_path):
@@ -285,14 +286,15 @@ def test_sweep_stops_processes_referencing_marker_only(procs_env, tmp_path):
     decoy = groups.popen([*sleeper, f"--temp-dir={marker}c"])  # /tmp/.../ray-abc is not ray-ab
     until(lambda: b"--temp-dir" in Path(f"/proc/{decoy.pid}/cmdline").read_bytes())
 
-    res = proc(["sweep", "--marker", str(marker), "--dry-run"], env)
-    assert res.returncode == 0 and res.stdout.count("would stop") == 3, res.stdout
+    dry = "\n".join(r.message for r in procs.stop_marked(marker, 2, dry_run=True))
+    assert dry.count("would stop") == 3, dry
     assert procfs.is_alive(worker.pid)
 
-    res = proc(["sweep", "--marker", str(marker), "--grace", "2"], env)
-    assert res.returncode == 0, res.stderr
-    assert f"pid {worker.pid} (sleep 300): stopped after TERM — fd 1 -> {marker}/logs/worker.out" in res.stdout
-    assert f"pid {by_argv.pid} (" in res.stdout and "— cmdline" in res.stdout
-    assert f"pid {by_env.pid} (" in res.stdout and "— environ" in res.stdout
+    stopped = procs.stop_marked(marker, 2)
+    assert not any(r.outcome == "stuck" for r in stopped)
+    res_stdout = "\n".join(r.message for r in stopped)
+    assert f"pid {worker.pid} (sleep 300): stopped after TERM — fd 1 -> {marker}/logs/worker.out" in res_stdout
+    assert f"pid {by_argv.pid} (" in res_stdout and "— cmdline" in res_stdout
+    assert f"pid {by_env.pid} (" in res_stdout and "— environ" in res_stdout
     assert all(gone(p.pid) for p in (worker, by_argv, by_env))
-    assert procfs.is_alive(decoy.pid) and str(decoy.pid) not in res.stdout
+    assert procfs.is_alive(decoy.pid) and str(decoy.pid) not in res_stdout

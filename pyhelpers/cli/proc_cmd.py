@@ -1,4 +1,4 @@
-"""`pyhelpers proc start|stop|status|wait|sweep|port|lock`: process groups, readiness, run lock."""
+"""`pyhelpers proc start|stop|status|wait|hold-lock`: process groups, readiness, the run lock."""
 
 from __future__ import annotations
 
@@ -98,21 +98,6 @@ def proc_status(pids_dir, as_json):
         click.echo(f"{r['name']:<16} {r['pid']:>8}  {r['state']:<10} {age:>8}  {r['log']}")
 
 
-@proc.command("alive")
-@click.option("--pids-dir", type=_dir, required=True)
-@click.option("--name", required=True)
-def proc_alive(pids_dir, name):
-    """Exit 0 if service NAME was started and is still ours and running, else 1 (silent).
-
-    \b
-    Example:
-      pyhelpers proc alive --pids-dir runs/r/pids --name shopsim && echo up
-    """
-    path = procs.pidfile(pids_dir, name)
-    if not path.exists() or procs.state(procs.load(path)) != "alive":
-        raise SystemExit(1)
-
-
 @proc.command("wait", context_settings={"ignore_unknown_options": True})
 @click.option("--pids-dir", type=_dir, required=True)
 @click.option("--name", required=True)
@@ -151,46 +136,6 @@ def proc_wait(pids_dir, name, timeout, backoff_max, knob, url, expect_status, tc
         click.echo("---", err=True)
         raise click.ClickException(str(exc)) from None
     click.echo(f"{name}: ready after {took:.1f} s")
-
-
-@proc.command("sweep")
-@click.option("--marker", required=True, type=click.Path(path_type=Path),
-              help="A path this run created (e.g. the Ray temp dir).")
-@click.option("--grace", type=float, help="Seconds between TERM and KILL [default: STOP_GRACE].")
-@click.option("--open-files", is_flag=True, help="Also match any open file under MARKER, not only stdout/stderr.")
-@click.option("--dry-run", is_flag=True, help="List the matching processes; signal nothing.")
-def proc_sweep(marker, grace, open_files, dry_run):
-    """Stop every process whose argv, environment or stdout/stderr references MARKER.
-
-    For processes outside our recorded groups, e.g. Ray's workers (own process groups, renamed
-    ray::IDLE, logging into the session dir). Matches a path, never a process name.
-
-    \b
-    Example:
-      pyhelpers proc sweep --marker /tmp/ray-1a2b3c4d --grace 20
-    """
-    results = procs.stop_marked(marker, _knob(grace, "STOP_GRACE"), open_files=open_files, dry_run=dry_run)
-    for r in results:
-        click.echo(r.message)
-    if not results:
-        click.echo(f"no process references {marker}")
-    if any(r.outcome == "stuck" for r in results):
-        raise click.ClickException("a process survived KILL (see above)")
-
-
-@proc.command("port")
-@click.argument("address", metavar="HOST:PORT")
-@click.option("--knob", default="", help="The port's knob, named in the fix (e.g. SHOPSIM_PORT).")
-def proc_port(address, knob):
-    """Exit 0 if HOST:PORT can be bound; else exit 1 naming the pid and command holding it.
-
-    \b
-    Example:
-      pyhelpers proc port 127.0.0.1:5700 --knob SHOPSIM_PORT
-    """
-    host, port = ports.parse_hostport(address)
-    ports.check_port(host, port, knob=knob)
-    click.echo(f"{host}:{port} is free")
 
 
 @proc.command("hold-lock")

@@ -1,20 +1,16 @@
 """`pyhelpers run ...`: where the run stands and what the driver does next.
 
-This module holds the run's state commands (init, next, check-resume, check-lock, argv);
+This module holds the run's state commands (init, check-resume, check-lock);
 run_stage_cmd.py the training loop and the services it starts; run_ops_cmd.py what users call from
 another shell (status, plan, logs, stop, wandb-sync). All register on the `run` group.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-
 import click
 
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.run import manifest as runmanifest
 from pyhelpers.run import rehearsal as rehearsal_mod
 from pyhelpers.run import state as runstate
@@ -46,26 +42,6 @@ def run_init(rehearsal, resume):
     if rehearsal:
         rehearsal_mod.mark(lay)
     click.echo(str(lay.run_dir))
-
-
-@run.command("next")
-@click.option("--json", "as_json", is_flag=True)
-def run_next(as_json):
-    """Print the next stage as `ROUND STAGE` (or `done`), derived from the run's artifacts.
-
-    \b
-    Example:
-      read -r round stage < <(pyhelpers run next)
-    """
-    cfg, lay = _ctx()
-    pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
-    if as_json:
-        click.echo(json.dumps(pos.as_dict()))
-    elif pos.finished:
-        click.echo("done")
-    else:
-        click.echo(f"{pos.round} {pos.stage}")
-    click.echo(f"next: {pos.detail}", err=True)
 
 
 def _require_run(cfg, lay) -> None:
@@ -111,34 +87,6 @@ def run_check_lock():
 
     _, lay = _ctx()
     runlock.require_free(lay.lock)
-
-
-def _nul(argv: list[str]) -> None:
-    sys.stdout.write("\0".join(argv) + "\0")
-
-
-@run.command("argv")
-@click.argument("program", type=click.Choice(["slime", "ray-head", "eval-server", "shopsim"]))
-@click.option("--round", "round_", type=int, default=0)
-@click.option("--model", type=click.Path(), help="eval-server: model dir [default: TRAIN_SAVE/RUN_NAME/hf].")
-def run_argv(program, round_, model):
-    """Print a launch command, NUL-separated for `mapfile -d ''` (no secret is ever in it).
-
-    \b
-    Example:
-      mapfile -d '' -t argv < <(pyhelpers run argv slime --round 0)
-    """
-    cfg, lay = _ctx()
-    if program == "slime":
-        from pyhelpers.rollout.flags import plugin_flags
-
-        _nul(launch_args.slime_train(cfg, lay, round_, plugin_flags()))
-    elif program == "ray-head":
-        _nul(launch_args.ray_head(cfg))
-    elif program == "shopsim":
-        _nul(launch_args.shopsim(cfg))
-    else:
-        _nul(launch_args.eval_server(cfg, model or str(lay.hf_link)))
 
 
 # The other modules add their commands to `run`.

@@ -1,4 +1,4 @@
-"""`pyhelpers run loop|service|stop-job|log-wandb`: the training loop (pyhelpers/loop/loop.py) and
+"""`pyhelpers run loop|service|log-wandb`: the training loop (pyhelpers/loop/loop.py) and
 the services and the job it starts."""
 
 from __future__ import annotations
@@ -82,20 +82,6 @@ def run_service(name, model, round_):
         _echo(f"--- last {len(exc.log_tail)} lines of the log of {name} ---")
         _echo("\n".join(exc.log_tail))
         raise
-
-
-@run.command("stop-job")
-def run_stop_job():
-    """Ask Ray to stop the recorded slime job, if it still runs (never by name).
-
-    \b
-    Example:
-      pyhelpers run stop-job
-    """
-    from pyhelpers.loop.stages import train as trainstage
-
-    cfg, lay = _ctx()
-    _echo(trainstage.stop_job(cfg, lay) or "no slime job recorded")
 
 
 @run.command("log-wandb")

@@ -146,7 +146,7 @@ def from_args(args: Any) -> PluginSettings:
         if theirs is not None and int(theirs) != getattr(s, name):
             raise ToolkitError(f"slime --{name.replace('_', '-')}={theirs} differs from the plugin's "
                                f"{PREFIX}{name}={getattr(s, name)}", WHERE,
-                               "build both from the same configuration (pyhelpers run argv slime)")
+                               "build both from the same configuration (`make plan` shows the slime command line)")
     import weakref
 
     _CACHE[id(args)] = (weakref.ref(args), s)
