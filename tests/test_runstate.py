@@ -228,3 +228,27 @@ def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
     with open(lay.rollout_metrics(1), "a") as fh:
         fh.write('{"round": 1, "rollout_id": 3, "metr')  # torn by a kill
     assert runstatus._step(lay, 1) == {"rollout_id": 2, "of": "2..3", "success_rate": 0.75}
+
+
+def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_state(toolkit_env):
+    """`make resume` into a train stage prints what slime will do with the tracked save (the
+    rotation's notes say the same)."""
+    from pyhelpers.config import load as config
+    from pyhelpers.loop.stages import train
+    from pyhelpers.run.layout import from_config
+
+    from pyhelpers.skills.bank import empty_bank, write_bank
+
+    cfg = config.load()
+    lay = from_config(cfg)
+    last = lay.last_iteration(0)
+    write_bank(lay.bank_in(1), empty_bank(1))  # round 0's inject ran
+    write_checkpoint(lay.megatron, last)
+    (lay.megatron / "rollout" / f"global_dataset_state_dict_{last}.pt").unlink()
+    said: list[str] = []
+    train.prepare(cfg, lay, 1, said.append)
+    assert any(f"iter_{last:07d} has no data-source state" in s and "first task" in s for s in said), said
+    ck.plugin_record_path(lay.megatron, last).write_text('{"sample_offset": 8}')
+    said.clear()
+    train.prepare(cfg, lay, 1, said.append)
+    assert any("restores the data position" in s for s in said), said
