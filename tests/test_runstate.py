@@ -236,7 +236,6 @@ def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_sta
     from pyhelpers.config import load as config
     from pyhelpers.loop.stages import train
     from pyhelpers.run.layout import from_config
-
     from pyhelpers.skills.bank import empty_bank, write_bank
 
     cfg = config.load()
