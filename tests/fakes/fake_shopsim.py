@@ -316,7 +316,7 @@ class Pool:
             if data.get("idx") is None:
                 raise ValueError("reset action requires idx parameter")
             try:
-                if data["idx"] in self.fail_once:  # test-only: an exception inside env.reset
+                if isinstance(data["idx"], int) and data["idx"] in self.fail_once:  # test-only: env.reset raising
                     self.fail_once.discard(data["idx"])
                     raise RuntimeError("injected reset fault (fake_shopsim --fail-reset-once)")
                 env.reset(data["idx"])
