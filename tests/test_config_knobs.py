@@ -92,3 +92,13 @@ def test_consumers_read_each_knob_as_its_declared_type():
 def test_a_bad_spec_line_is_named():
     with pytest.raises(knob_types.SpecError, match="env/defaults.env:7"):
         knob_types.parse("int between 1 and 2", "env/defaults.env:7")
+
+
+def test_declared_choices_are_the_ones_the_code_knows():
+    from pyhelpers.doctor.base import PROFILES
+    from pyhelpers.loop.notify import FORMATS
+    from pyhelpers.rollout.settings import REWARDS
+
+    assert KNOBS["NOTIFY_FORMAT"].type.choices == FORMATS
+    assert KNOBS["REWARD"].type.choices == REWARDS
+    assert KNOBS["DOCTOR_PROFILE"].type.choices == PROFILES

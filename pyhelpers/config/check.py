@@ -19,7 +19,6 @@ PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
 # below the temp dir, and AF_UNIX paths stop at 107 bytes (Linux's sun_path is 108 bytes with the NUL).
 RAY_TEMP_MAX = 40
-RUN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
@@ -118,11 +117,13 @@ def _arithmetic(v: dict[str, int]) -> list[Problem]:
     return out
 
 
-def _strings(cfg: Config) -> list[Problem]:
+def _strings(cfg: Config, knobs) -> list[Problem]:
     out = []
-    if not cfg.get("RUN_NAME") and not RUN_NAME_RE.match(cfg.run_name):  # (a set RUN_NAME: its type)
-        out.append(_err("RUN_NAME", f"RUN_NAME={cfg.run_name!r} may hold only letters, digits, '.', '_' "
-                                    f"and '-' (it names directories; set RUN_NAME explicitly)"))
+    why = knobs["RUN_NAME"].type.problem(cfg.run_name) if not cfg.get("RUN_NAME") else None  # (set: its type)
+    if why:
+        out.append(_err("RUN_NAME", f"RUN_NAME is empty, so the run is named after WANDB_GROUP={cfg.run_name!r}, "
+                                    f"which {why} (it names directories; set RUN_NAME, which takes "
+                                    f"{knobs['RUN_NAME'].type.text})"))
     temp = cfg.ray_temp_dir
     if len(temp) > RAY_TEMP_MAX:
         out.append(_err("RAY_TEMP_DIR", f"RAY_TEMP_DIR={temp!r} is {len(temp)} characters; Ray's Unix sockets "
@@ -166,5 +167,5 @@ def check(cfg: Config) -> list[Problem]:
     knobs = read_knobs(cfg.root / "env" / "defaults.env")
     problems = [_err(".env", f"{e}") for e in cfg.env_errors]
     ints, typed = _types(cfg, knobs)
-    problems += typed + _arithmetic(ints) + _strings(cfg) + _disks(cfg) + _undeclared(cfg, knobs)
+    problems += typed + _arithmetic(ints) + _strings(cfg, knobs) + _disks(cfg) + _undeclared(cfg, knobs)
     return sorted(problems, key=lambda p: p.level != "error")

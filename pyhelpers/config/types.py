@@ -35,7 +35,7 @@ _INTERVAL = re.compile(r"([\[(])\s*([^,\s]+)\s*,\s*([^\])\s]+)\s*([\])])")
 STRINGS: dict[str, tuple[re.Pattern | None, str | None, str]] = {
     "path": (None, None, "a path"),
     "text": (None, None, "any text"),
-    "name": (re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*"), "not/a name", "letters, digits, '.', '_', '-'"),
+    "name": (re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*"), "not/a name", "made of letters, digits, '.', '_' and '-' only"),
     "host": (re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*|[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*"), "not a host!",
              "a host name or IP address"),
     "url": (re.compile(r"https?://\S+"), "not-a-url", "an http:// or https:// URL"),
