@@ -21,9 +21,10 @@ die() {
   exit 1
 }
 
-# log MESSAGE: one timestamped progress line on stderr (stdout stays for data).
+# log MESSAGE: one progress line on stderr (stdout stays for data), in the toolkit's one format
+# `HH:MM:SS service  message` (pyhelpers/console.py stamp()); the service is the script's name.
 log() {
-  printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2
+  printf '%(%H:%M:%S)T %-8s %s\n' -1 "${0##*/}" "$*" >&2
 }
 
 # need_venv: fail with the fix when `make setup` has not run.

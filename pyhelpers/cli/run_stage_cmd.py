@@ -8,6 +8,7 @@ import click
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err as _echo
 from pyhelpers.cli.run_cmd import run
+from pyhelpers.errors import ToolkitError
 from pyhelpers.loop.stages import NAMES as STAGES
 
 
@@ -27,37 +28,57 @@ def run_loop(stop_before, model_args):
     """
     from pyhelpers.errors import Stopped
     from pyhelpers.loop import loop as driver
+    from pyhelpers.loop.console import Console
     from pyhelpers.procs import groups as procs
+    from pyhelpers.run import progress as runprogress
     from pyhelpers.run import status as runstatus
     from pyhelpers.tracking import pending as wandb_pending
 
     procs.die_with_parent()
     driver.install_signal_handlers()
     cfg, lay = _ctx()
+    # From here on library output (transformers, wandb, Ray) goes to logs/driver.log only.
+    console = Console.take_over(lay.logs / "driver.log")
+    say = console.say
+    stream = console.stream(on_line=lambda line: runprogress.publish(lay.run_dir, line=line))
     try:
-        end = driver.Loop(cfg=cfg, lay=lay, model_args=list(model_args), echo=_echo).run(stop_before)
+        loop = driver.Loop(cfg=cfg, lay=lay, model_args=list(model_args), echo=say, status=console.status,
+                           eval_stream=stream)
+        end = loop.run(stop_before)
         if end == "stopped-before":
-            _echo(f"stopping before {stop_before}, as asked")
+            say(f"stopping before {stop_before}, as asked")
             return
         for line in wandb_pending.log_all(cfg, lay):
-            _echo(line)
-        _final_report(cfg, lay)
+            say(line)
+        _final_report(cfg, lay, say)
         for line in runstatus.summary_lines(cfg, lay):
-            _echo(line)
+            say(line)
     except Stopped as exc:
-        _echo(f"stopped ({exc})")
+        console.status("")
+        say(f"stopped ({exc})")
         raise SystemExit(143 if str(exc) == "SIGTERM" else 130) from None
+    except ToolkitError as exc:  # the reason goes to the terminal, not only to the log
+        console.status("")
+        say(f"Error: {exc}")
+        raise SystemExit(1) from None
+    except Exception as exc:  # a bug: its traceback goes to the log, a line saying so to the terminal
+        import traceback
+
+        traceback.print_exc()
+        console.status("")
+        say(f"Error: {type(exc).__name__}: {exc} (traceback in {lay.logs / 'driver.log'})")
+        raise SystemExit(1) from None
 
 
-def _final_report(cfg, lay) -> None:
+def _final_report(cfg, lay, say) -> None:
     from pyhelpers import report
     from pyhelpers.launch import services
 
     services.stop(cfg, lay, "report")  # a round's background report: this one supersedes it
     try:
-        _echo(f"report: {report.build(cfg, lay)}")
+        say(f"report: {report.build(cfg, lay)}")
     except Exception as exc:  # noqa: BLE001 - the report never fails a finished run
-        _echo(f"report not written ({type(exc).__name__}: {exc}); `make report` tries again")
+        say(f"report not written ({type(exc).__name__}: {exc}); `make report` tries again")
 
 
 @run.command("service")

@@ -88,12 +88,12 @@ def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
         echo(ready[0])
         if baseline:
             rnd.play_val(cfg, settings, builder, out=lay.baseline_val_dir, round_no=None, label="baseline",
-                         tasks_path=None, resume=True, echo=echo, progress=sys.stderr)
+                         tasks_path=None, resume=True, echo=echo, progress=loop.eval_stream or sys.stderr)
         else:
             rnd.play_val(cfg, settings, builder, out=lay.val_dir(r), round_no=r, label=lay.round_dir(r).name,
-                         tasks_path=None, resume=True, echo=echo, progress=sys.stderr)
+                         tasks_path=None, resume=True, echo=echo, progress=loop.eval_stream or sys.stderr)
             rnd.play_gate(cfg, settings, lambda: builder, round_dir=lay.round_dir(r), tasks_path=None, resume=True,
-                          echo=echo, progress=sys.stderr)
+                          echo=echo, progress=loop.eval_stream or sys.stderr)
     finally:
         stop.set()
         for line in services.stop(cfg, lay, "eval-server"):

@@ -1,0 +1,61 @@
+"""While a round's slime job trains: one line per training step, with the ETA.
+
+The rollout plugin appends a line to the round's rollout_metrics.jsonl at the end of each step
+(rollout/metrics.py; no clock in it). A thread of the train stage reads the file every POLL
+seconds; for each step it has not seen it appends a `step-done` event (the step's wall time, as
+seen from here: from the job's first-step marker or the previous step) and prints
+
+    round 0 (1 of 2) train: step 1/2 done: 16 episodes, groups kept 4 of 6, success 43.8%, step 5.1 s; ETA ...
+
+On a terminal an updating line ticks between steps. A step slime replays after a resume has a
+rollout id already in the file: it is not counted twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pyhelpers.rollout.metrics import read_jsonl
+from pyhelpers.run import events, progress
+from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.progress import step_words
+
+POLL = 0.5
+
+
+def head(r: int, rounds: int, stage: str) -> str:
+    return f"round {r} ({r + 1} of {rounds}) {stage}"
+
+
+def watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], say: Callable[[str], None],
+          status: Callable[[str], None] = lambda s: None) -> None:
+    rounds, steps = cfg.int("ROUNDS"), lay.steps_per_round
+    path, marker = lay.rollout_metrics(r), lay.started_marker(r)
+    seen = set(read_jsonl(path))
+    since: float | None = None  # when the step in progress began
+    while not stopped(POLL):
+        now = time.time()
+        if since is None and marker.exists():
+            since = marker.stat().st_mtime
+        recs = read_jsonl(path)
+        new = sorted(k for k in recs if k not in seen)
+        for rid in new:
+            seen.add(rid)
+            secs = (now - since) / len(new) if since is not None else None
+            k = rid - r * steps + 1
+            m = recs[rid].get("metrics") or {}
+            events.append(lay.run_dir, "step-done", round=r, rollout_id=rid, step=k,
+                          seconds=round(secs, 3) if secs else None, figures=step_words(m))
+            eta = progress.estimate(events.read(lay.run_dir), rounds, steps, r, "train", k)
+            timed = f", step {progress.duration(secs)}" if secs else ""
+            say(f"{head(r, rounds, 'train')}: step {k}/{steps} done: {step_words(m)}{timed}; {eta.words()}")
+        if new:
+            since = now
+        if since is not None and len(seen) < steps:
+            done = sum(1 for k in seen if r * steps <= k < (r + 1) * steps)
+            eta = progress.estimate(events.read(lay.run_dir), rounds, steps, r, "train", done)
+            status(f"{head(r, rounds, 'train')}: step {done + 1}/{steps} running {progress.duration(now - since)}"
+                   + (f" (a step takes ~{progress.duration(eta.step_s)})" if eta.step_s else "")
+                   + f"; {eta.words()}")
+    status("")

@@ -1,0 +1,123 @@
+"""How far the run is and when it ends: the training step, the evaluate episodes, ETAs.
+
+Times come only from events.jsonl (the artifacts have no clock):
+- a training step: the median of this run's last STEP_WINDOW `step-done` events (the driver
+  appends one per step it sees in rollout_metrics.jsonl);
+- any other stage, or a whole train stage: the mean of its successful runs in this run
+  (`stage-end`, status 0). A stage never timed yet (round 0's evaluate) is left out of the sums
+  and named, so an ETA never pretends to know what it does not.
+The driver prints an ETA per step; `make status` computes it again at the moment it is asked.
+Pure functions, plus the small file the driver publishes evaluate's episode progress in.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
+from pyhelpers.rollout.metrics import PREFIX
+from pyhelpers.run.layout import STAGES
+
+STEP_WINDOW = 8
+# Stages short enough that not having timed them yet does not deserve a word.
+SMALL = ("rotate", "compile", "inject")
+PUBLISHED = "progress.json"
+
+
+def duration(s: float | None) -> str:
+    """Seconds as H:MM:SS (or M:SS under an hour); '?' when unknown."""
+    if s is None:
+        return "?"
+    s = int(max(0, round(s)))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def step_seconds(evs: list[dict]) -> float | None:
+    times = [float(e["seconds"]) for e in evs if e.get("kind") == "step-done" and e.get("seconds")]
+    return statistics.median(times[-STEP_WINDOW:]) if times else None
+
+
+def stage_seconds(evs: list[dict]) -> dict[str, float]:
+    """stage -> mean seconds of its successful runs."""
+    runs: dict[str, list[float]] = {}
+    for e in evs:
+        if e.get("kind") == "stage-end" and e.get("status") == 0 and e.get("seconds") is not None:
+            runs.setdefault(e["stage"], []).append(float(e["seconds"]))
+    return {k: sum(v) / len(v) for k, v in runs.items()}
+
+
+@dataclass
+class Eta:
+    round_s: float | None   # until the current round's inject is done
+    run_s: float | None     # until the run is done
+    step_s: float | None    # one training step
+    untimed: list[str] = field(default_factory=list)  # stages left out of the sums: not timed yet
+
+    def words(self) -> str:
+        if self.round_s is None and self.run_s is None:
+            return "ETA unknown until a step is timed"
+        out = f"ETA round {duration(self.round_s)}, run {duration(self.run_s)}"
+        return out + (f" (+ {', '.join(self.untimed)}: not timed yet)" if self.untimed else "")
+
+
+def estimate(evs: list[dict], rounds: int, steps: int, r: int, stage: str, steps_done: int,
+             now: float | None = None) -> Eta:
+    """The ETA of round r (0-based) standing at `stage` with `steps_done` of its `steps` done."""
+    now = time.time() if now is None else now
+    per_step, means = step_seconds(evs), stage_seconds(evs)
+    untimed: list[str] = []
+
+    def stage_s(name: str) -> float:
+        if name == "train":
+            if "train" in means:
+                return means["train"]
+            if per_step is not None:
+                return per_step * steps
+        elif name in means:
+            return means[name]
+        if name not in SMALL and name not in untimed:
+            untimed.append(name)
+        return 0.0
+
+    if stage == "train":
+        if per_step is None:
+            return Eta(None, None, None)
+        left = per_step * max(0, steps - steps_done)
+    elif stage in means:
+        started = next((e["t"] for e in reversed(evs) if e.get("kind") == "stage-start"
+                        and e.get("stage") == stage), now)
+        left = max(0.0, means[stage] - (now - started))
+    else:
+        left = stage_s(stage)
+    rest = STAGES[STAGES.index(stage) + 1:] if stage in STAGES else STAGES
+    this_round = left + sum(stage_s(s) for s in rest)
+    later = max(0, rounds - (r + 1)) * sum(stage_s(s) for s in STAGES)
+    return Eta(this_round, this_round + later, per_step, untimed)
+
+
+def step_words(m: dict) -> str:
+    """The step's figures: episodes played, kept/drawn groups when dynamic sampling reports them,
+    success rate."""
+    parts = []
+    if m.get(PREFIX + "episodes") is not None:
+        parts.append(f"{int(m[PREFIX + 'episodes'])} episodes")
+    if m.get(PREFIX + "groups_kept") is not None and m.get(PREFIX + "groups_drawn") is not None:
+        parts.append(f"groups kept {int(m[PREFIX + 'groups_kept'])} of {int(m[PREFIX + 'groups_drawn'])}")
+    if m.get(PREFIX + "success_rate") is not None:
+        parts.append(f"success {100 * m[PREFIX + 'success_rate']:.1f}%")
+    return ", ".join(parts)
+
+
+def publish(run_dir: Path, **fields) -> None:
+    """The driver's live progress of a stage without events per unit (evaluate's episodes)."""
+    import json
+
+    write_bytes_atomic(Path(run_dir) / PUBLISHED,
+                       json.dumps({"t": round(time.time(), 3), **fields}, sort_keys=True).encode())
+
+
+def published(run_dir: Path) -> dict | None:
+    return load_json_or_none(Path(run_dir) / PUBLISHED)
