@@ -68,6 +68,8 @@ class Loop:
     drains: dict[int, threading.Thread] = field(default_factory=dict)
     # tokenizer files' hash -> the eval prompt builder (loaded once per process: stages/evaluate.py)
     builders: dict[str, object] = field(default_factory=dict)
+    status: Echo = lambda text: None  # the updating line on a terminal (console.Console.status)
+    eval_stream: object = None        # where evaluate draws its episode progress (a file-like)
 
     def __post_init__(self):
         if self.notifier is None:
@@ -102,6 +104,7 @@ class Loop:
     def run(self, stop_before: str | None = None) -> str:
         """Stages until the run is done ("done") or the next is `stop_before` ("stopped-before").
         Transient failures are restarted (see the module doc); a permanent one raises ToolkitError."""
+        self._note_lost_driver()
         first = runstate.position(self.lay, self.cfg.int("ROUNDS"), self.cfg.flag("BASELINE_VAL"))
         if not first.finished:
             self.notifier.send("run-start", f"run started at round {first.round}, stage {first.stage} "
@@ -118,6 +121,18 @@ class Loop:
             self.notifier.close()
         return end
 
+    def _note_lost_driver(self) -> None:
+        """A stage the previous driver started and never ended: it died there (kill -9, OOM, a
+        reboot; make stop ends its stage). Recorded, so make status and the report show the kill."""
+        start = events.unfinished_stage(events.read(self.lay.run_dir))
+        if start:
+            events.append(self.lay.run_dir, "driver-lost", round=start.get("round"), stage=start.get("stage"),
+                          cause="killed", detail=f"the driver died during round {start.get('round')} "
+                                                 f"{start.get('stage')} (started {start.get('at')}); this driver "
+                                                 "stopped what it left and went on")
+            self.echo(f"the previous driver died during round {start.get('round')} {start.get('stage')} "
+                      "(recorded; make status and the report show it)")
+
     def _stages(self, stop_before: str | None) -> str:
         while True:
             if self.lay.stopped_marker.is_file():
@@ -129,7 +144,7 @@ class Loop:
                 return "done"
             if pos.stage == stop_before:
                 return "stopped-before"
-            self.echo(f"[{time.strftime('%H:%M:%S')}] round {pos.round}: {pos.stage} ({pos.detail})")
+            self.echo(f"round {pos.round}: {pos.stage} ({pos.detail})")
             try:
                 self.run_stage(pos.round, pos.stage)
             except Stopped:

@@ -8,7 +8,7 @@
 | steps    | training step        | rounds/round-NNN/rollout_metrics.jsonl (the plugin's figures) |
 | train    | optimizer step       | slime's offline W&B runs (train/*), when there are any        |
 | timeline | stage run            | events.jsonl (stage-start / stage-end)                        |
-| restarts | restart or failure   | events.jsonl (run-restart, service-restart, run-failed)       |
+| restarts | restart, failure, kill | events.jsonl (run-restart, service-restart, run-failed, driver-lost) |
 
 A round the run did not finish (crashed mid-round, or not reached yet) has rows marked
 `missing` (val, bank) or none (gate, steps), and a note saying what is missing.
@@ -114,23 +114,42 @@ def _train(lay: RunLayout) -> list[dict]:
     return [rows[k] for k in sorted(rows)]
 
 
-def _timeline(evs: list[dict]) -> tuple[list[dict], list[dict]]:
+RESTART_KINDS = ("run-restart", "service-restart", "run-failed", "driver-lost", "job-end-unsupervised")
+
+
+def _timeline(evs: list[dict], driver_alive: bool = False) -> tuple[list[dict], list[dict]]:
+    """Stage runs, and the restarts and failures. A stage that started and never ended was cut
+    short by the driver's death (kill -9, OOM, a reboot): `killed` when a later driver went on (its
+    `driver-lost` event) or no driver runs now, `running` while one does."""
     rows, open_ = [], {}
+
+    def close_open(status: str) -> None:
+        for (r, stage), start in open_.items():
+            rows.append({"round": r, "stage": stage, "start": start["at"], "start_t": start["t"], "end_t": None,
+                         "seconds": None, "status": status})
+        open_.clear()
+
     for e in evs:
         key = (e.get("round"), e.get("stage"))
-        if e["kind"] == "stage-start":
+        if e["kind"] == "driver-lost":
+            close_open("killed")
+        elif e["kind"] == "stage-start":
             open_[key] = e
         elif e["kind"] == "stage-end" and key in open_:
             start = open_.pop(key)
             rows.append({"round": key[0], "stage": key[1], "start": start["at"], "start_t": start["t"],
                          "end_t": e["t"], "seconds": round(e["t"] - start["t"], 3), "status": e.get("status")})
-    for (r, stage), start in open_.items():  # started, never ended: the run stopped there
-        rows.append({"round": r, "stage": stage, "start": start["at"], "start_t": start["t"], "end_t": None,
-                     "seconds": None, "status": "unfinished"})
     restarts = [{"at": e["at"], "t": e["t"], "kind": e["kind"], "round": e.get("round"),
                  "stage": e.get("stage") or e.get("service"), "cause": e.get("cause", ""),
-                 "detail": e.get("excerpt") or e.get("reason") or e.get("log_tail") or ""}
-                for e in evs if e["kind"] in ("run-restart", "service-restart", "run-failed")]
+                 "detail": e.get("excerpt") or e.get("reason") or e.get("log_tail") or e.get("detail") or ""}
+                for e in evs if e["kind"] in RESTART_KINDS]
+    if open_ and not driver_alive:  # killed, and no driver has gone on yet
+        for (r, stage), start in open_.items():
+            last = max((x["t"] for x in evs if x["t"] >= start["t"]), default=start["t"])
+            restarts.append({"at": start["at"], "t": last, "kind": "driver-lost", "round": r, "stage": stage,
+                             "cause": "killed", "detail": f"the driver died during {stage}; nothing has "
+                                                          "continued the run since (make resume does)"})
+    close_open("killed" if not driver_alive else "running")
     return rows, restarts
 
 
@@ -159,7 +178,9 @@ def gather(cfg, lay: RunLayout) -> Tables:
     final = load_json_or_none(lay.final_bank)
     t.bank.append(_bank_row("final", final))
     t.train = _train(lay)
-    t.timeline, t.restarts = _timeline(events.read(lay.run_dir))
+    from pyhelpers.run import lock as runlock
+
+    t.timeline, t.restarts = _timeline(events.read(lay.run_dir), runlock.live_holder(lay.lock) is not None)
     return t
 
 

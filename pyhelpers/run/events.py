@@ -51,3 +51,18 @@ def read(run_dir: Path) -> list[dict]:
         except ValueError:
             continue
     return out
+
+
+def unfinished_stage(evs: list[dict]) -> dict | None:
+    """The stage-start that never got its stage-end (nor a later `driver-lost` note): while a
+    driver runs, the stage in progress; without one, the stage its driver died in."""
+    open_: dict = {}
+    for e in evs:
+        key = (e.get("round"), e.get("stage"))
+        if e.get("kind") == "stage-start":
+            open_[key] = e
+        elif e.get("kind") == "stage-end":
+            open_.pop(key, None)
+        elif e.get("kind") == "driver-lost":
+            open_.clear()
+    return max(open_.values(), key=lambda e: e["t"]) if open_ else None

@@ -69,13 +69,16 @@ def _result_line(row: dict) -> str:
     return f"  {name:<10} " + "; ".join(x for x in (row["val"], row["gate"]) if x)
 
 
-def _driver(lay: RunLayout) -> dict:
+def _driver(lay: RunLayout, evs: list[dict]) -> dict:
     holder = runlock.read_holder(lay.lock)
     running = runlock.live_holder(lay.lock) is not None
     out = {"running": running, "pid": holder.get("pid") if holder else None,
            "since": holder.get("since") if holder else None, "host": holder.get("host") if holder else None}
     if lay.stopped_marker.is_file():
         out["stopped"] = lay.stopped_marker.read_text().strip()
+    died = None if running else events.unfinished_stage(evs)
+    if died:
+        out["died_during"] = f"round {died.get('round')} {died.get('stage')}, started {died.get('at')}"
     return out
 
 
@@ -98,8 +101,54 @@ def _job(lay: RunLayout) -> dict | None:
         info = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=2.0).info(job["submission_id"])
         job["status"] = info.get("status")
     except Exception:  # noqa: BLE001 - Ray down: the job cannot be running either
-        job["status"] = "unknown (Ray's job API does not answer)"
+        job["status"] = None  # render: "not running (Ray is stopped)"
     return job
+
+
+def _progress(cfg, lay: RunLayout, pos: dict, evs: list[dict], running: bool) -> dict | None:
+    """Round r of R, the stage, step k/STEPS with the last step's figures (train) or the episodes
+    the driver published (evaluate), and the ETA while a driver runs (runprogress)."""
+    import time
+
+    from pyhelpers.rollout.metrics import read_jsonl
+    from pyhelpers.run import progress as runprogress
+    from pyhelpers.run.progress import step_words
+
+    r, stage = pos.get("round"), pos.get("stage")
+    if stage is None or pos.get("error"):
+        return None
+    rounds, steps = cfg.int("ROUNDS"), lay.steps_per_round
+    out: dict = {"round": r, "rounds": rounds, "stage": stage}
+    if stage == "train" and r is not None:
+        recs = read_jsonl(lay.rollout_metrics(r))
+        out.update(steps_done=len(recs), steps=steps)
+        if recs:
+            out["last_step"] = step_words(recs[max(recs)].get("metrics") or {})
+    start = next((e["t"] for e in reversed(evs) if e.get("kind") == "stage-start" and e.get("stage") == stage), None)
+    pub = runprogress.published(lay.run_dir)
+    if stage in ("evaluate", "baseline") and pub and start and pub.get("t", 0) >= start:
+        out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
+    if running:
+        eta = runprogress.estimate(evs, rounds, steps, -1 if r is None else r, stage, out.get("steps_done", 0))
+        out.update(eta=eta.words(), eta_round_s=eta.round_s, eta_run_s=eta.run_s, step_s=eta.step_s)
+    return out
+
+
+def progress_line(p: dict, running: bool) -> str:
+    from pyhelpers.run.progress import duration
+
+    where = (f"round {p['round']} ({p['round'] + 1} of {p['rounds']})" if p["round"] is not None
+             else "before round 0")
+    line = f"progress: {where} {p['stage']}"
+    if "steps" in p:
+        line += f", step {p['steps_done']}/{p['steps']} done"
+        if p.get("last_step"):
+            line += f" (last: {p['last_step']})"
+        if p.get("step_s"):
+            line += f", ~{duration(p['step_s'])} a step"
+    if p.get("episodes"):
+        line += f": {p['episodes']} ({p['episodes_age_s']} s ago)"
+    return line + (f"; {p['eta']}" if running and p.get("eta") else "; no ETA: the driver is not running")
 
 
 def _step(lay: RunLayout, r: int | None) -> dict | None:
@@ -126,15 +175,18 @@ def gather(cfg, lay: RunLayout) -> dict:
     except ToolkitError as exc:
         pos = {"round": None, "stage": None, "detail": str(exc), "error": True}
     evs = events.read(lay.run_dir)
+    driver = _driver(lay, evs)
     return {
         "run": cfg.run_name, "run_dir": str(lay.run_dir), "save_dir": str(lay.save_dir),
         "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
-        "driver": _driver(lay), "position": pos, "step": _step(lay, pos.get("round")),
+        "driver": driver, "position": pos, "step": _step(lay, pos.get("round")),
+        "progress": _progress(cfg, lay, pos, evs, driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay), "disk": _disk(cfg, lay),
         "results": results(cfg, lay),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
-                                                          "run-failed", "disk-low")],
+                                                          "run-failed", "disk-low", "driver-lost",
+                                                          "job-end-unsupervised")],
         "last_event": evs[-1] if evs else None, "logs": str(lay.logs),
         "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
         else None,
@@ -148,6 +200,43 @@ def _tracker(lay: RunLayout) -> int | None:
         return None
 
 
+ALIVE_JOB = ("PENDING", "RUNNING")
+
+
+def orphans(st: dict) -> list[str]:
+    """What still runs although no driver does: its services and its job."""
+    if st["driver"]["running"]:
+        return []
+    names = [s["name"] for s in st["services"] if s["state"] == "alive"]
+    if st["job"] and st["job"].get("status") in ALIVE_JOB:
+        names.append(f"slime job {st['job']['submission_id']}")
+    return names
+
+
+def _process_lines(st: dict, running: bool) -> list[str]:
+    out = ["services:" if st["services"] else "services: none running or recorded"]
+    for s in st["services"]:
+        age = f"{s['age_s']:.0f}s" if s["age_s"] is not None else "-"
+        state = ("up" if running else "orphaned") if s["state"] == "alive" else s["state"]
+        out.append(f"  {s['name']:<14} {state:<8} pid {s['pid']:<8} {s.get('address', ''):<21} up {age:>7}  "
+                   f"logs/{s['log']}")
+    job = st["job"]
+    if job:
+        status = job.get("status")
+        if status is None:
+            words = "not running (Ray's job API does not answer: Ray is stopped)"
+        elif status in ALIVE_JOB and not running:
+            words = f"{status}, orphaned (no driver watches it)"
+        else:
+            words = {"SUCCEEDED": "succeeded", "FAILED": "failed", "STOPPED": "stopped"}.get(status, status)
+        out.append(f"  slime job      {words}  {job['submission_id']}")
+    left = orphans(st)
+    if left:
+        out.append(f"ORPHANED: the driver is gone but {', '.join(left)} still run: `make resume` stops them "
+                   "and continues the run (`make stop` only stops them)")
+    return out
+
+
 def render(st: dict) -> list[str]:
     if not st["exists"]:
         return [f"run {st['run']}: not started ({st['run_dir']} has no run.json); start it with `make train`"]
@@ -158,6 +247,8 @@ def render(st: dict) -> list[str]:
         out.append(f"driver: running, pid {d['pid']} on {d['host']} since {d['since']}")
     else:
         line = "driver: not running" + (f" ({d['stopped']})" if d.get("stopped") else "")
+        if d.get("died_during"):
+            line += f"; it died (killed?) during {d['died_during']}"
         out.append(line + ("; continue with `make resume`" if pos.get("stage") else ""))
     if pos.get("error"):
         out.append(f"position: cannot tell: {pos['detail']}")
@@ -165,26 +256,20 @@ def render(st: dict) -> list[str]:
         out.append(f"position: finished ({pos['detail']})")
     else:
         out.append(f"position: round {pos['round']}, stage {pos['stage']} ({pos['detail']})")
-    if st["step"]:
-        s = st["step"]
-        rate = "" if s["success_rate"] is None else f", success {100 * s['success_rate']:.1f}%"
-        out.append(f"step: rollout {s['rollout_id']} done (round's rollouts {s['of']}{rate})")
-    out.append(f"checkpoint: tracker at iteration {st['tracker']}; hf -> {st['hf'] or 'none'}")
-    out.append("services:" if st["services"] else "services: none running or recorded")
-    for s in st["services"]:
-        age = f"{s['age_s']:.0f}s" if s["age_s"] is not None else "-"
-        state = "up" if s["state"] == "alive" else s["state"]
-        out.append(f"  {s['name']:<14} {state:<6} pid {s['pid']:<8} {s.get('address', ''):<21} up {age:>7}  "
-                   f"logs/{s['log']}")
-    if st["job"]:
-        out.append(f"  slime job      {st['job']['status']}  {st['job']['submission_id']}")
+    if st.get("progress"):
+        out.append(progress_line(st["progress"], d["running"]))
+    tracker = st["tracker"]
+    out.append("checkpoint: " + ("none saved yet" if tracker is None else f"tracker at iteration {tracker}")
+               + f"; hf -> {st['hf'] or 'none'}")
+    out += _process_lines(st, d["running"])
     disk = st["disk"]
     out.append(f"disk: {gb(disk['free_bytes'])} free; the next save needs {gb(disk['next_save_needs_bytes'])} "
                f"({'ok' if disk['ok'] else 'SHORT: free space before the next round'})")
     out += [_result_line(row) for row in st["results"]]
     for e in st["restarts"][-5:]:
-        what = {"run-failed": "stopped:", "disk-low": "warning:"}.get(e.get("kind"), "restart:")
-        detail = e.get("reason") or " ".join(str(e[k]) for k in ("cause", "excerpt") if e.get(k))
+        what = {"run-failed": "stopped:", "disk-low": "warning:", "driver-lost": "killed:",
+                "job-end-unsupervised": "note:"}.get(e.get("kind"), "restart:")
+        detail = e.get("reason") or e.get("detail") or " ".join(str(e[k]) for k in ("cause", "excerpt") if e.get(k))
         if e.get("kind") == "disk-low":
             detail = f"free {gb(e['free'])} < {gb(e['need'])} needed by the round's save"
         out.append(f"{what} {e.get('at')} {e.get('kind')} round {e.get('round')} "

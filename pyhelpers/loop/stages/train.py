@@ -132,8 +132,9 @@ def stop_job(cfg, lay: RunLayout) -> str:
             return ""
         api, job_id = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=3.0), job["submission_id"]
         try:
-            if api.info(job_id).get("status") in rayjob.TERMINAL:
-                return f"slime job {job_id}: already ended"
+            info = api.info(job_id)
+            if info.get("status") in rayjob.TERMINAL:
+                return f"slime job {job_id}: already ended" + _unsupervised_end(lay, job, info)
             api.stop(job_id)
             deadline = time.monotonic() + grace
             while time.monotonic() < deadline:
@@ -145,6 +146,18 @@ def stop_job(cfg, lay: RunLayout) -> str:
             return f"slime job {job_id}: Ray not reachable ({type(exc).__name__}); stopping the Ray head ends it"
     finally:
         services.stop(cfg, lay, "slime-log")
+
+
+def _unsupervised_end(lay: RunLayout, job: dict, info: dict) -> str:
+    """A job that ended with no driver watching (its driver was killed): record how it ended, once."""
+    job_id = job["submission_id"]
+    if any(e.get("job_id") == job_id and e.get("kind") in ("job-end", "job-end-unsupervised")
+           for e in events.read(lay.run_dir)):
+        return ""
+    events.append(lay.run_dir, "job-end-unsupervised", round=job.get("round"), job_id=job_id,
+                  status=info.get("status"), exit_code=info.get("driver_exit_code"),
+                  detail=f"slime job {job_id} {info.get('status')} while no driver watched it")
+    return f" ({info.get('status')} while no driver watched it; recorded)"
 
 
 def analyst_argv(lay: RunLayout, r: int) -> list[str]:
@@ -167,6 +180,8 @@ def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], w
 
 
 def run(loop: Loop, r: int) -> None:
+    from pyhelpers.loop import stepwatch
+
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
 
     def warn(text: str) -> None:
@@ -196,6 +211,9 @@ def run(loop: Loop, r: int) -> None:
 
     threading.Thread(target=_disk_watch, daemon=True, name="disk-watch",
                      args=(cfg, lay, r, stop.wait, disk_warning)).start()
+    steps = threading.Thread(target=stepwatch.watch, daemon=True, name="step-watch",
+                             args=(cfg, lay, r, stop.wait, echo, loop.status))
+    steps.start()
     analyst = cfg.flag("ANALYST_ENABLED")
     ok = False
     try:
@@ -220,6 +238,7 @@ def run(loop: Loop, r: int) -> None:
     finally:
         stop.set()
         watchdog.join(timeout=5)
+        steps.join(timeout=5)  # its last step's line comes before the stage's end
         if not ok:
             echo(stop_job(cfg, lay))
         for line in services.stop(cfg, lay, "slime-log", "analyst"):
