@@ -32,8 +32,12 @@ status: setup ## Where the run stands: round, stage, step, services (pids, ports
 	@$(IN_RUN).venv/bin/python -m pyhelpers run status
 
 .PHONY: logs
-logs: setup ## The tail of a log: SERVICE=driver|shopsim|slime|ray-head|eval-server|analyst|convert|...
-	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE))
+logs: setup ## Which logs exist (sizes, ages), or one: SERVICE=driver|shopsim|slime|... [LINES=200] [FOLLOW=1]
+	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE)) $(if $(LINES),--lines $(LINES)) $(if $(FOLLOW),--follow)
+
+.PHONY: watch
+watch: setup ## make status, refreshed every few seconds (INTERVAL=3) until Ctrl-C
+	@$(IN_RUN).venv/bin/python -m pyhelpers run watch $(if $(INTERVAL),--interval $(INTERVAL))
 
 .PHONY: report
 report: setup ## The run at a glance without W&B: runs/<RUN_NAME>/report/index.html with plots and CSVs

@@ -49,9 +49,11 @@ def run_cleanup():
     Example:
       pyhelpers run cleanup
     """
+    from pyhelpers.loop.console import stamp
+
     cfg, lay = _ctx()
     for line in runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay)):
-        click.echo(line, err=True)
+        click.echo(stamp("cleanup", line), err=True)
 
 
 @run.command("rehearsal-reset")
@@ -74,8 +76,10 @@ def run_rehearsal_reset():
                            "give the rehearsal its own RUN_NAME (default: rehearsal)")
     if lay.run_dir.is_dir():  # a killed earlier rehearsal may have left services running
         runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay))
+    from pyhelpers.loop.console import stamp
+
     for p in rehearsal.fresh(lay):
-        click.echo(f"removed the previous rehearsal's {p}", err=True)
+        click.echo(stamp("rehearse", f"removed the previous rehearsal's {p}"), err=True)
 
 
 @run.command("rehearsal-inputs")
@@ -146,14 +150,15 @@ def run_status(as_json):
 @run.command("logs")
 @click.option("--service", default="", help="Whose log (e.g. driver, shopsim, slime, ray-head, eval-server, analyst, convert) "
               "or a stage's (train, export, evaluate).")
-@click.option("--lines", "-n", type=int, default=40, show_default=True)
-@click.option("--follow", "-f", is_flag=True, help="Keep printing as the log grows (tail -F).")
+@click.option("--lines", "-n", type=click.IntRange(min=0), default=40, show_default=True)
+@click.option("--follow", "-f", is_flag=True, help="Keep printing as the log grows (tail -F) until Ctrl-C.")
 def run_logs(service, lines, follow):
-    """The tail of a service's log; without --service, every log of the run and the driver's tail.
+    """The tail of a service's log (--follow: and what it writes next); without --service, which
+    logs the run has, with their sizes and ages.
 
     \b
     Example:
-      pyhelpers run logs --service shopsim -n 100
+      pyhelpers run logs --service shopsim -n 100 --follow
     """
     import os
     import time
@@ -164,11 +169,16 @@ def run_logs(service, lines, follow):
     _, lay = _ctx()
     logs = sorted(lay.logs.glob("*.log")) if lay.logs.is_dir() else []
     if not service:
+        if not logs:
+            click.echo(f"no logs yet in {lay.logs}")
+            return
+        click.echo(f"logs of run {lay.run_dir.name} in {lay.logs}:")
+        now = time.time()
         for p in logs:
             st = p.stat()
-            click.echo(f"{p.stem:<16} {st.st_size:>10} bytes  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(st.st_mtime))}"
-                       f"  {p}")
-        service = "driver"
+            click.echo(f"  {p.stem:<16} {_size(st.st_size):>9}  written {_age(now - st.st_mtime)} ago")
+        click.echo("one of them: make logs SERVICE=<name> [LINES=200] [FOLLOW=1]")
+        return
     alias = {"slime": "slime-log.log", "job": "slime-log.log", "ray": "ray-head.log", "eval": "eval-server.log",
              **{s.name: s.log for s in (stages.BASELINE, *stages.ROUND) if s.log}}  # a stage: its log
     path = lay.logs / alias.get(service, f"{service}.log")
@@ -180,6 +190,58 @@ def run_logs(service, lines, follow):
     click.echo(f"--- {path} (last {lines} lines) ---")
     for line in procs.log_tail(path, lines):
         click.echo(line)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _age(s: float) -> str:
+    s = max(0, int(s))
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    return f"{s // 3600} h" if s < 172800 else f"{s // 86400} days"
+
+
+@run.command("watch")
+@click.option("--interval", type=click.FloatRange(min=0.5), default=3.0, show_default=True,
+              help="Seconds between refreshes.")
+@click.option("--count", type=click.IntRange(min=1), help="Stop after this many refreshes (default: until Ctrl-C).")
+def run_watch(interval, count):
+    """`make status`, refreshed every few seconds until Ctrl-C. On a terminal the screen is
+    redrawn in place; otherwise each refresh is printed after a separator line.
+
+    \b
+    Example:
+      pyhelpers run watch --interval 5
+    """
+    import itertools
+    import sys
+    import time
+
+    from pyhelpers.run import status as runstatus
+
+    cfg, lay = _ctx()
+    tty = sys.stdout.isatty()
+    try:
+        for n in itertools.count(1):
+            lines = runstatus.render(runstatus.gather(cfg, lay))
+            foot = f"{time.strftime('%H:%M:%S')}  refreshed every {interval:g} s; Ctrl-C to leave"
+            if tty:
+                click.echo("\033[H\033[2J" + "\n".join(lines) + "\n\n" + foot, nl=True)
+            else:
+                click.echo("\n".join([f"--- {foot}", *lines]))
+            if count and n >= count:
+                return
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        click.echo("")
 
 
 @run.command("plan", context_settings={"ignore_unknown_options": True})
