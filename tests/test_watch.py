@@ -1,0 +1,155 @@
+"""Watching a run (issue 20): what `make status` and the report say after the driver is killed,
+progress and ETA on a terminal (tmux), `make watch`, and a rehearsal's terminal without
+third-party noise."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+
+from rehearsal_support import (
+    Run,
+    event_seen,
+    in_rehearsal,
+    kill_driver,
+    pyhelpers_cmd,
+    rehearse,
+    rehearse_env,
+    rows,
+    start,
+    wait_for,
+)
+
+
+def _free_ports() -> dict[str, str]:
+    """Kernel-chosen free ports for the rehearsal's services (never fixed ones in tests)."""
+    socks = [socket.socket() for _ in range(4)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [str(s.getsockname()[1]) for s in socks]
+    for s in socks:
+        s.close()
+    return dict(zip(("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"), ports, strict=True))
+
+
+def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_the_kill(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="2", **_free_ports())
+    run = Run(tmp_path / "runs")
+    proc, log = start(env)
+    wait_for("the job's first step", lambda: (run.round_dir(0) / "rollout_metrics.jsonl").is_file(), proc=proc, log=log)
+    kill_driver(run)
+    proc.wait(timeout=60)
+
+    st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
+    assert st.returncode == 0, st.stderr
+    out = st.stdout
+    assert "driver: not running" in out and "died (killed?) during round 0 train" in out
+    for name in ("shopsim", "ray-head"):
+        assert any(line.split()[:2] == [name, "orphaned"] for line in out.splitlines()), out
+    assert " up " not in out.replace(" up  ", "")  # nothing reads "up" beside a dead driver
+    assert "ORPHANED: the driver is gone but" in out and "slime job rehearsal-r000-" in out
+    assert "`make resume` stops them" in out
+
+    # The job goes on without a driver and ends; the report (before any resume) shows the kill.
+    job_id = [e for e in run.events("job-submitted")][-1]["job_id"]
+    wait_for("the orphaned job to end", lambda: "succeeded" in in_rehearsal(
+        env, *pyhelpers_cmd("run", "status")).stdout, timeout=120)
+    rep = in_rehearsal(env, *pyhelpers_cmd("run", "report"))
+    assert rep.returncode == 0, rep.stderr
+    report = run.run_dir / "report"
+    assert [(r["kind"], r["round"], r["stage"]) for r in rows(report / "restarts.csv")] == [("driver-lost", "0", "train")]
+    assert ("0", "train", "killed") in {(r["round"], r["stage"], r["status"]) for r in rows(report / "timeline.csv")}
+    assert "No restarts or failures recorded" not in (report / "index.html").read_text()
+
+    # make resume: stops the orphans, records the unsupervised end and the kill, finishes.
+    res = rehearse(env, "--resume")
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert event_seen(run, "job-end-unsupervised", job_id=job_id, status="SUCCEEDED")
+    assert event_seen(run, "driver-lost", round=0, stage="train")
+    report_rows = rows(report / "restarts.csv")
+    assert sorted((r["kind"], r["stage"]) for r in report_rows) == [("driver-lost", "train"),
+                                                                    ("job-end-unsupervised", "")]
+    st = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+    assert "killed: " in st and "tracker at iteration None" not in st and "unknown" not in st
+    assert "slime job      not running (Ray's job API does not answer: Ray is stopped)" in st
+
+
+STEP_LINE = (r"^\d\d:\d\d:\d\d driver +round {r} \({n} of 2\) train: step {k}/2 done: \d+ episodes, success [\d.]+%, "
+             r"step \d+:\d\d; ETA round \d+:\d\d, run \d+:\d\d")
+
+
+def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_the_episodes(tmp_path, rehearsal_world):
+    from tmux_support import Pane
+
+    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="2", **_free_ports())
+    pane = Pane(tmp_path, "bin/rehearse; echo REHEARSE-EXIT=$?; sleep 600", env)
+    try:
+        # Between steps, an updating line on the terminal: the step in progress and the ETA so far.
+        pane.wait_for(r"round 0 \(1 of 2\) train: step 2/2 running \d+:\d\d \(a step takes ~\d+:\d\d\); "
+                      r"ETA round \d+:\d\d, run \d+:\d\d", screen=True, unless="REHEARSE-EXIT=")
+        pane.wait_for("REHEARSE-EXIT=", timeout=400)
+        text = pane.text()
+        assert "REHEARSE-EXIT=0" in text, text[-4000:]
+        for r, n in ((0, 1), (1, 2)):
+            for k in (1, 2):
+                assert re.search(STEP_LINE.format(r=r, n=n, k=k), text, flags=re.M), text[-4000:]
+        # Round 0 cannot know evaluate's time yet and says so; round 1 uses round 0's.
+        assert re.search(STEP_LINE.format(r=0, n=1, k=1) + r" \(\+ export, evaluate: not timed yet\)", text, flags=re.M)
+        assert re.search(STEP_LINE.format(r=1, n=2, k=1) + "$", text, flags=re.M)
+        # Evaluate's episodes: done/total, rate, ETA (the updating line, kept when it is done).
+        assert re.search(r"driver +round-001: 24/24 episodes, success [\d.]+%, [\d.]+ ep/s, elapsed \d+:\d\d, ETA",
+                         text, flags=re.M)
+        # The driver's log has one line per step, none of the terminal's updating lines.
+        driver_log = (Run(tmp_path / "runs").run_dir / "logs" / "driver.log").read_text()
+        assert len(re.findall(r"train: step \d/2 done", driver_log)) == 4
+        assert "running" not in "".join(re.findall(r"train: step \d/2 running.*", driver_log))
+        assert "\r" not in driver_log
+    finally:
+        pane.close()
+
+
+def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world):
+    from tmux_support import Pane
+
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="3", **_free_ports())
+    run = Run(tmp_path / "runs")
+    proc, log = start(env)
+    pane = None
+    try:
+        wait_for("the first step", lambda: event_seen(run, "step-done"), proc=proc, log=log)
+        pane = Pane(tmp_path, "make watch REHEARSAL=1 INTERVAL=1; echo WATCH-EXIT=$?; sleep 600", env)
+        first = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s; Ctrl-C to leave", screen=True)
+        screen = pane.screen()
+        assert re.search(r"^progress: round 0 \(1 of 1\) train, step [12]/2 done \(last: \d+ episodes", screen,
+                         flags=re.M), screen
+        assert re.search(r"ETA round \d+:\d\d, run \d+:\d\d", screen) and "driver: running" in screen
+        later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)
+        deadline = time.monotonic() + 30
+        while later.group(1) == first.group(1) and time.monotonic() < deadline:
+            time.sleep(0.3)
+            later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)
+        assert later.group(1) != first.group(1), "make watch did not refresh"
+        assert pane.text().count("run rehearsal (rehearsal)") == 1  # redrawn in place, not scrolled
+        pane.keys("C-c")
+        pane.wait_for("WATCH-EXIT=", timeout=30)
+        assert "Traceback" not in pane.text()
+    finally:
+        if pane:
+            pane.close()
+        proc.wait(timeout=300)
+
+
+def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehearsal_world):
+    """Library banners and warnings (transformers, W&B, Ray) go to the logs; the terminal gets
+    the toolkit's lines, all in one format: time, service, message."""
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, **_free_ports())
+    res = rehearse(env)
+    assert res.returncode == 0, res.stdout[-4000:]
+    lines = [line for line in res.stdout.splitlines() if line.strip()]
+    foreign = [line for line in lines if not re.match(r"^\d\d:\d\d:\d\d [a-z-]+( +\S|\s*$)", line)]
+    assert not foreign, "\n".join(foreign[:20])
+    for noise in ("PyTorch was not found", "wandb: ", " INFO ", "Warning"):
+        assert noise not in res.stdout
+    driver_log = (Run(tmp_path / "runs").run_dir / "logs" / "driver.log").read_text()
+    assert "wandb: " in driver_log  # W&B's banners are kept, in the log
