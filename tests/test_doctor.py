@@ -583,3 +583,24 @@ def test_child_processes_never_get_a_secret(machine):
     cfg = config.load(machine)
     env = Context(cfg, {"PATH": "/bin", "HOME": "/h", "WANDB_API_KEY": WANDB_KEY, "SOME_TOKEN": "t0k"}).child_env()
     assert env == {"PATH": "/bin", "HOME": "/h"}
+
+
+def test_no_check_says_how_the_project_was_built():
+    """Fix and detail lines speak to the user, never of how the project was built ("added by the
+    training-loop issue")."""
+    import ast
+    import re
+
+    from conftest import ROOT
+
+    bad = []
+    for path in sorted((ROOT / "pyhelpers" / "doctor").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree)
+                if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                if re.search(r"\bissues?\b|added by", node.value):
+                    bad.append(f"{path.name}:{node.lineno}: {node.value[:80]}")
+    assert not bad, "\n".join(bad)

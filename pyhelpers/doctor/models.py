@@ -71,9 +71,9 @@ def check_models(ctx: Context) -> list[Result]:
     problems, found = dist_problems(dist)
     if problems:
         out.append(result("model-torch-dist", FAIL, f"TORCH_DIST_MODEL={dist}: " + "; ".join(problems),
-                          "convert the HF weights with `make convert-base` (added by the training-loop issue; "
-                          f"until then run {ctx.cfg['CONVERT_TO_TORCH_DIST']} with the args of "
-                          f"{ctx.cfg['MODEL_ARGS_SCRIPT']}, --hf-checkpoint {hf} --save {dist}; needs the GPUs)"))
+                          "convert the HF weights with `make convert-base` (it runs "
+                          f"{ctx.cfg['CONVERT_TO_TORCH_DIST']} with the flags of {ctx.cfg['MODEL_ARGS_SCRIPT']}, "
+                          f"--hf-checkpoint {hf} --save {dist}; needs the GPUs)"))
     else:
         out.append(result("model-torch-dist", PASS, f"TORCH_DIST_MODEL={dist}: {found}"))
     return out
