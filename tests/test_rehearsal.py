@@ -79,7 +79,7 @@ def test_wandb_offline_runs_hold_the_logged_values(reference):
     assert len(trains) == ROUNDS  # one job per round
     logged = {}
     for meta, history, _ in trains:
-        assert meta["run_group"] == "qwen35-4b-train-100"
+        assert meta["run_group"] == "rehearsal-rehearsal"  # never the real run's group
         for item in history:
             if "rollout/step" in item:
                 logged[int(item["rollout/step"])] = item["rollout/shopsim/success_rate"]
@@ -154,7 +154,7 @@ def test_a_rehearsal_refuses_a_train_save_with_real_checkpoints(tmp_path, rehear
 
 def test_a_rehearsal_says_which_inputs_stand_ins_replace(reference):
     out = reference.result.stdout
-    assert "rehearsal: replaces SEED_BANK, TRAIN_TASKS, VAL_TASKS: stand-in task files" in out
+    assert "rehearse replaces SEED_BANK, TRAIN_TASKS, VAL_TASKS: stand-in task files" in out
     assert "your inputs: PASS  run-files" in out
 
 

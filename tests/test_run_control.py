@@ -78,7 +78,7 @@ def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, r
 
 def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_world, hang_hook):
     # and a notification webhook that never answers: it holds nothing up
-    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hang_hook.url}, NOTIFY_TIMEOUT="1",
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hang_hook.url}, REHEARSAL_NOTIFY="1", NOTIFY_TIMEOUT="1",
                        ROUNDS=1, FAKE_SLIME_STEP_DELAY=2, BASELINE_VAL=1)  # and the base model's val first
     run = Run(tmp_path / "runs")
     proc, log = start(env)

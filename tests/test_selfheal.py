@@ -74,7 +74,7 @@ def test_a_webhook_that_never_answers_costs_at_most_its_timeout(hang_hook):
 
 def test_a_transient_crash_is_restarted_and_the_run_ends_as_an_uninterrupted_one(tmp_path, rehearsal_world,
                                                                                   reference, hook):
-    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, NOTIFY_FORMAT="feishu",
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, REHEARSAL_NOTIFY="1", NOTIFY_FORMAT="feishu",
                        RESTART_BACKOFF="0.5", FAKE_SLIME_CRASH_AT="3", FAKE_SLIME_CRASH_KIND="nccl",
                        FAKE_SLIME_CRASH_ONCE=str(tmp_path / "crashed-once"))
     res = rehearse(env)
@@ -130,7 +130,7 @@ def test_a_short_disk_is_warned_about_during_training_then_stops_the_run_before_
                                                                                         hook):
     free = tmp_path / "free-bytes"
     free.write_text(str(10**12))
-    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, ROUNDS=1,
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, REHEARSAL_NOTIFY="1", ROUNDS=1,
                        DISK_WATCH_INTERVAL="0.2", FAKE_SLIME_STEP_DELAY="2", SHOPSIMRL_TEST_FREE_BYTES=f"@{free}")
     run = Run(tmp_path / "runs")
     proc, log = start(env)

@@ -30,6 +30,7 @@ def run_loop(stop_before, model_args):
     from pyhelpers.loop import loop as driver
     from pyhelpers.loop.console import Console
     from pyhelpers.procs import groups as procs
+    from pyhelpers.run import hints, rehearsal
     from pyhelpers.run import progress as runprogress
     from pyhelpers.run import status as runstatus
     from pyhelpers.tracking import pending as wandb_pending
@@ -38,7 +39,7 @@ def run_loop(stop_before, model_args):
     driver.install_signal_handlers()
     cfg, lay = _ctx()
     # From here on library output (transformers, wandb, Ray) goes to logs/driver.log only.
-    console = Console.take_over(lay.logs / "driver.log")
+    console = Console.take_over(lay.logs / "driver.log", rewrite=hints.for_run(bool(rehearsal.is_rehearsal(lay))))
     say = console.say
     stream = console.stream(on_line=lambda line: runprogress.publish(lay.run_dir, line=line))
     try:

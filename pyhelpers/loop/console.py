@@ -28,21 +28,22 @@ def stamp(service: str, message: str, now: float | None = None) -> str:
 
 
 class Console:
-    def __init__(self, term_fd: int, log_fd: int | None, service: str = "driver"):
+    def __init__(self, term_fd: int, log_fd: int | None, service: str = "driver", rewrite=None):
         self.term, self.log, self.service = term_fd, log_fd, service
+        self.rewrite = rewrite or (lambda text: text)  # run.hints: a rehearsal's commands
         self.tty = os.isatty(term_fd)
         self._status = ""
         self._lock = threading.Lock()
 
     @classmethod
-    def take_over(cls, log_path: Path, service: str = "driver") -> Console:
+    def take_over(cls, log_path: Path, service: str = "driver", rewrite=None) -> Console:
         """Keep the current stderr as the terminal; send fds 1 and 2 (libraries, C code) to log_path."""
         term = os.dup(2)
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
-        return cls(term, log, service)
+        return cls(term, log, service, rewrite)
 
     def _write(self, fd: int, text: str) -> None:
         data = text.encode("utf-8", "replace")
@@ -53,7 +54,7 @@ class Console:
         """One or more lines, each stamped, to the terminal and the log ("" says nothing)."""
         if not text:
             return
-        lines = "".join(stamp(self.service, line) + "\n" for line in str(text).splitlines() or [""])
+        lines = "".join(stamp(self.service, line) + "\n" for line in self.rewrite(str(text)).splitlines() or [""])
         with self._lock:
             if self.log is not None:
                 self._write(self.log, lines)
@@ -66,8 +67,8 @@ class Console:
         if not self.tty:
             return
         with self._lock:
-            self._status = text
-            self._write(self.term, "\r\033[K" + self._fit(text))
+            self._status = self.rewrite(text)
+            self._write(self.term, "\r\033[K" + self._fit(self._status))
 
     def _fit(self, text: str) -> str:
         width = shutil.get_terminal_size((120, 24)).columns

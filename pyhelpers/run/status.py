@@ -238,6 +238,13 @@ def _process_lines(st: dict, running: bool) -> list[str]:
 
 
 def render(st: dict) -> list[str]:
+    """The status as lines; a rehearsal's hints name its own commands (run.hints)."""
+    from pyhelpers.run import hints
+
+    return [hints.for_run(st.get("rehearsal", False))(line) for line in _render(st)]
+
+
+def _render(st: dict) -> list[str]:
     if not st["exists"]:
         return [f"run {st['run']}: not started ({st['run_dir']} has no run.json); start it with `make train`"]
     d, pos = st["driver"], st["position"]

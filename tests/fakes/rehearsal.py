@@ -166,6 +166,11 @@ def exports(environ: dict[str, str]) -> dict[str, str]:
     }
     scale = {**SCALE, "TRAIN_SAVE": str(base / "train_save")}
     out.update({k: v for k, v in scale.items() if k not in environ})
+    # A rehearsal's W&B runs never join the real run's group, and it tells nobody's webhook
+    # unless asked (REHEARSAL_NOTIFY=1 keeps NOTIFY_WEBHOOK: a way to try the webhook itself).
+    out["WANDB_GROUP"] = f"rehearsal-{environ.get('RUN_NAME') or SCALE['RUN_NAME']}"
+    if environ.get("REHEARSAL_NOTIFY") != "1":
+        out["NOTIFY_WEBHOOK"] = ""
     cfg = config_mod.load({**environ, **out})
     out.update({k: v for k, v in FAKE_KEYS.items() if not cfg.get(k)})
     return out
@@ -184,8 +189,12 @@ REPLACED = (
 def explain(environ: dict[str, str]) -> list[str]:
     """The lines `make rehearse` prints before it starts (stderr)."""
     scale = ", ".join(k for k in SCALE if k not in environ)
-    return ([f"rehearsal: replaces {what}: {why}" for what, why in REPLACED]
-            + [f"rehearsal: small values for {scale} (give any on the command line: make rehearse ROUNDS=3)"])
+    from pyhelpers.loop.console import stamp
+
+    lines = ([f"replaces {what}: {why}" for what, why in REPLACED]
+             + [f"small values for {scale} (give any on the command line: make rehearse ROUNDS=3)",
+                "W&B group rehearsal-<RUN_NAME>; no notifications unless REHEARSAL_NOTIFY=1"])
+    return [stamp("rehearse", line) for line in lines]
 
 
 def main(argv: list[str]) -> int:
