@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import time
 
+from conftest import ROOT
 from rehearsal_support import (
     Run,
     event_seen,
@@ -49,7 +51,8 @@ def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_t
         assert any(line.split()[:2] == [name, "orphaned"] for line in out.splitlines()), out
     assert " up " not in out.replace(" up  ", "")  # nothing reads "up" beside a dead driver
     assert "ORPHANED: the driver is gone but" in out and "slime job rehearsal-r000-" in out
-    assert "`make resume` stops them" in out
+    assert "`make rehearse RESUME=1` stops them" in out and "(`make stop REHEARSAL=1` only stops them)" in out
+    assert "make resume" not in out  # a rehearsal's hints name the rehearsal's commands
 
     # The job goes on without a driver and ends; the report (before any resume) shows the kill.
     job_id = [e for e in run.events("job-submitted")][-1]["job_id"]
@@ -140,10 +143,12 @@ def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world)
         proc.wait(timeout=300)
 
 
-def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehearsal_world):
+def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehearsal_world, hook):
     """Library banners and warnings (transformers, W&B, Ray) go to the logs; the terminal gets
-    the toolkit's lines, all in one format: time, service, message."""
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, **_free_ports())
+    the toolkit's lines, all in one format: time, service, message. A rehearsal posts nothing to
+    the user's webhook (not asked: no REHEARSAL_NOTIFY=1), and `make doctor PROFILE=rehearse`
+    gives its preflight's verdict."""
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, ROUNDS=1, **_free_ports())
     res = rehearse(env)
     assert res.returncode == 0, res.stdout[-4000:]
     lines = [line for line in res.stdout.splitlines() if line.strip()]
@@ -153,3 +158,21 @@ def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehears
         assert noise not in res.stdout
     driver_log = (Run(tmp_path / "runs").run_dir / "logs" / "driver.log").read_text()
     assert "wandb: " in driver_log  # W&B's banners are kept, in the log
+    assert hook.posts == []
+
+    preflight = re.search(r"preflight: (doctor: .*)$", res.stdout, flags=re.M).group(1)
+    doctor = subprocess.run(["make", "doctor", "PROFILE=rehearse"], env=env, cwd=ROOT, text=True,
+                            capture_output=True, timeout=300)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert doctor.stdout.strip().splitlines()[-1] == preflight
+
+
+def test_make_plan_lists_every_configuration_error_first_then_the_plan_and_refuses(tmp_path, rehearsal_world):
+    env = rehearse_env(tmp_path, rehearsal_world, SKILL_DUP_JACCARD="7", GATE_PAIRS="-3", **_free_ports())
+    plan = in_rehearsal(env, "bin/plan")
+    assert plan.returncode == 1
+    out = plan.stdout
+    assert out.startswith("configuration: 2 error(s)"), out
+    assert "resume point: " in out and out.index("SKILL_DUP_JACCARD=") < out.index("resume point: "), out
+    assert "GATE_PAIRS" in out.split("resume point")[0]
+    assert "listed first above: the run is refused" in plan.stderr

@@ -93,17 +93,18 @@ def run_rehearsal_inputs():
     """
     import os
 
+    from pyhelpers.loop.console import stamp
     from pyhelpers.run import rehearsal
 
     cfg, _ = _ctx()
     results, notes = rehearsal.user_inputs(cfg, dict(os.environ))
     for r in results:
-        echo_err(f"your inputs: {r.line()}")
+        echo_err(stamp("rehearse", f"your inputs: {r.line()}"))
         if r.status == "FAIL" and len(r.details) > 1:
             for d in r.details:
-                echo_err(f"      | {d}")
+                echo_err(stamp("rehearse", f"      | {d}"))
     for note in notes:
-        echo_err(f"your inputs: note: {note}")
+        echo_err(stamp("rehearse", f"your inputs: note: {note}"))
     if any(r.status == "FAIL" for r in results):
         raise click.ClickException("your inputs fail the checks above; the real run would fail on them too: "
                                    "fix them before rehearsing")
@@ -255,11 +256,30 @@ def run_plan(model_args):
     Example:
       pyhelpers run plan
     """
+    from pyhelpers.config import load as config_mod
+    from pyhelpers.config.check import check
     from pyhelpers.run import plan as runplan
+    from pyhelpers.run.layout import from_config
 
-    cfg, lay = _ctx()
-    for line in runplan.plan(cfg, lay, list(model_args) or None):
-        click.echo(line)
+    # Like `sky launch --dryrun`: the plan even when the configuration has errors, every error
+    # first, and the run refused (exit 1) until they are fixed.
+    cfg = config_mod.load()
+    errors = [p for p in check(cfg) if p.level == "error"]
+    if errors:
+        click.echo(f"configuration: {len(errors)} error(s); make train refuses to start until they are fixed "
+                   f"(in {cfg.env_file} or on the make command line):")
+        for p in errors:
+            click.echo(f"  {p}")
+        click.echo("the plan with the configuration as it stands:")
+    try:
+        for line in runplan.plan(cfg, from_config(cfg), list(model_args) or None):
+            click.echo(line)
+    except Exception as exc:  # noqa: BLE001 - a bad knob may stop the plan part-way: say where, keep the errors
+        if not errors:
+            raise
+        click.echo(f"  (the plan stops here: {type(exc).__name__}: {exc})")
+    if errors:
+        raise click.ClickException(f"{len(errors)} configuration error(s), listed first above: the run is refused")
 
 
 @run.command("wandb-sync")
