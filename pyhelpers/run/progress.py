@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
+from pyhelpers.loop.stages import NAMES as STAGES
 from pyhelpers.rollout.metrics import PREFIX
-from pyhelpers.run.layout import STAGES
 
 STEP_WINDOW = 8
 # Stages short enough that not having timed them yet does not deserve a word.
