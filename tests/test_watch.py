@@ -5,7 +5,6 @@ third-party noise."""
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import time
 
@@ -15,6 +14,7 @@ from support.rehearsal import (
     event_seen,
     in_rehearsal,
     kill_driver,
+    own_ports,
     pyhelpers_cmd,
     rehearse,
     rehearse_env,
@@ -24,19 +24,8 @@ from support.rehearsal import (
 )
 
 
-def _free_ports() -> dict[str, str]:
-    """Kernel-chosen free ports for the rehearsal's services (never fixed ones in tests)."""
-    socks = [socket.socket() for _ in range(4)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [str(s.getsockname()[1]) for s in socks]
-    for s in socks:
-        s.close()
-    return dict(zip(("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"), ports, strict=True))
-
-
 def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_the_kill(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="2", **_free_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="2", **own_ports())
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("the job's first step", lambda: (run.round_dir(0) / "rollout_metrics.jsonl").is_file(), proc=proc, log=log)
@@ -85,7 +74,7 @@ STEP_LINE = (r"^\d\d:\d\d:\d\d driver +round {r} \({n} of 2\) train: step {k}/2 
 def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_the_episodes(tmp_path, rehearsal_world):
     from support.tmux import Pane
 
-    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="2", **_free_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="2", **own_ports())
     pane = Pane(tmp_path, "bin/rehearse; echo REHEARSE-EXIT=$?; sleep 600", env)
     try:
         # Between steps, an updating line on the terminal: the step in progress and the ETA so far.
@@ -116,7 +105,7 @@ def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world)
     from support.tmux import Pane
 
     # Steps long enough that the watch sees training in progress, whatever the machine's load.
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="30", **_free_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="30", **own_ports())
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     pane = None
@@ -134,7 +123,7 @@ def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world)
             time.sleep(0.3)
             later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)
         assert later.group(1) != first.group(1), "make watch did not refresh"
-        assert pane.text().count("run rehearsal (rehearsal)") == 1  # redrawn in place, not scrolled
+        assert pane.screen().count("run rehearsal (rehearsal)") == 1  # redrawn in place
         pane.keys("C-c")
         pane.wait_for("WATCH-EXIT=", timeout=30)
         assert "Traceback" not in pane.text()
@@ -150,7 +139,7 @@ def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehears
     the toolkit's lines, all in one format: time, service, message. A rehearsal posts nothing to
     the user's webhook (not asked: no REHEARSAL_NOTIFY=1), and `make doctor PROFILE=rehearse`
     gives its preflight's verdict."""
-    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, ROUNDS=1, **_free_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, ROUNDS=1, **own_ports())
     res = rehearse(env)
     assert res.returncode == 0, res.stdout[-4000:]
     lines = [line for line in res.stdout.splitlines() if line.strip()]
@@ -170,7 +159,7 @@ def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehears
 
 
 def test_make_plan_lists_every_configuration_error_first_then_the_plan_and_refuses(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, SKILL_DUP_JACCARD="7", GATE_PAIRS="-3", **_free_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, SKILL_DUP_JACCARD="7", GATE_PAIRS="-3", **own_ports())
     plan = in_rehearsal(env, "bin/plan")
     assert plan.returncode == 1
     out = plan.stdout
@@ -178,3 +167,32 @@ def test_make_plan_lists_every_configuration_error_first_then_the_plan_and_refus
     assert "resume point: " in out and out.index("SKILL_DUP_JACCARD=") < out.index("resume point: "), out
     assert "GATE_PAIRS" in out.split("resume point")[0]
     assert "listed first above: the run is refused" in plan.stderr
+
+
+def test_make_logs_lists_sizes_and_ages_and_follows_with_a_line_count(toolkit_env, tmp_path):
+    import os
+    import sys
+
+    from conftest import run_pyhelpers
+
+    logs = tmp_path / "runs" / "qwen35-4b-train-100" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "shopsim.log").write_text("x" * 3000)
+    (logs / "driver.log").write_text("".join(f"line {i}\n" for i in range(10)))
+    os.utime(logs / "shopsim.log", (time.time() - 600, time.time() - 600))
+    out = run_pyhelpers(["run", "logs"], toolkit_env)
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"^  shopsim +2\.9 KiB  written 10 min ago$", out.stdout, flags=re.M), out.stdout
+    assert re.search(r"^  driver +70 B  written \d+ s ago$", out.stdout, flags=re.M), out.stdout
+    assert "line 9" not in out.stdout  # the list only, no tail
+
+    follow = subprocess.Popen([sys.executable, "-m", "pyhelpers", "run", "logs", "--service", "driver", "-n", "2",
+                               "--follow"], env=toolkit_env, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert [follow.stdout.readline() for _ in range(2)] == ["line 8\n", "line 9\n"]
+        with open(logs / "driver.log", "a") as fh:
+            fh.write("line 10\n")
+        assert follow.stdout.readline() == "line 10\n"  # it follows what is written next
+    finally:
+        follow.kill()
+        follow.wait()

@@ -41,7 +41,7 @@ def run_loop(stop_before, model_args):
     # From here on library output (transformers, wandb, Ray) goes to logs/driver.log only.
     console = Console.take_over(lay.logs / "driver.log", rewrite=hints.for_run(bool(rehearsal.is_rehearsal(lay))))
     say = console.say
-    stream = console.stream(on_line=lambda line: runprogress.publish(lay.run_dir, line=line))
+    stream = console.stream(on_line=runprogress.publisher(lay.run_dir))
     try:
         loop = driver.Loop(cfg=cfg, lay=lay, model_args=list(model_args), echo=say, status=console.status,
                            eval_stream=stream)

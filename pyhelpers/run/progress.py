@@ -119,5 +119,17 @@ def publish(run_dir: Path, **fields) -> None:
                        json.dumps({"t": round(time.time(), 3), **fields}, sort_keys=True).encode())
 
 
+def publisher(run_dir: Path, every_s: float = 1.0):
+    """publish(line=...) at most once every `every_s` seconds (a terminal redraws 5 times a second)."""
+    last = [0.0]
+
+    def send(line: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= every_s:
+            last[0] = now
+            publish(run_dir, line=line)
+    return send
+
+
 def published(run_dir: Path) -> dict | None:
     return load_json_or_none(Path(run_dir) / PUBLISHED)
