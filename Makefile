@@ -9,6 +9,12 @@ MAKEFLAGS += --no-print-directory
 # With REHEARSAL=1, stop/status/plan/logs/report and migrate-* act on the rehearsal (its stand-in configuration).
 IN_RUN = $(if $(REHEARSAL),bin/rehearse --env )
 
+# Control and inspection targets (stop, status, logs, plan, report, ...) only need a venv to exist:
+# they never run `setup`, which would reinstall packages under a live run after a pull.
+VENV := .venv/bin/python
+$(VENV):
+	@echo "shopsimrl: the toolkit's virtualenv is missing: $(CURDIR)/.venv (run: make setup)" >&2; exit 1
+
 .PHONY: help
 help: ## Show this menu: targets, then knobs and their defaults
 	@bin/menu
@@ -24,31 +30,31 @@ resume: setup ## Continue the run from its artifacts (stops what a killed driver
 	@bin/train --resume $(if $(ROUND),--round $(ROUND))
 
 .PHONY: stop
-stop: setup ## Stop the run from any shell (driver, job, services, Ray) by process group; final until make resume
+stop: | $(VENV) ## Stop the run from any shell (driver, job, services, Ray) by process group; final until make resume
 	@$(IN_RUN).venv/bin/python -m pyhelpers run stop
 
 .PHONY: status
-status: setup ## Where the run stands: round, stage, step, services (pids, ports), disk, val/gate results, logs
+status: | $(VENV) ## Where the run stands: round, stage, step, services (pids, ports), disk, val/gate results, logs
 	@$(IN_RUN).venv/bin/python -m pyhelpers run status
 
 .PHONY: logs
-logs: setup ## Which logs exist (sizes, ages), or one: SERVICE=driver|shopsim|slime|... [LINES=200] [FOLLOW=1]
+logs: | $(VENV) ## Which logs exist (sizes, ages), or one: SERVICE=driver|shopsim|slime|... [LINES=200] [FOLLOW=1]
 	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE)) $(if $(LINES),--lines $(LINES)) $(if $(FOLLOW),--follow)
 
 .PHONY: watch
-watch: setup ## make status, refreshed every few seconds (INTERVAL=3) until Ctrl-C
+watch: | $(VENV) ## make status, refreshed every few seconds (INTERVAL=3) until Ctrl-C
 	@$(IN_RUN).venv/bin/python -m pyhelpers run watch $(if $(INTERVAL),--interval $(INTERVAL))
 
 .PHONY: report
-report: setup ## The run at a glance without W&B: runs/<RUN_NAME>/report/index.html with plots and CSVs
+report: | $(VENV) ## The run at a glance without W&B: runs/<RUN_NAME>/report/index.html with plots and CSVs
 	@$(IN_RUN).venv/bin/python -m pyhelpers run report
 
 .PHONY: plan
-plan: setup ## What make train / make resume would do: resume point, stages, command lines, disk, ports
+plan: | $(VENV) ## What make train / make resume would do: resume point, stages, command lines, disk, ports
 	@$(IN_RUN)bin/plan
 
 .PHONY: wandb-sync
-wandb-sync: setup ## Upload the run's offline W&B runs (key from .env or ~/.netrc); DRY_RUN=1 lists them
+wandb-sync: | $(VENV) ## Upload the run's offline W&B runs (key from .env or ~/.netrc); DRY_RUN=1 lists them
 	@.venv/bin/python -m pyhelpers run wandb-sync $(if $(DRY_RUN),--dry-run)
 
 .PHONY: rehearse
@@ -58,7 +64,7 @@ rehearse: setup ## The whole run on stand-ins (CPU, ~1 min): check a machine or 
 ## --- The machine ---
 
 .PHONY: doctor
-doctor: setup ## Preflight this machine: PASS/WARN/FAIL/SKIP per check + fix (PROFILE=rehearse on a CPU box)
+doctor: | $(VENV) ## Preflight this machine: PASS/WARN/FAIL/SKIP per check + fix (PROFILE=rehearse on a CPU box)
 	@bin/doctor
 
 .PHONY: install-hooks
@@ -74,7 +80,7 @@ smoke: setup ## The memo's 1-GPU TP=1 smoke on the real stack: a few steps, chec
 	@bin/smoke
 
 .PHONY: migrate-pack
-migrate-pack: setup ## On the old machine: manifest + pack of the run (hashes, relative paths); prints the FROM to use
+migrate-pack: | $(VENV) ## On the old machine: manifest + pack of the run (hashes, relative paths); prints the FROM to use
 	@$(IN_RUN).venv/bin/python -m pyhelpers migrate pack
 
 .PHONY: migrate-machine
@@ -82,7 +88,7 @@ migrate-machine: setup ## On the new machine: FROM=<user@host:/path | /mounted/p
 	@$(IN_RUN).venv/bin/python -m pyhelpers migrate machine --from "$(FROM)"
 
 .PHONY: plan-memory
-plan-memory: setup ## Per-GPU peak memory of a training micro-batch (vocab logits); WARNs with the knob to turn
+plan-memory: | $(VENV) ## Per-GPU peak memory of a training micro-batch (vocab logits); WARNs with the knob to turn
 	@.venv/bin/python -m pyhelpers plan memory
 
 ## --- The toolkit ---
@@ -96,11 +102,11 @@ test: setup ## Lint (shellcheck, ruff), then run the test suite
 	@bin/test
 
 .PHONY: config
-config: setup ## Print the resolved configuration (secrets as ***)
+config: | $(VENV) ## Print the resolved configuration (secrets as ***)
 	@.venv/bin/python -m pyhelpers config show
 
 .PHONY: check
-check: setup ## Validate the configuration; names each bad knob and the fix
+check: | $(VENV) ## Validate the configuration; names each bad knob and the fix
 	@.venv/bin/python -m pyhelpers config check
 
 .PHONY: readme-knobs

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 
+import pytest
 from support.rehearsal import (
     Run,
     event_seen,
     group_alive,
     in_rehearsal,
+    outcome,
     pyhelpers_cmd,
     recorded_groups,
     rehearse,
@@ -25,14 +29,36 @@ from pyhelpers.config.load import load
 from pyhelpers.procs import ports, procfs
 
 
+def _planned(plan) -> dict[str, str]:
+    """{name: command line} from `make plan`'s command lines (notes are on their own lines)."""
+    assert plan.returncode == 0, plan.stderr
+    section = plan.stdout.split("\ncommand lines", 1)[1]
+    return {m[1]: m[2] for m in re.finditer(r"^  (\S[^:]*): (.+)$", section, flags=re.M)}
+
+
+def _launched(run) -> dict[str, list[str]]:
+    """{name: [command lines]} the run started: every service's log opens with its command line,
+    and Ray logs each job's entry point in the job's log (our copy: slime-log.log)."""
+    out: dict[str, list[str]] = {}
+    for log in sorted((run.run_dir / "logs").glob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if m := re.match(r"==> \S+ start (\S+): (.*)$", line):
+                out.setdefault(m[1], []).append(m[2])
+            elif m := re.match(r"Running entrypoint for job \S+: (.*)$", line):
+                out.setdefault("slime job", []).append(" ".join(shlex.split(m[1])))
+    return out
+
+
 def _ray_temp_dir(env) -> str:
     return load({**env, "RUN_NAME": "rehearsal"}).ray_temp_dir
 
 
 
 
-def test_make_stop_from_another_shell_leaves_nothing_and_a_second_driver_is_refused(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY=3)
+@pytest.mark.timeout(600)  # a stopped run, then the whole run again (and the reference if not yet built)
+def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_the_run(tmp_path, rehearsal_world,
+                                                                                     reference):
+    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY=3)
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)
@@ -59,7 +85,25 @@ def test_make_stop_from_another_shell_leaves_nothing_and_a_second_driver_is_refu
     assert run.lock_holder() is None
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "driver: not running (stopped by `make stop`" in status.stdout
-    assert not run.events("run-restart")  # a stop is final
+    assert not run.events("run-restart")  # the self-healing loop never restarts after a stop
+    planned = _planned(in_rehearsal(env, "bin/plan"))
+
+    # `make resume` continues the stopped run to the uninterrupted run's result.
+    resumed = rehearse(env, "--resume")
+    assert resumed.returncode == 0, resumed.stdout[-5000:]
+    assert "continuing run rehearsal, stopped by `make stop`" in resumed.stdout
+    assert not run.events("run-restart")
+    assert outcome(run) == outcome(reference.run)
+    status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
+    assert "stopped by `make stop`" not in status.stdout
+
+    # `make plan` showed what then ran: each command line exactly as launched, nothing invented.
+    launched = _launched(run)
+    for name, line in planned.items():
+        if name != "evaluate":  # in the loop's process: the plan says so instead of a command
+            assert " ".join(shlex.split(line)) in launched.get(name, []), (name, line, launched.get(name))
+    assert "no command line" in planned["evaluate"]
+    assert set(launched) - {"slime-log"} <= set(planned)  # slime-log: our copy of the job's log
 
 
 def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, rehearsal_world):
@@ -125,3 +169,20 @@ def test_make_convert_base_stages_then_refuses_to_overwrite(tmp_path, rehearsal_
     assert "--num-layers 32" in (tmp_path / "models" / "convert-base.log").read_text()  # slime's MODEL_ARGS
     again = in_rehearsal(env, "env", f"TORCH_DIST_MODEL={out}", f"MODELS_DIR={tmp_path / 'models'}", "bin/convert-base")
     assert again.returncode == 1 and "the torch_dist model already exists" in again.stderr
+
+
+def test_make_train_continues_a_stop_made_before_it_started_never_one_made_while_it_starts(tmp_path):
+    from types import SimpleNamespace
+
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.run.stop import clear_stop
+
+    lay = SimpleNamespace(stopped_marker=tmp_path / "stopped")
+    assert clear_stop(lay, 1000.0) is None  # not stopped: nothing to continue
+    lay.stopped_marker.write_text("stopped by `make stop` at 2026-12-03 10:00:00\n")
+    os.utime(lay.stopped_marker, (1000.0, 1000.0))
+    with pytest.raises(ToolkitError, match="`make stop` was called while this run was starting"):
+        clear_stop(lay, 999.5)  # make stop came after this make train started
+    assert lay.stopped_marker.is_file()
+    assert clear_stop(lay, 1000.5) == "stopped by `make stop` at 2026-12-03 10:00:00"
+    assert not lay.stopped_marker.exists()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fakes.procs import slots, start_fake_shopsim, stop
+from fakes.procs import free_port, slots, start_fake_shopsim, stop
 from fakes.shop_fixture import write_shop_fixture
 
 from pyhelpers.shopsim import protocol as p
@@ -344,3 +344,30 @@ def test_a_stage_frees_every_slot_a_killed_client_left_and_records_it(toolkit_en
         assert [(e["stage"], e["round"]) for e in got] == [("train", 3)]
     finally:
         stop(small)
+
+
+def test_a_slot_from_before_a_restart_never_reaches_the_new_simulators_env(fixture_dir):
+    """An episode whose slot came from the simulator before a restart must not act in the restarted
+    simulator's env of the same number, which another episode may hold by then: however late the
+    client learns of the restart (a busy machine), the interact is refused before it acts."""
+    port = free_port()
+    old = start_fake_shopsim(fixture_dir["server_file"], slots=4, seed=1, retries=2, delay=0.05, port=port)
+
+    async def go():
+        async with ShopSimClient(old.url) as c:
+            async with c.episode_slot(0) as mine:
+                stop(old)  # the simulator restarts while this episode is generating ...
+                new = start_fake_shopsim(fixture_dir["server_file"], slots=4, seed=1, retries=2, delay=0.05,
+                                         port=port)
+                try:
+                    theirs = await c.reset(1)  # ... and another episode takes the same number
+                    assert theirs.env_idx == mine.env_idx
+                    with pytest.raises(p.StaleSlotError):
+                        await mine.interact("Thought: t\nAction: click[buy now]")
+                    assert mine.over  # the number is the other episode's now: never released by us
+                    return slots(new)
+                finally:
+                    stop(new)
+    view = run(go())
+    assert view["counts"]["interact"] == 0, "the old episode acted in the other episode's env"
+    assert view["counts"]["release_one"] == 0 and len(view["taken"]) == 1  # only the other episode's

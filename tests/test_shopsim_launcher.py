@@ -41,6 +41,7 @@ def test_launcher_sets_pool_port_seed_and_retries_before_the_envs_are_built(tool
         assert got["slot_draws"] == [random.Random(77).random()] * 12, "each slot's prices drawn after seeding"
         assert (got["host"], got["port"]) == ("127.0.0.1", port)
         assert got["cwd"].endswith("shop_env/shop_env")
+        assert got["fenced"], "the launcher must put its fence (fence()) in front of pack_api's app"
         released = run_pyhelpers(["shopsim", "release-all", "--url", url], env)
         assert released.returncode == 0 and "All environments" in released.stdout
     finally:
@@ -102,3 +103,34 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
         assert len(seen) == 1, f"the task's price or price limit depends on the slot: {sorted(seen)}"
     finally:
         stop_proc(proc)
+
+
+def test_the_fence_refuses_a_request_of_an_earlier_instance_before_pack_api_sees_it():
+    """A slot number from before a restart is another episode's after it (docs/shopsim_protocol.md)."""
+    from fakes import fake_shopsim
+
+    from pyhelpers.shopsim import launcher
+    from pyhelpers.shopsim import protocol as p
+
+    assert (launcher.INSTANCE_HEADER, launcher.STALE_SLOT_ERROR) == (p.INSTANCE_HEADER, p.STALE_SLOT_ERROR) \
+        == (fake_shopsim.INSTANCE_HEADER, fake_shopsim.STALE_SLOT_ERROR)
+    seen = []
+
+    def pack_api(environ, start_response):  # a WSGI app standing for Flask's
+        seen.append(environ.get("PATH_INFO"))
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [b'{"result": {"message": "ok"}}']
+
+    app = launcher.fence(pack_api, "now")
+
+    def call(claimed):
+        answer = {}
+        environ = {"PATH_INFO": "/api/shop_agent", **({"HTTP_X_SHOPSIM_INSTANCE": claimed} if claimed else {})}
+        body = b"".join(app(environ, lambda status, headers, exc_info=None: answer.update(status=status,
+                                                                                          headers=dict(headers))))
+        assert answer["status"] == "200 OK" and answer["headers"][p.INSTANCE_HEADER] == "now"
+        return json.loads(body)
+
+    assert call(None) == {"result": {"message": "ok"}} and call("now") == {"result": {"message": "ok"}}
+    assert call("before") == {"result": {"error": p.STALE_SLOT_ERROR}}
+    assert len(seen) == 2  # the stale request never reached pack_api

@@ -24,8 +24,11 @@ def run():
 @run.command("init")
 @click.option("--rehearsal", is_flag=True, help="Mark the run as a rehearsal (stand-ins, scratch weights).")
 @click.option("--resume", is_flag=True, help="Refuse unless the run exists (make resume).")
-def run_init(rehearsal, resume):
+@click.option("--continue-stopped", "started_at", type=float, metavar="EPOCH",
+              help="Continue a run `make stop` stopped before EPOCH (when make train/resume started).")
+def run_init(rehearsal, resume, started_at):
     """Create the run's directories and record run.json, or compare with it on a resume.
+    With --continue-stopped, a run stopped by `make stop` is continued (bin/train passes it).
 
     \b
     Example:
@@ -41,6 +44,12 @@ def run_init(rehearsal, resume):
         click.echo(f"config change recorded in run.json: {change}", err=True)
     if rehearsal:
         rehearsal_mod.mark(lay)
+    if started_at is not None:
+        from pyhelpers.run.stop import clear_stop
+
+        note = clear_stop(lay, started_at)
+        if note:
+            click.echo(f"continuing run {cfg.run_name}, {note}", err=True)
     click.echo(str(lay.run_dir))
 
 

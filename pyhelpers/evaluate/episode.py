@@ -27,6 +27,11 @@ older epoch stops before its next interact and leaves the slot alone (abandon: n
 ledger keeps it and the runner's end-of-run clean-up releases it when nothing is in flight).
 An interact answer for another task (`idx`) means the same and is treated the same way.
 
+The epoch only helps when some request saw the simulator gone: a client starved through the whole
+restart sees nothing. What makes the outcome independent of timing is the launcher's fence
+(shopsim/client.py): the restarted simulator refuses an old slot's interact unseen
+(StaleSlotError), which starts a new epoch here too.
+
 Tasks: after every reset the server's instruction is compared with the task file's
 (shopsim.taskcheck); a mismatch, or a task index the server does not have, is a TaskError that
 stops the evaluation (never an infra retry). A reset that failed in any other way than "no free
@@ -53,6 +58,7 @@ from pyhelpers.shopsim.protocol import (
     NoSlotError,
     NotShopSim,
     ShopSimError,
+    StaleSlotError,
     TransportError,
     extract_action,
     persona_observation,
@@ -243,9 +249,9 @@ async def _attempt(ctx: Context, spec: EpisodeSpec, key: str) -> Attempt:
             try:
                 await _turns(ctx, spec, tr, slot, att, epoch)
             except ShopSimError as exc:
-                if _gone(exc):
+                if _gone(exc) or isinstance(exc, StaleSlotError):
                     ctx.simulator_down()
-                if _gone(exc) or isinstance(exc, SlotLost):
+                if _gone(exc) or isinstance(exc, (SlotLost, StaleSlotError)):
                     abandoned = _abandon(ctx, slot)
                 raise
             finally:

@@ -148,13 +148,23 @@ def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: 
     return wait(cfg, lay, name, model=model, round_=round_)
 
 
-def run_in_background(lay: RunLayout, name: str, command: str) -> None:
-    """`pyhelpers run COMMAND` as the recorded service NAME, unless one runs: work off the loop's
-    path (the report, W&B logging) that `make stop` and `make resume` still find by its pidfile."""
+# Work off the loop's path, as recorded services: name -> its `pyhelpers run` command.
+BACKGROUND = {"wandb-log": "log-wandb",  # after each evaluate (unless WANDB_MODE=disabled)
+              "report": "report"}        # after each round's inject
+
+
+def background_argv(name: str) -> list[str]:
+    """The command line of background service `name`, with the toolkit's own python."""
     import sys
 
+    return [sys.executable, "-m", "pyhelpers", "run", BACKGROUND[name]]
+
+
+def run_in_background(lay: RunLayout, name: str) -> None:
+    """Background service `name` (BACKGROUND) unless one runs: `make stop` and `make resume` find it
+    by its pidfile."""
     if not alive(lay, name):
-        procs.start(name, [sys.executable, "-m", "pyhelpers", "run", command], lay.pids, lay.logs)
+        procs.start(name, background_argv(name), lay.pids, lay.logs)
 
 
 def stop(cfg, lay: RunLayout, *names: str) -> list[str]:

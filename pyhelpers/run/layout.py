@@ -180,7 +180,7 @@ class RunLayout:
 
     @property
     def stopped_marker(self) -> Path:
-        """Written by `make stop`: a stop is final; the driver must not start anything new."""
+        """Written by `make stop`: the driver starts nothing new until make train / make resume clears it."""
         return self.run_dir / "stopped"
 
     @property

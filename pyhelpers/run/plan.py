@@ -35,6 +35,40 @@ def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
     return out
 
 
+def launches(cfg, lay: RunLayout, pos: runstate.Position,
+             model_args: list[str] | None) -> list[tuple[str, str, str]]:
+    """(name, command line, note) of what the run launches from `pos` on, in order, each command
+    built by the very function its stage calls. The name is the service's (its log is
+    logs/<name>.log) or "slime job" (the Ray job); evaluate has a note instead of a command."""
+    from pyhelpers.loop.stages import evaluate, export, train
+
+    r = 0 if pos.round is None else pos.round
+
+    def service(name: str, note: str = "", **kw) -> tuple[str, str, str]:
+        return name, shlex.join(services.spec(cfg, lay, name, **kw).argv), note
+
+    out = [service("shopsim")]
+    if pos.stage == "baseline":
+        out.append(service("eval-server", "baseline: the base model's bare val",
+                           model=evaluate.model_dir(cfg, lay, baseline=True)))
+    out.append(service("ray-head"))
+    margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
+    out.append(("slime job", train.job_entrypoint(cfg, lay, r, margs),
+                f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
+                f"{json.dumps(launch_args.runtime_env(cfg), sort_keys=True)}; MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}"))
+    if cfg.flag("ANALYST_ENABLED"):
+        out.append(("analyst", shlex.join(train.analyst_argv(lay, r)),
+                    f"its model: {cfg['ANALYST_MODEL']} at {cfg['ANALYST_BASE_URL']}"))
+    out.append(("convert", shlex.join(export.convert_argv(cfg, lay, lay.last_iteration(r))),
+                "skipped when slime's --save-hf wrote the export" if cfg.flag("SAVE_HF") else ""))
+    out.append(service("eval-server", model=evaluate.model_dir(cfg, lay)))
+    out.append(("evaluate", "", "no command line: bare val, then the gate, in the loop's own process"))
+    for name in services.BACKGROUND:
+        if name != "wandb-log" or cfg.get("WANDB_MODE") != "disabled":
+            out.append((name, shlex.join(services.background_argv(name)), "in the background"))
+    return out
+
+
 def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
     rounds = cfg.int("ROUNDS")
     exists = lay.manifest.is_file()
@@ -51,26 +85,11 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
     if pos.finished:
         return out
 
-    from pyhelpers.rollout.flags import plugin_flags
-
-    out.append(f"command lines (round {r}; later rounds differ only in --num-rollout and the round's slime.yaml):")
-    for name in ("shopsim", "ray-head"):
-        out.append(f"  {name}: " + shlex.join(services.spec(cfg, lay, name).argv))
-    slime = launch_args.slime_train(cfg, lay, r, plugin_flags())
-    margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
-    out.append(f"  slime job (Ray job API, submission id {cfg.run_name}-r{r:03d}-<time>): "
-               + launch_args.slime_entrypoint(cfg, margs, slime))
-    out.append(f"    runtime env: {json.dumps(launch_args.runtime_env(cfg), sort_keys=True)}"
-               f"; MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}")
-    if cfg.flag("ANALYST_ENABLED"):
-        out.append(f"  analyst: python -m pyhelpers analyst run --round-dir {lay.round_dir(r)} --wandb "
-                   f"(model {cfg['ANALYST_MODEL']} at {cfg['ANALYST_BASE_URL']})")
-    it = lay.last_iteration(r)
-    convert = launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(lay.megatron / f"iter_{it:07d}"),
-                                     "--output-dir", str(lay.hf_staging(it)), "--origin-hf-dir", str(cfg.path("HF_MODEL")))
-    out.append("  export: " + shlex.join(convert) + (" (skipped when --save-hf wrote it)" if cfg.flag("SAVE_HF") else ""))
-    out.append("  eval-server: " + shlex.join(services.spec(cfg, lay, "eval-server").argv))
-    out.append(f"  evaluate: python -m pyhelpers eval val / eval gate --round-dir {lay.round_dir(r)} --resume --wandb")
+    out.append(f"command lines (round {r}; later rounds differ only in their round number, dir and iterations):")
+    for name, line, note in launches(cfg, lay, pos, model_args):
+        out.append(f"  {name}: {line}" if line else f"  {name}: {note}")
+        if line and note:
+            out.append(f"    ({note})")
     secrets = sorted(n for n in cfg.secret_names if cfg.get(n))
     out.append("environment: CUDA_VISIBLE_DEVICES=" + cfg.cuda_visible_devices
                + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg['WANDB_MODE']}; secrets passed only through "

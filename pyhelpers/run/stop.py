@@ -1,12 +1,16 @@
 """Stopping a run: the driver, then everything it started, by process group (architecture §5).
 
-`stop_run()` is `make stop` from another shell. A stop is final: it writes runs/<RUN>/stopped
-first, which the driver (and its self-healing restarts) read before starting anything, then:
+`stop_run()` is `make stop` from another shell. A stop holds until the user runs `make train` or
+`make resume` (the self-healing loop never restarts after it): it writes runs/<RUN>/stopped first, which the driver (and its self-healing restarts) read before starting anything, then:
 
 1. TERMs the driver (the pid in the lock file, checked by its start time) and waits for the lock
    to come free: the driver's own exit path stops its stage and services in reverse order;
 2. KILLs the driver if it has not let go after the wait;
 3. stops what is left either way (the driver may have been SIGKILLed before): `cleanup()`.
+
+A stop lasts until the user continues the run: `clear_stop()` is what `make train` / `make resume`
+do first (bin/train, holding the run lock). It removes the marker of a stop that came before that
+command started; a stop that lands while it starts keeps its marker, and the loop refuses.
 
 `cleanup()` (also what the driver runs at exit, and `make resume` runs first for orphans): stop
 the recorded slime job through Ray, every pidfile group in reverse start order (TERM, grace,
@@ -21,6 +25,7 @@ import signal
 import time
 from pathlib import Path
 
+from pyhelpers.errors import ToolkitError
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
 from pyhelpers.run import lock as runlock
@@ -35,6 +40,23 @@ def cleanup(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job) -> lis
     if Path(ray_temp_dir).exists():
         lines += [r.message for r in procs.stop_marked(ray_temp_dir, grace)]
     return [ln for ln in lines if ln]
+
+
+def clear_stop(lay: RunLayout, started_at: float) -> str | None:
+    """Continue a stopped run: remove runs/<RUN>/stopped when it was written before `started_at`
+    (epoch seconds: when this make train / make resume started). Returns what the marker said, or
+    None when the run was not stopped. A newer marker means `make stop` was called after this
+    command started: refused, the marker stays."""
+    marker = lay.stopped_marker
+    try:
+        text, written = marker.read_text().strip(), marker.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    if written > started_at:
+        raise ToolkitError("`make stop` was called while this run was starting", str(marker),
+                           "continue it with `make resume`")
+    marker.unlink()
+    return text
 
 
 def stop_run(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job, progress=lambda s: None) -> list[str]:

@@ -24,6 +24,13 @@ them back with release_all once nothing of this client is in flight (the caller 
 simulator's only user), and `pool_size` makes release_one refuse an index beyond the pool
 (pack_api adds any int to its free set, and a later reset would pop it and fail).
 
+A restarted simulator hands out the same slot numbers again, so a slot number from before the
+restart may be another episode's after it, and an interact sent with it would act in that
+episode's env. The episode cannot learn of the restart in time (a starved client sends it as if
+nothing happened), so the simulator refuses it: our launcher names its instance in every answer
+(protocol.INSTANCE_HEADER), each slot remembers the instance of its reset, and its interact and
+release carry it; another instance answers StaleSlotError without touching an env.
+
 Retries: httpx's transport retries failed *connects* (`retries=`); a release that fails is retried
 a few times here (a leaked slot is expensive; three tries in a loop is clearer than a dependency).
 Nothing else is retried: the episode runner decides (an infra error is never a policy failure).
@@ -35,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -115,11 +123,18 @@ class ShopSimClient:
         if not task.cancelled() and task.exception() is not None:
             log.warning("background slot release failed: %s", task.exception())
 
-    async def _post(self, payload: dict, timeout: float) -> Any:
+    async def _post(self, payload: dict, timeout: float, instance: str | None = None) -> Any:
+        """The answer's JSON. `instance`: the simulator instance the request's slot came from (our
+        launcher's fence refuses it when another instance answers: protocol.INSTANCE_HEADER)."""
+        return (await self._post_tagged(payload, timeout, instance))[0]
+
+    async def _post_tagged(self, payload: dict, timeout: float, instance: str | None = None) -> tuple[Any, str | None]:
+        """The answer's JSON and the instance that answered (None without the fence)."""
         action = payload.get("action", "")
         t = httpx.Timeout(timeout, connect=min(self._connect_timeout, timeout), pool=timeout)
+        headers = {p.INSTANCE_HEADER: instance} if instance else None
         try:
-            resp = await self._http.post(self.url, json=payload, timeout=t)
+            resp = await self._http.post(self.url, json=payload, timeout=t, headers=headers)
         except httpx.TimeoutException as exc:
             raise TransportError(f"no answer within {timeout:g} s ({type(exc).__name__})", action=action) from exc
         except httpx.HTTPError as exc:
@@ -128,32 +143,35 @@ class ShopSimClient:
             raise p.HTTPStatusError(f"HTTP {resp.status_code} from {self.url}: {resp.text[:200]}",
                                     status=resp.status_code, action=action)
         try:
-            return resp.json()
+            return resp.json(), resp.headers.get(p.INSTANCE_HEADER)
         except ValueError as exc:
             raise p.ProtocolError(f"answer is not JSON: {resp.text[:200]}", action=action) from exc
 
     # ------------------------------------------------------------------ the five requests
     async def reset(self, task_idx: int) -> p.ResetResult:
         """Start task `task_idx` in a slot the server picks. NoSlotError when the pool is exhausted.
-        The caller owns the returned slot (env_idx); prefer episode_slot()."""
-        return p.parse_reset(await self._post(p.reset_payload(task_idx), self.reset_timeout))
+        The caller owns the returned slot (env_idx, of simulator `instance`); prefer episode_slot()."""
+        body, instance = await self._post_tagged(p.reset_payload(task_idx), self.reset_timeout)
+        return replace(p.parse_reset(body), instance=instance)
 
-    async def interact(self, env_idx: int, response_text: str, *, normalize: bool = True) -> p.StepResult:
-        """Send the model's text (as protocol.wire_response makes it pack_api-parseable)."""
+    async def interact(self, env_idx: int, response_text: str, *, normalize: bool = True,
+                       instance: str | None = None) -> p.StepResult:
+        """Send the model's text (as protocol.wire_response makes it pack_api-parseable). With the
+        slot's `instance`, a restarted simulator refuses it unseen (StaleSlotError)."""
         wire = p.wire_response(response_text, normalize=normalize)
-        return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout))
+        return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout, instance))
 
-    async def release_one(self, env_idx: int) -> str:
+    async def release_one(self, env_idx: int, instance: str | None = None) -> str:
         """Free slot env_idx. An index beyond pool_size is refused: pack_api would add it to its
         free set (pack_api.py:81-83) and a later reset would pop it and fail on it. (A slot a
         reset of this client was given is released unchecked: the server just proved it exists.)"""
         if self.pool_size is not None and env_idx >= self.pool_size:
             raise ValueError(f"slot {env_idx} is beyond the pool of {self.pool_size} (SHOPSIM_SLOTS): pack_api would "
                              "add it to its free slots and a later reset would fail on it")
-        return await self._release_one(env_idx)
+        return await self._release_one(env_idx, instance)
 
-    async def _release_one(self, env_idx: int) -> str:
-        return p.parse_message(await self._post(p.release_one_payload(env_idx), self.release_timeout),
+    async def _release_one(self, env_idx: int, instance: str | None = None) -> str:
+        return p.parse_message(await self._post(p.release_one_payload(env_idx), self.release_timeout, instance),
                                "release_one")
 
     async def release_all(self) -> str:
@@ -195,12 +213,14 @@ class ShopSimClient:
         """Async context manager: reset on enter, release on every exit (see module doc)."""
         return EpisodeSlot(self, task_idx)
 
-    async def _release(self, env_idx: int) -> None:
+    async def _release(self, env_idx: int, instance: str | None = None) -> None:
         last: ShopSimError | None = None
         for attempt in range(RELEASE_TRIES):
             try:
-                await self._release_one(env_idx)
+                await self._release_one(env_idx, instance)
                 return
+            except p.StaleSlotError:
+                return  # the simulator restarted: this number is not ours to free any more
             except ShopSimError as exc:
                 last = exc
                 await asyncio.sleep(0.2 * (attempt + 1))
@@ -244,7 +264,13 @@ class EpisodeSlot:
     async def interact(self, response_text: str, *, normalize: bool = True) -> p.StepResult:
         if self.over or self.released or self.env_idx is None:
             raise ShopSimError("episode slot is closed", action="interact")
-        step = await self._track(self.client.interact(self.env_idx, response_text, normalize=normalize))
+        instance = self.reset.instance if self.reset else None
+        try:
+            step = await self._track(self.client.interact(self.env_idx, response_text, normalize=normalize,
+                                                          instance=instance))
+        except p.StaleSlotError:
+            self._mark_over()  # the restarted simulator gave this number to someone else: never release it
+            raise
         if step.over:
             self._mark_over()
         return step
@@ -295,7 +321,7 @@ class EpisodeSlot:
             if self.over or self.released or self.env_idx is None:
                 return
             try:
-                await self.client._release(self.env_idx)
+                await self.client._release(self.env_idx, self.reset.instance if self.reset else None)
             except ShopSimError as exc:
                 self.release_error = exc
                 raise

@@ -9,16 +9,46 @@ on timing. This launcher runs inside the `shopsim` conda env (Python 3.9, stdlib
 imports pack_api as a module, sets the pool size and reseeds `random` (and numpy when present)
 with --seed right before EVERY slot's environment is built (around pack_api's `gym.make`): every
 slot is the same world, the same at every start. It then serves the Flask app on the given
-loopback address. Run as a script, by path:
+loopback address, behind a fence: every answer names this start (a random instance id), and a
+request that names another start is refused before pack_api sees it. A slot number from before a
+restart belongs to another episode after it; without the fence, that episode's env would take
+the old episode's action (see fence()). Run as a script, by path:
 
     python launcher.py --shopsim-dir DIR --host 127.0.0.1 --port 5700 --slots 48 --seed 1
 """
 
 import argparse
 import importlib
+import json
 import os
 import random
 import sys
+import uuid
+
+# The same two as pyhelpers/shopsim/protocol.py (this file runs in the shopsim env, without pyhelpers).
+INSTANCE_HEADER = "X-ShopSim-Instance"
+STALE_SLOT_ERROR = "Environment slot belongs to an earlier ShopSimulator instance (it restarted)"
+
+
+def fence(wsgi_app, instance):
+    """WSGI middleware around pack_api's app: answers carry INSTANCE_HEADER; a request carrying
+    another instance gets pack_api's error shape (HTTP 200, result.error) and never reaches it."""
+    environ_key = "HTTP_" + INSTANCE_HEADER.upper().replace("-", "_")
+
+    def app(environ, start_response):
+        claimed = environ.get(environ_key)
+        if claimed and claimed != instance:
+            body = json.dumps({"result": {"error": STALE_SLOT_ERROR}}).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                      (INSTANCE_HEADER, instance)])
+            return [body]
+
+        def tagged(status, headers, exc_info=None):
+            return start_response(status, [*headers, (INSTANCE_HEADER, instance)], exc_info)
+
+        return wsgi_app(environ, tagged)
+
+    return app
 
 
 class _SeededGym:
@@ -73,6 +103,7 @@ def main(argv=None):
     pack_api.env_max_num = args.slots  # upstream hard-codes the pool size in this global
     pack_api.MAX_RETRIES, pack_api.RETRY_DELAY_SECONDS = args.reset_retries, args.reset_delay
     pack_api.initialize_environments()
+    pack_api.app.wsgi_app = fence(pack_api.app.wsgi_app, uuid.uuid4().hex)
     print(f"shopsim launcher: {args.slots} environments ready; serving on {args.host}:{args.port}", flush=True)
     pack_api.app.run(host=args.host, port=args.port, threaded=True)
 

@@ -26,6 +26,11 @@ PROBE_ERROR = "No valid environment index provided"
 # is beyond the server's goal list; raised AFTER pack_api.py:98 popped a slot, which stays taken.
 BAD_INDEX_ERROR = "list index out of range"
 INSTRUCTION_PREFIX = "Instruction:"  # search_page.html:18 `<h4>Instruction: <br>{{ instruction_text }}</h4>`
+# Our launcher's fence (pyhelpers/shopsim/launcher.py, which runs without pyhelpers and repeats
+# these two): every answer names the simulator instance; a request naming another instance is
+# refused before pack_api sees it (a slot number from before a restart is another episode's now).
+INSTANCE_HEADER = "X-ShopSim-Instance"
+STALE_SLOT_ERROR = "Environment slot belongs to an earlier ShopSimulator instance (it restarted)"
 ACTION_SPLIT = "\nAction: "
 ACTIONS = ("search", "click")
 REWARD_KINDS = ("strict", "loose", "success")
@@ -62,6 +67,10 @@ class ProtocolError(ShopSimError):
 
 class NotShopSim(ProtocolError):
     """An HTTP server answered that is not ShopSimulator (a status other than 200)."""
+
+
+class StaleSlotError(ShopSimError):
+    """The simulator restarted since this slot was taken: the request was refused unseen (the fence)."""
 
 
 class TransportError(ShopSimError):
@@ -171,6 +180,7 @@ class ResetResult:
     user_persona: dict | None = None
     reason_key: Any = None
     raw: dict = field(default_factory=dict, repr=False)
+    instance: str | None = None  # the INSTANCE_HEADER of the answer (None: no fence in front)
 
 
 @dataclass(frozen=True)
@@ -205,6 +215,9 @@ def result_of(body: Any, action: str) -> dict:
         if err == BAD_INDEX_ERROR and action == "reset":
             raise BadTaskIndex(f"server error: {err} (no such task index; a slot was taken)", action=action,
                                server_message=err)
+        if err == STALE_SLOT_ERROR:
+            raise StaleSlotError("the simulator restarted since this slot was taken", action=action,
+                                 server_message=err)
         raise ShopSimError(f"server error: {err}", action=action, server_message=err)
     return result
 

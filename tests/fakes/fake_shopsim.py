@@ -25,6 +25,11 @@ launcher starts it: every slot's world identical). Rewards follow goal.get_rewar
 string matching in place of spaCy/thefuzz. A reset pops its slot first and a failing one keeps it
 taken (pack_api.py:98, :109, :116-118); its `instruction` is "Instruction: " + the goal's text.
 
+--instance-fence stands in for the fence our launcher puts in front of pack_api
+(pyhelpers/shopsim/launcher.py fence(), tested on its own): every answer carries X-ShopSim-Instance
+(random per start), and a request naming another instance is refused with its error before the pool
+sees it. tests/fakes/procs.py starts the fake with it (a simulator as the toolkit serves it).
+
 Test-only extensions (not in pack_api): GET /debug/slots (pool and request counters),
 --inject-error-rate R (a deterministic share of interacts answers result.error, state unchanged),
 --fail-reset-once IDX,... (the first reset of each listed task fails after the pop, as an
@@ -45,6 +50,7 @@ import re
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler
 
 try:  # imported as tests' `fakes.<name>`, or run as a script from tests/fakes/
@@ -54,6 +60,8 @@ except ImportError:
 
 NO_SLOT = "Unable to get available environment resource, please try again later"
 NO_INDEX = "No valid environment index provided"
+INSTANCE_HEADER = "X-ShopSim-Instance"  # the launcher's fence (--instance-fence)
+STALE_SLOT_ERROR = "Environment slot belongs to an earlier ShopSimulator instance (it restarted)"
 SUB_PAGES = ("description", "features", "reviews", "attributes")
 PAGE_SIZE, SEARCH_N = 20, 150
 
@@ -358,7 +366,7 @@ def _unit(*parts) -> float:
     return int.from_bytes(h[:8], "big") / 2 ** 64
 
 
-def make_handler(pool: Pool, verbose: bool):
+def make_handler(pool: Pool, verbose: bool, instance: str | None = None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -366,6 +374,8 @@ def make_handler(pool: Pool, verbose: bool):
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
+            if instance:
+                self.send_header(INSTANCE_HEADER, instance)
             self.end_headers()
             self.wfile.write(body)
 
@@ -373,6 +383,9 @@ def make_handler(pool: Pool, verbose: bool):
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             if self.path != "/api/shop_agent":
                 return self._send(404, b"Not Found", "text/html")
+            claimed = self.headers.get(INSTANCE_HEADER)
+            if instance and claimed and claimed != instance:  # the fence: pack_api never sees it
+                return self._send(200, json.dumps({"result": {"error": STALE_SLOT_ERROR}}).encode())
             data = None
             if "json" in (self.headers.get("Content-Type") or ""):
                 try:
@@ -408,6 +421,7 @@ def main(argv=None) -> int:
     ap.add_argument("--fail-reset-once", default="", help="test-only: task indices whose first reset fails "
                     "after the pop (comma-separated)")
     ap.add_argument("--startup-delay", type=float, default=0.0, help="seconds before binding (env builds)")
+    ap.add_argument("--instance-fence", action="store_true", help="our launcher's fence (see module doc)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     slots = int(os.environ.get("SHOPSIM_ENV_MAX_NUM", "20"))
@@ -423,7 +437,8 @@ def main(argv=None) -> int:
     fail_once = {int(x) for x in args.fail_reset_once.split(",") if x}
     pool = Pool([Env(catalogs[seed], args.max_history) for seed in seeds], retries, delay, args.seed,
                 args.inject_error_rate, fail_once)
-    return serve(args.host, args.port, make_handler(pool, args.verbose),
+    instance = uuid.uuid4().hex if args.instance_fence else None
+    return serve(args.host, args.port, make_handler(pool, args.verbose, instance),
                  lambda url: f" * fake_shopsim: {len(catalog.goals)} tasks, {slots} slots, running on {url}")
 
 

@@ -69,13 +69,16 @@ def _wait(proc: subprocess.Popen, log, ready, timeout: float) -> None:
 
 
 def start_fake_shopsim(catalog: Path, *, slots: int = 48, seed: int = 1, retries: int = 5, delay: float = 5.0,
-                       args: list[str] | None = None, port: int | None = None, timeout: float = 20.0) -> Proc:
+                       args: list[str] | None = None, port: int | None = None, timeout: float = 20.0,
+                       fence: bool = True) -> Proc:
+    """The fake as the toolkit serves ShopSimulator: behind the launcher's fence unless fence=False."""
     port = port or free_port()
     env = {**os.environ, "SHOPSIM_ENV_MAX_NUM": str(slots), "SHOPSIM_RESET_RETRIES": str(retries),
            "SHOPSIM_RESET_DELAY": str(delay)}
     log = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen([sys.executable, str(FAKES / "fake_shopsim.py"), "--host", "127.0.0.1", "--port",
-                             str(port), "--seed", str(seed), "--tasks", str(catalog), *(args or [])],
+                             str(port), "--seed", str(seed), "--tasks", str(catalog),
+                             *(["--instance-fence"] if fence else []), *(args or [])],
                             env=env, stdout=subprocess.DEVNULL, stderr=log,
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -39,7 +39,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 def _wandb_in_background(cfg, lay: RunLayout) -> None:
     if cfg.get("WANDB_MODE") != "disabled":
-        services.run_in_background(lay, "wandb-log", "log-wandb")
+        services.run_in_background(lay, "wandb-log")
 
 
 def builder_for(builders: dict, model_dir: str):
@@ -56,6 +56,11 @@ def builder_for(builders: dict, model_dir: str):
     return builders[key]
 
 
+def model_dir(cfg, lay: RunLayout, baseline: bool = False) -> str:
+    """What the eval server serves: the round's HF export (`hf`), or the base model for the baseline."""
+    return str(cfg.path("HF_MODEL") if baseline else lay.hf_link)
+
+
 def run(loop: Loop, r: int) -> None:
     play(loop, r)
 
@@ -66,7 +71,7 @@ def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
     from pyhelpers.evaluate.settings import EvalSettings
 
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
-    model = str(cfg.path("HF_MODEL") if baseline else lay.hf_link)
+    model = model_dir(cfg, lay, baseline)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, 'evaluate', r)}")
     stop = threading.Event()

@@ -97,6 +97,13 @@ def finish_export(lay: RunLayout, r: int, origin: Path | None = None) -> tuple[P
     return target, ck.remove_old_exports(lay.save_dir, target)
 
 
+def convert_argv(cfg, lay: RunLayout, iteration: int) -> list[str]:
+    """CONVERT_TO_HF on checkpoint iter_<iteration> into its staging dir (export(); make plan)."""
+    return launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(lay.megatron / f"iter_{iteration:07d}"),
+                                  "--output-dir", str(lay.hf_staging(iteration)), "--origin-hf-dir",
+                                  str(cfg.path("HF_MODEL")), *CONVERTER_FLAGS)
+
+
 def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Path, list[Path]]:
     """The stage's work (see the module doc). Returns (target, removed exports)."""
     log_path = lay.logs / LOG
@@ -104,9 +111,7 @@ def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Pat
     choice = prepare_export(lay, r, origin)
     if choice.action == "convert":
         progress("disk: " + diskguard.check(cfg, lay, "export").explain())
-        argv = launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(choice.source),
-                                      "--output-dir", str(choice.staging), "--origin-hf-dir", str(origin),
-                                      *CONVERTER_FLAGS)
+        argv = convert_argv(cfg, lay, choice.iteration)
         progress(f"converting {choice.source.name} to HF weights (log: {log_path})")
         events.append(lay.run_dir, "convert-start", round=r, iteration=choice.iteration)
         _, child = procs.spawn(log_path.stem, argv, lay.pids, lay.logs)

@@ -100,8 +100,13 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
                  f"{timeout:g} s; freeing the ShopSimulator slots anyway")
 
 
+def job_entrypoint(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
+    """The slime job's entry point for round r, as submitted (and as `make plan` shows it)."""
+    return launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r, plugin_flags()))
+
+
 def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
-    entry = launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r, plugin_flags()))
+    entry = job_entrypoint(cfg, lay, r, model_args)
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
     port = cfg.int("RAY_DASHBOARD_PORT")
     rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, launch_args.runtime_env(cfg))

@@ -1,6 +1,8 @@
 """Stand-in of upstream's shop_env/shop_env/pack_api.py as the project's launcher sees it: the
 module globals it sets (env_max_num, MAX_RETRIES, RETRY_DELAY_SECONDS), `gym` (the module pack_api
-imports, pack_api.py:8), initialize_environments() and a Flask-like `app.run(host, port, threaded)`.
+imports, pack_api.py:8), initialize_environments(), a Flask-like `app.run(host, port, threaded)`
+and `app.wsgi_app` (the launcher wraps it in its fence; the fake then serves with fake_shopsim's
+--instance-fence, which does what the fence does).
 
 initialize_environments() builds the pool as upstream does (pack_api.py:132-141): one
 `gym.make('WebAgentTextEnv-v0', ...)` per slot, each of which builds its own simulator and draws
@@ -52,18 +54,25 @@ def initialize_environments():
         envs.append(gym.make("WebAgentTextEnv-v0", observation_mode="text", split="train", num_products=None))
 
 
+def _unwrapped(environ, start_response):  # never called: the fake serves through fake_shopsim
+    raise NotImplementedError
+
+
 class _App:
+    wsgi_app = staticmethod(_unwrapped)
+
     def run(self, host, port, threaded=True):
+        fenced = self.wsgi_app is not _unwrapped
         draws = [env.price_draw for env in envs]
         with open(os.environ["FAKE_PACK_API_RECORD"], "w") as fh:
             json.dump({"env_max_num": env_max_num, "max_retries": MAX_RETRIES, "retry_delay": RETRY_DELAY_SECONDS,
                        "slot_draws": draws, "host": host, "port": port, "threaded": threaded,
-                       "cwd": os.getcwd()}, fh)
+                       "cwd": os.getcwd(), "fenced": fenced}, fh)
         os.environ["SHOPSIM_ENV_MAX_NUM"] = str(env_max_num)
         fake = os.path.join(os.environ["FAKE_SHOPSIM_DIR"], "fake_shopsim.py")
         seeds = ",".join(str(int(d * 1e9)) for d in draws)
         sys.argv = [fake, "--host", host, "--port", str(port), "--slot-seeds", seeds,
-                    "--tasks", os.environ["FAKE_SHOPSIM_TASKS"]]
+                    "--tasks", os.environ["FAKE_SHOPSIM_TASKS"], *(["--instance-fence"] if fenced else [])]
         sys.path.insert(0, os.environ["FAKE_SHOPSIM_DIR"])
         runpy.run_path(fake, run_name="__main__")
 
