@@ -92,11 +92,11 @@ def test_wandb_offline_runs_hold_the_logged_values(reference):
     # val and gate: one run each per round, logged once, with the summaries' figures.
     vals = {m["run_id"]: s for m, _, s in by_type["val"]}
     gates = {m["run_id"] for m, _, _ in by_type["gate"]}
-    assert set(vals) == {f"qwen35-4b-train-100-val-r{r}" for r in range(ROUNDS)}
-    assert gates == {f"qwen35-4b-train-100-gate-r{r}" for r in range(ROUNDS)}
+    assert set(vals) == {f"rehearsal-rehearsal-val-r{r}" for r in range(ROUNDS)}
+    assert gates == {f"rehearsal-rehearsal-gate-r{r}" for r in range(ROUNDS)}
     for r in range(ROUNDS):
         summary = json.loads((run.round_dir(r) / "val" / "summary.json").read_text())
-        assert vals[f"qwen35-4b-train-100-val-r{r}"]["val/success_rate"] == summary["success"]["rate"]
+        assert vals[f"rehearsal-rehearsal-val-r{r}"]["val/success_rate"] == summary["success"]["rate"]
     assert {m["run_id"] for m, _, _ in by_type["analyst"]} == {f"rehearsal-analyst-r{r:03d}" for r in range(ROUNDS)}
 
 
