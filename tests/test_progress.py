@@ -43,3 +43,12 @@ def test_a_stage_in_progress_counts_down_from_its_usual_time():
 def test_durations_read_like_a_clock():
     assert [duration(x) for x in (None, 0, 59.6, 61, 3599, 3600, 90061)] == \
         ["?", "0:00", "1:00", "1:01", "59:59", "1:00:00", "25:01:01"]
+
+
+def test_a_step_says_what_it_played_and_what_dynamic_sampling_kept():
+    from pyhelpers.run.progress import step_words
+
+    p = "rollout/shopsim/"
+    assert step_words({p + "episodes": 16.0, p + "success_rate": 0.4375}) == "16 episodes, success 43.8%"
+    assert step_words({p + "episodes": 24.0, p + "groups_drawn": 6.0, p + "groups_kept": 4.0, p + "success_rate": 0.5}) \
+        == "24 episodes, groups kept 4 of 6, success 50.0%"
