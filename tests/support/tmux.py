@@ -21,6 +21,8 @@ class Pane:
         self._tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height),
                    "-c", str(ROOT), command)
         self._tmux("set-option", "-t", "t", "history-limit", "20000")
+        # Keep the pane (and what it shows) after its command ends: Ctrl-C ends the shell too.
+        self._tmux("set-option", "-t", "t", "remain-on-exit", "on")
 
     def _tmux(self, *args: str) -> str:
         return subprocess.run(["tmux", "-S", self.sock, *args], env=self.env, cwd=ROOT, check=True, text=True,
@@ -33,6 +35,10 @@ class Pane:
     def screen(self) -> str:
         """What the pane shows now."""
         return self._tmux("capture-pane", "-p", "-J", "-t", "t")
+
+    def ended(self) -> bool:
+        """The pane's command has ended."""
+        return self._tmux("display-message", "-p", "-t", "t", "#{pane_dead}").strip() == "1"
 
     def keys(self, *keys: str) -> None:
         self._tmux("send-keys", "-t", "t", *keys)
