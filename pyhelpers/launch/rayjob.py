@@ -64,21 +64,35 @@ class JobApi:
     def stop(self, job_id: str) -> None:
         self.http.post(f"{self.base}/{job_id}/stop", timeout=self.timeout)
 
-    def submit(self, submission_id: str, entrypoint: str, runtime_env: dict) -> str:
+    def submit(self, submission_id: str, entrypoint: str, runtime_env: dict, agent_wait: float = 0.0,
+               retry_every: float = 2.0) -> str:
+        """Submit the job. For up to agent_wait s the job API may still be finding its agent: on a
+        busy machine the dashboard answers before the head node id and the agent are in GCS, and
+        the job API answers 500 "No available agent" (ray 2.60 dashboard/modules/job/
+        job_head.py:294-319, 418-426) or drops the connection; that is tried again. A retry told
+        that the id already exists was preceded by a submission that got through."""
         import requests
 
         body = {"entrypoint": entrypoint, "submission_id": submission_id, "runtime_env": runtime_env}
-        try:
-            r = self.http.post(f"{self.base}/", json=body, timeout=max(self.timeout, 30.0))
-        except requests.RequestException as exc:
-            raise ToolkitError(f"cannot reach Ray's job API ({exc})", self.base,
-                               "is the Ray head up? see logs/ray-head.log, then `make resume`") from None
-        if r.status_code in (401, 403):
-            raise ray_auth.refused(r.status_code, self.base)
-        if r.status_code >= 400:
-            raise ToolkitError(f"Ray refused the job (HTTP {r.status_code}: {r.text[:300]})", self.base,
-                               "see logs/ray-head.log; then `make resume`")
-        return r.json().get("submission_id") or submission_id
+        deadline, tried = time.monotonic() + agent_wait, False
+        while True:
+            try:
+                r = self.http.post(f"{self.base}/", json=body, timeout=max(self.timeout, 30.0))
+            except requests.RequestException as exc:
+                r, why = None, f"cannot reach Ray's job API ({exc})"
+            if r is not None and r.status_code in (401, 403):
+                raise ray_auth.refused(r.status_code, self.base)
+            if r is not None and r.status_code < 400:
+                return r.json().get("submission_id") or submission_id
+            if r is not None and tried and r.status_code == 400 and "already exists" in r.text:
+                return submission_id
+            if r is not None:
+                why = f"Ray refused the job (HTTP {r.status_code}: {r.text[:300]})"
+            waiting = r is None or (r.status_code == 500 and "No available agent" in r.text)
+            if not waiting or time.monotonic() + retry_every > deadline:
+                raise ToolkitError(why, self.base, "is the Ray head up? see logs/ray-head.log; then `make resume`")
+            tried = True
+            time.sleep(retry_every)
 
 
 def record_path(run_dir: Path) -> Path:
