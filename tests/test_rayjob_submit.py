@@ -88,3 +88,7 @@ def test_other_refusals_and_the_deadline_fail_naming_the_answer(api_for):
     _, api = api_for([NO_AGENT] * 1000)
     with pytest.raises(ToolkitError, match="No available agent"):
         api.submit("job-1", "x", {}, agent_wait=0.3, retry_every=0.05)
+    stand_in, api = api_for([NO_AGENT] * 1000)  # the head died: its agent never comes
+    with pytest.raises(ToolkitError, match="No available agent"):
+        api.submit("job-1", "x", {}, agent_wait=30, retry_every=0.05, head_up=lambda: False)
+    assert len(stand_in.seen) == 1

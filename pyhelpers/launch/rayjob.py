@@ -65,12 +65,13 @@ class JobApi:
         self.http.post(f"{self.base}/{job_id}/stop", timeout=self.timeout)
 
     def submit(self, submission_id: str, entrypoint: str, runtime_env: dict, agent_wait: float = 0.0,
-               retry_every: float = 2.0) -> str:
+               retry_every: float = 2.0, head_up: Callable[[], bool] = lambda: True) -> str:
         """Submit the job. For up to agent_wait s the job API may still be finding its agent: on a
         busy machine the dashboard answers before the head node id and the agent are in GCS, and
         the job API answers 500 "No available agent" (ray 2.60 dashboard/modules/job/
-        job_head.py:294-319, 418-426) or drops the connection; that is tried again. A retry told
-        that the id already exists was preceded by a submission that got through."""
+        job_head.py:294-319, 418-426) or drops the connection; that is tried again while head_up()
+        (a head whose raylet died never gets an agent). A retry told that the id already exists
+        was preceded by a submission that got through."""
         import requests
 
         body = {"entrypoint": entrypoint, "submission_id": submission_id, "runtime_env": runtime_env}
@@ -89,7 +90,7 @@ class JobApi:
             if r is not None:
                 why = f"Ray refused the job (HTTP {r.status_code}: {r.text[:300]})"
             waiting = r is None or (r.status_code == 500 and "No available agent" in r.text)
-            if not waiting or time.monotonic() + retry_every > deadline:
+            if not waiting or time.monotonic() + retry_every > deadline or not head_up():
                 raise ToolkitError(why, self.base, "is the Ray head up? see logs/ray-head.log; then `make resume`")
             tried = True
             time.sleep(retry_every)

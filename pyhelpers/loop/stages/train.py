@@ -111,7 +111,8 @@ def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
     port = cfg.int("RAY_DASHBOARD_PORT")
     # The head answered within RAY_START_TIMEOUT; its job agent may need part of that again.
     rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, launch_args.runtime_env(cfg),
-                                            agent_wait=cfg.float("RAY_START_TIMEOUT"))
+                                            agent_wait=cfg.float("RAY_START_TIMEOUT"),
+                                            head_up=lambda: services.alive(lay, "ray-head"))
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
     rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source))
     events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
