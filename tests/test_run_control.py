@@ -84,18 +84,18 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
         assert ports.port_free("127.0.0.1", int(env[knob])), knob
     assert run.lock_holder() is None
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
-    assert "driver: not running (stopped by `make stop`" in status.stdout
+    assert "driver: not running (stopped by `make stop" in status.stdout  # (REHEARSAL=1` in a rehearsal)
     assert not run.events("run-restart")  # the self-healing loop never restarts after a stop
     planned = _planned(in_rehearsal(env, "bin/plan"))
 
     # `make resume` continues the stopped run to the uninterrupted run's result.
     resumed = rehearse(env, "--resume")
     assert resumed.returncode == 0, resumed.stdout[-5000:]
-    assert "continuing run rehearsal, stopped by `make stop`" in resumed.stdout
+    assert "continuing run rehearsal, stopped by `make stop" in resumed.stdout
     assert not run.events("run-restart")
     assert outcome(run) == outcome(reference.run)
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
-    assert "stopped by `make stop`" not in status.stdout
+    assert "stopped by `make stop" not in status.stdout
 
     # `make plan` showed what then ran: each command line exactly as launched, nothing invented.
     launched = _launched(run)
