@@ -102,6 +102,20 @@ def test_secrets_are_masked_and_left_out_of_export(toolkit_env, tmp_path):
     assert "export WANDB_API_KEY=wk-SECRET-123" in with_secrets.output
 
 
+def test_export_gives_bash_only_what_bash_reads(toolkit_env, tmp_path):
+    """A knob on the way to the slime command line is parsed once, by the Python that builds the
+    command line (`run loop`), not printed for bash and parsed again from bash's environment."""
+    (tmp_path / ".env").write_text("ROLLOUT_MAX_CONTEXT_LEN=12345\nHTTPS_PROXY=http://127.0.0.1:3128\n")
+    out = CliRunner().invoke(main, ["config", "export"])
+    assert out.exit_code == 0, out.output
+    assert "ROLLOUT_MAX_CONTEXT_LEN" not in out.output and "TP_SIZE" not in out.output
+    for kept in ("RUN_DIR", "SAVE_DIR", "WANDB_DIR", "MODEL_ARGS_SCRIPT", "CONDA_ROOT", "HTTPS_PROXY"):
+        assert f"export {kept}=" in out.output, kept
+    cfg = config.load()
+    env = cfg.process_env()  # what `run loop` hands its children: every value, as bash's export did
+    assert env["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and env["RUN_DIR"] == str(cfg.run_dir)
+
+
 def test_export_is_evaluable_by_bash(toolkit_env):
     import subprocess
 

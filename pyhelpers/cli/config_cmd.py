@@ -61,11 +61,20 @@ def config_check():
     click.echo(f"config ok: run {cfg.run_name}, {cfg['NUM_GPUS']} GPU(s), TP={cfg['TP_SIZE']}")
 
 
+# The knobs bash itself reads (bin/train, bin/rehearse, bin/lib.sh, bin/in-env, bin/install-hooks).
+# Every other knob reaches the slime command line without passing through bash: `run loop` parses
+# env/defaults.env < .env < environment and builds the argv (launch/slime_args.py).
+BASH_READS = frozenset({"RUN_NAME", "ROUNDS", "STEPS_PER_ROUND", "MODEL_ARGS_SCRIPT", "DOCTOR_PROFILE",
+                        "CONDA_ROOT", "SLIME_ENV"})
+
+
 @config.command("export")
 @click.option("--with-secrets", is_flag=True,
               help="Include secret values (only for the driver's eval; never redirect this to a file).")
 def config_export(with_secrets):
-    """Print a validated `export NAME='value'` block for bash to eval (no re-parsing in bash).
+    """Print a validated `export NAME='value'` block for bash to eval (no re-parsing in bash): the
+    derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries and the knobs bash reads
+    (BASH_READS); the other knobs are parsed by the Python bash starts, from the same sources.
 
     Secrets are left out unless --with-secrets; their values then travel only through the pipe
     into the driver's environment, never through argv or a file.
@@ -76,11 +85,13 @@ def config_export(with_secrets):
     """
     cfg = config_mod.load()
     _problems_or_exit(cfg)
-    secrets = cfg.secret_names
+    secrets, knobs = cfg.secret_names, config_mod.read_knobs()
     lines = []
-    for name, value in {**cfg.values, **cfg.derived()}.items():
+    for name, value in cfg.process_env().items():
         if name in secrets and not with_secrets:
             continue
+        if name in knobs and name not in BASH_READS and name not in secrets:
+            continue  # the Python that bash starts parses it from the sources itself, once
         lines.append(f"export {name}={shlex.quote(value)}")
     sys.stdout.write("\n".join(lines) + "\n")
 

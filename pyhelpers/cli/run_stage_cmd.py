@@ -3,6 +3,8 @@ the services and the job it starts."""
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from pyhelpers.cli.common import ctx as _ctx
@@ -38,6 +40,7 @@ def run_loop(stop_before, model_args):
     procs.die_with_parent()
     driver.install_signal_handlers()
     cfg, lay = _ctx()
+    os.environ.update(cfg.process_env())  # what bin/train's shell exported before: for the children
     # From here on library output (transformers, wandb, Ray) goes to logs/driver.log only.
     console = Console.take_over(lay.logs / "driver.log", rewrite=hints.for_run(bool(rehearsal.is_rehearsal(lay))))
     say = console.say

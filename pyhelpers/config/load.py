@@ -73,7 +73,7 @@ def read_env_file(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
     cannot parse (an unterminated quote, a line without `=`) is an error `<file>:<line>: ...`;
     python-dotenv itself would drop the key with a warning that names neither file nor key. The
     error shows the key, never the value (it may be a secret)."""
-    from dotenv.parser import parse_stream
+    from dotenv.parser import parse_stream  # local: python-dotenv, read only when a .env exists
 
     values: dict[str, str] = {}
     errors: list[str] = []
@@ -170,6 +170,13 @@ class Config:
     @property
     def cuda_visible_devices(self) -> str:
         return ",".join(str(i) for i in range(max(self.int("NUM_GPUS"), 0)))
+
+    def process_env(self) -> dict[str, str]:
+        """The environment every process of the run gets: each value (secrets included) and the
+        derived ones. Set by the process that parsed the configuration (`run loop`) for what it
+        starts -- outside programs (conda through bin/in-env, W&B, the simulator's launcher) read
+        some knobs from the environment."""
+        return {**self.values, **self.derived()}
 
     def derived(self) -> dict[str, str]:
         return {
