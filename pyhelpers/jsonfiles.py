@@ -81,7 +81,7 @@ def schema(name: str) -> dict:
 @cache
 def _registry():
     """Every schema in pyhelpers/schemas/, by its $id, so files can $ref each other."""
-    from referencing import Registry, Resource
+    from referencing import Registry, Resource  # heavy: jsonschema/referencing (~0.2 s), only when validating
 
     resources = []
     for f in sorted(SCHEMA_DIR.glob("*.schema.json")):
@@ -92,7 +92,7 @@ def _registry():
 
 @cache
 def _validator(name: str):
-    import jsonschema
+    import jsonschema  # heavy: as above
 
     cls = jsonschema.validators.validator_for(schema(name))
     return cls(schema(name), registry=_registry(), format_checker=cls.FORMAT_CHECKER)

@@ -32,9 +32,11 @@ def _registered(parser):
 
 
 def slime_unknown(argv):
-    from megatron.training.arguments import add_megatron_arguments
-    from slime.backends.sglang_utils.arguments import add_sglang_arguments
-    from slime.utils.arguments import get_slime_extra_args_provider
+    from megatron.training.arguments import (
+        add_megatron_arguments,  # optional: Megatron/slime/SGLang exist only in the slime env this probe runs in
+    )
+    from slime.backends.sglang_utils.arguments import add_sglang_arguments  # optional: as above
+    from slime.utils.arguments import get_slime_extra_args_provider  # optional: as above
 
     megatron = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
     megatron = add_megatron_arguments(megatron) or megatron
@@ -46,7 +48,7 @@ def slime_unknown(argv):
 
 
 def sglang_unknown(argv):
-    from sglang.srt.server_args import ServerArgs
+    from sglang.srt.server_args import ServerArgs  # optional: SGLang, only in the slime env
 
     parser = argparse.ArgumentParser(prog="sglang serve", add_help=False)
     ServerArgs.add_cli_args(parser)

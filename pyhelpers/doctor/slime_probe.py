@@ -85,7 +85,7 @@ def nvcc_release():
 
 def torch_info():
     try:
-        import torch
+        import torch  # optional: the slime env's torch (this probe runs inside that env)
     except Exception as exc:  # any import failure is a finding, not a crash
         return {"error": f"import torch failed: {type(exc).__name__}: {exc}"}
     info = {"version": getattr(torch, "__version__", None),

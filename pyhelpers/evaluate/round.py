@@ -10,9 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.evaluate import gate, val
+from pyhelpers.evaluate.wandb_val import log_val
+from pyhelpers.gate.plan import GateKnobs
+from pyhelpers.gate.report import gate_report
+from pyhelpers.gate.wandb_log import log_gate
 from pyhelpers.jsonfiles import load_json
 from pyhelpers.run import events, layout
 from pyhelpers.run.layout import RoundFiles
+from pyhelpers.skills.bank import bank_sha256, load_bank, status_counts
+from pyhelpers.skills.decisions import apply_decisions
+from pyhelpers.skills.steps import caps_from
+from pyhelpers.tasks.files import load_tasks
 
 Echo = Callable[[str], None]
 
@@ -26,16 +35,12 @@ def _episodes_event(cfg, what: str, round_no: int | None, result) -> None:
 
 
 def val_tasks(cfg, tasks_path: Path | None):
-    from pyhelpers.tasks.files import load_tasks
-
     path = tasks_path or cfg.path("VAL_TASKS")
     return path, load_tasks(path, split="val")
 
 
 def play_val(cfg, settings, builder, *, out: Path, round_no: int | None, label: str, tasks_path: Path | None,
              resume: bool, echo: Echo, progress=None) -> dict:
-    from pyhelpers.evaluate import val
-
     path, tasks = val_tasks(cfg, tasks_path)
     summary, result = val.run_val(settings, builder, tasks, out, resume=resume, label=label, round_no=round_no,
                                   tasks_info=val.tasks_meta(path, tasks), progress=progress)
@@ -49,11 +54,6 @@ def play_val(cfg, settings, builder, *, out: Path, round_no: int | None, label: 
 
 def play_gate(cfg, settings, builder_factory, *, round_dir: Path, tasks_path: Path | None, resume: bool, echo: Echo,
               progress=None) -> dict:
-    from pyhelpers.evaluate import gate
-    from pyhelpers.gate.plan import GateKnobs
-    from pyhelpers.gate.report import gate_report
-    from pyhelpers.skills.bank import bank_sha256, load_bank
-
     files = RoundFiles(round_dir)
     compiled = files.compiled
     if not compiled.is_file():
@@ -82,19 +82,12 @@ def play_gate(cfg, settings, builder_factory, *, round_dir: Path, tasks_path: Pa
 
 
 def log_val_wandb(cfg, out: Path) -> str:
-    from pyhelpers.evaluate.wandb_val import log_val
-
     res = log_val(load_json(layout.summary(out)), project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
                   run_dir=cfg.run_dir, mode=cfg.get("WANDB_MODE") or None)
     return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")
 
 
 def log_gate_wandb(cfg, round_dir: Path) -> str:
-    from pyhelpers.gate.wandb_log import log_gate
-    from pyhelpers.skills.bank import load_bank, status_counts
-    from pyhelpers.skills.decisions import apply_decisions
-    from pyhelpers.skills.steps import caps_from
-
     files = RoundFiles(round_dir)
     bank = load_bank(files.compiled)
     doc = load_json(files.gate_decisions)

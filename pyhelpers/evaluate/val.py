@@ -34,7 +34,7 @@ def load_builder(tokenizer_dir: str) -> PromptBuilder:
     if not Path(tokenizer_dir).is_dir():
         raise ToolkitError("no tokenizer directory for the policy", tokenizer_dir,
                            "export the round's model first (hf symlink), or pass --model-dir HF_DIR")
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # heavy: transformers (~2 s), only when a tokenizer is loaded
 
     try:
         tok = AutoTokenizer.from_pretrained(tokenizer_dir, trust_remote_code=True)

@@ -57,7 +57,7 @@ def log_gate(summary: Mapping, decisions: Mapping, bank_counts: Mapping[str, int
     metrics = gate_metrics(summary, decisions, bank_counts)
 
     def log(run) -> None:
-        import wandb
+        import wandb  # heavy: wandb (~1 s), only when a run is logged
 
         run.log(metrics, step=int(round))
         table = wandb.Table(columns=list(_TABLE))

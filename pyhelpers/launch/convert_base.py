@@ -16,6 +16,7 @@ from pathlib import Path
 from pyhelpers.doctor.models import dist_problems, hf_problems
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.procs.groups import log_tail
 
 
 def convert(cfg, model_args: list[str], log_path: Path, progress=lambda s: None) -> Path:
@@ -46,8 +47,6 @@ def convert(cfg, model_args: list[str], log_path: Path, progress=lambda s: None)
         rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT).returncode
     problems, found = dist_problems(staging) if staging.exists() else ([f"{staging} was not written"], "")
     if rc != 0 or problems:
-        from pyhelpers.procs.groups import log_tail
-
         tail = "\n".join(log_tail(log_path, 20))
         raise ToolkitError(f"the conversion failed (exit {rc}{'; ' + problems[0] if problems else ''})",
                            f"{log_path}; last lines:\n{tail}\n", "fix the cause (GPUs free? MODEL_ARGS_SCRIPT "

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pyhelpers.errors import ToolkitError
+
 TRANSIENT, PERMANENT = "transient", "permanent"
 
 # (cause, kind, pattern, what it means) -- matched case-insensitively against the error text and
@@ -90,8 +92,6 @@ def classify_exception(stage: str, round_: int | None, *, step: int | None, exc:
                        log_text: str = "") -> Failure:
     """A stage's exception: a ToolkitError by its message and the failing process's log (RULES);
     any other exception is a bug in the toolkit (permanent)."""
-    from pyhelpers.errors import ToolkitError
-
     if not isinstance(exc, ToolkitError):
         return Failure(stage, round_, step, "bug", PERMANENT,
                        "an error inside the toolkit, not the stack: report it with the driver's log",

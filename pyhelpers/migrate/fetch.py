@@ -26,15 +26,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.capacity.diskguard import free_bytes
 from pyhelpers.config.check import device_of
+from pyhelpers.doctor.disks import _links
+from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.migrate.pack import HASH, file_hash, pack_dir
 from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import manifest as runmanifest
 from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
 
@@ -49,8 +53,6 @@ def dest_roots(cfg, lay: RunLayout) -> dict[str, Path]:
 
 
 def _rsync(src: str, dst: Path, bwlimit: int, extra: list[str] | None = None) -> int:
-    import sys
-
     dst.mkdir(parents=True, exist_ok=True)
     progress = ["--info=progress2,name0", "--no-inc-recursive"] if sys.stderr.isatty() else []  # a meter for people
     argv = ["rsync", "-a", "-L", "--partial-dir=.rsync-partial", *progress,
@@ -83,9 +85,6 @@ def fetch_manifest(from_: str, runs_dir: Path, bwlimit: int) -> tuple[dict, Path
 def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -> None:
     """Step 2-3: refuse before copying when this machine cannot run the job, or the space or a
     destination path is wrong."""
-    from pyhelpers.doctor.disks import _links
-    from pyhelpers.doctor.runner import run_checks
-
     results = run_checks(cfg, environ, profile, only=ENV_CHECKS)
     for r in results:
         echo(r.line())
@@ -186,9 +185,6 @@ def place_links(lay: RunLayout, manifest: dict) -> None:
 
 def after_checks(cfg, environ, profile: str, lay: RunLayout, echo) -> list[str]:
     """Step 7: what must still be done before `make resume` (empty: nothing)."""
-    from pyhelpers.doctor.runner import run_checks
-    from pyhelpers.run import manifest as runmanifest
-
     todo = []
     for r in run_checks(cfg, environ, profile, only=AFTER_CHECKS):
         echo(r.line())

@@ -29,10 +29,11 @@ import os
 import shutil
 import socket
 import subprocess
+from fnmatch import fnmatch
 from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run import lock as runlock
 from pyhelpers.run import rehearsal
@@ -67,8 +68,6 @@ def pack_dir(runs_dir: Path, run_name: str) -> Path:
 
 
 def _left_behind(rel: str) -> bool:
-    from fnmatch import fnmatch
-
     return any(rel.startswith(pat) if pat.endswith("/") else fnmatch(rel, pat) for pat, _, _ in LEFT_BEHIND)
 
 
@@ -196,6 +195,4 @@ def pack(cfg, lay: RunLayout, progress=lambda s: None) -> Path:
 
 
 def load_manifest(out: Path) -> dict:
-    from pyhelpers.jsonfiles import load_json
-
     return load_json(Path(out) / "manifest.json")

@@ -16,6 +16,7 @@ ever signalled by name.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -168,8 +169,6 @@ def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
 def die_with_parent() -> None:
     """Ask the kernel to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG; Linux).
     The training loop and the lock holder are the driver's children: they must not outlive it."""
-    import ctypes
-
     parent = os.getppid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG

@@ -10,7 +10,11 @@ from pathlib import Path
 
 def build(cfg, lay, out: Path | None = None) -> Path:
     """Write the report of the run at `lay` into `out` (default RUN_DIR/report); returns index.html."""
-    from pyhelpers.report import data, html, plots
+    from pyhelpers.report import (  # local: plots loads matplotlib; `import pyhelpers.report` stays light
+        data,
+        html,
+        plots,
+    )
 
     out = Path(out or lay.run_dir / "report")
     out.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
 from pyhelpers.loop import stages
+from pyhelpers.rollout.metrics import read_jsonl
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
 
@@ -70,8 +71,6 @@ def _bank_row(label, bank: dict | None) -> dict:
 
 def _steps(lay: RunLayout, r: int) -> list[dict]:
     """One row per step; a step slime replayed after a resume counts once (its last line)."""
-    from pyhelpers.rollout.metrics import read_jsonl
-
     rows = []
     for _, rec in sorted(read_jsonl(lay.rollout_metrics(r)).items()):
         m = rec.get("metrics", {})

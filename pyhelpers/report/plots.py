@@ -23,7 +23,7 @@ STATUS_COLORS = {"active": "#2e7d32", "probation": "#1565c0", "candidate": "#90c
 
 def _plt(mpl_dir: Path):
     os.environ.setdefault("MPLCONFIGDIR", str(mpl_dir))  # its font cache: off the small system disk (M2)
-    import matplotlib
+    import matplotlib  # heavy: matplotlib (~0.5 s), only when drawing
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

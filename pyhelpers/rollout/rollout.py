@@ -28,7 +28,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.procs import procfs
 from pyhelpers.rollout import data_state, engines, metrics, retry, runtime, settings, slime_compat
+from pyhelpers.run.layout import RoundFiles
 
 
 def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: bool = False) -> Any:
@@ -63,9 +66,6 @@ def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
         marker.write_text(f"{rollout_id}\n", encoding="utf-8")
     # The process the plugin runs in (slime's RolloutManager actor): the train stage waits for it
     # to be gone before it frees the ShopSimulator slots a stopped job left taken.
-    from pyhelpers.jsonfiles import write_json_atomic
-    from pyhelpers.procs import procfs
-    from pyhelpers.run.layout import RoundFiles
 
     pid = os.getpid()
     here = RoundFiles(Path(s.round_dir)).plugin_process

@@ -26,6 +26,7 @@ from pyhelpers.policy.prompt_builder import PromptBuilder
 from pyhelpers.policy.sglang_client import SGLangClient
 from pyhelpers.rollout.settings import PluginSettings
 from pyhelpers.shopsim.client import ShopSimClient
+from pyhelpers.skills.bank import empty_bank, load_bank
 from pyhelpers.skills.render import Rendered, render
 
 
@@ -88,7 +89,7 @@ def _builder(tokenizer_path: str) -> tuple[PromptBuilder, int]:
     if not tokenizer_path:
         raise ToolkitError("no tokenizer for the policy", "shopsimrl_tokenizer_path / --hf-checkpoint",
                            "set HF_MODEL to the policy's HF directory")
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # heavy: transformers (~2 s), only when a tokenizer is loaded
 
     try:
         tok = AutoTokenizer.from_pretrained(tokenizer_path, trust_remote_code=True)
@@ -102,8 +103,6 @@ def _builder(tokenizer_path: str) -> tuple[PromptBuilder, int]:
 @cache
 def _bank(path: str) -> dict:
     """The round's bank ("" = an empty bank). Validated once per process."""
-    from pyhelpers.skills.bank import empty_bank, load_bank
-
     if not path:
         return empty_bank()
     if not Path(path).exists():

@@ -11,11 +11,13 @@ Stdlib + PyYAML only (both are in slime's environment).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import write_bytes_atomic
 from pyhelpers.run.layout import RoundFiles
 
 PREFIX = "shopsimrl_"
@@ -147,7 +149,6 @@ def from_args(args: Any) -> PluginSettings:
             raise ToolkitError(f"slime --{name.replace('_', '-')}={theirs} differs from the plugin's "
                                f"{PREFIX}{name}={getattr(s, name)}", WHERE,
                                "build both from the same configuration (`make plan` shows the slime command line)")
-    import weakref
 
     _CACHE[id(args)] = (weakref.ref(args), s)
     return s
@@ -155,9 +156,7 @@ def from_args(args: Any) -> PluginSettings:
 
 def write_plugin_yaml(path: Path, **values: Any) -> PluginSettings:
     """Check `values` (PluginSettings fields) and write them, prefixed, to `path` atomically."""
-    import yaml
-
-    from pyhelpers.jsonfiles import write_bytes_atomic
+    import yaml  # optional: PyYAML, only when the driver writes the file
 
     s = from_mapping(values)
     doc = {PREFIX + k: v for k, v in asdict(s).items()}

@@ -19,26 +19,26 @@ from typing import Any
 
 
 def sample_status():
-    from slime.utils.types import Sample
+    from slime.utils.types import Sample  # optional: slime exists only inside the job
 
     return Sample.Status
 
 
 def train_output(samples: Any, metrics: dict) -> Any:
-    from slime.rollout.base_types import RolloutFnTrainOutput
+    from slime.rollout.base_types import RolloutFnTrainOutput  # optional: slime exists only inside the job
 
     return RolloutFnTrainOutput(samples=samples, metrics=metrics)
 
 
 def default_generate_rollout():
-    from slime.rollout.sglang_rollout import generate_rollout
+    from slime.rollout.sglang_rollout import generate_rollout  # optional: slime exists only inside the job
 
     return generate_rollout
 
 
 def run_on_slime_loop(coro) -> Any:
     """Run `coro` on the event loop slime runs generate functions on, and wait for it."""
-    from slime.utils.async_utils import run
+    from slime.utils.async_utils import run  # optional: slime exists only inside the job
 
     return run(coro)
 

@@ -8,6 +8,7 @@ never deletes the iteration the tracker names, nor an incomplete save that might
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -182,8 +183,6 @@ def rotate(megatron: Path, dry_run: bool = False) -> RotationPlan:
 def safetensors_names(path: Path) -> set[str]:
     """Tensor names in a safetensors file's header (8-byte little-endian length, then JSON), read
     without the safetensors library. ValueError when the header is cut short or not JSON."""
-    import json
-
     with open(path, "rb") as fh:
         size = int.from_bytes(fh.read(8), "little")
         if not 2 <= size <= 100_000_000:
@@ -200,8 +199,6 @@ def safetensors_names(path: Path) -> set[str]:
 def weight_names(path: Path) -> dict[str, str]:
     """{tensor name: file} of an HF dir: its model.safetensors.index.json, else the headers of its
     *.safetensors files. ValueError when the index or a header is unreadable."""
-    import json
-
     path = Path(path)
     index = path / "model.safetensors.index.json"
     if index.is_file():

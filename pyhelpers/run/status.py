@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pyhelpers.capacity import diskguard
 from pyhelpers.capacity.diskplan import gb
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import rayjob
 from pyhelpers.procs import groups as procs
+from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run import events
 from pyhelpers.run import lock as runlock
 from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.skills.bank import status_line
 
 # Service -> the knob(s) of the address it serves on (for the status table).
 PORTS = {"shopsim": ("SHOPSIM_HOST", "SHOPSIM_PORT"), "ray-head": (None, "RAY_DASHBOARD_PORT"),
@@ -39,8 +42,6 @@ def gate_line(summary: dict) -> str:
 
 
 def bank_line(bank: dict) -> str:
-    from pyhelpers.skills.bank import status_line
-
     return status_line(bank)
 
 
@@ -153,8 +154,6 @@ def progress_line(p: dict, running: bool) -> str:
 
 def _step(lay: RunLayout, r: int | None) -> dict | None:
     """The last rollout step the plugin finished in round r (rollout_metrics.jsonl)."""
-    from pyhelpers.rollout.metrics import last_record
-
     rec = last_record(lay.rollout_metrics(r)) if r is not None else None
     if rec is None:
         return None
@@ -163,8 +162,6 @@ def _step(lay: RunLayout, r: int | None) -> dict | None:
 
 
 def _disk(cfg, lay: RunLayout) -> dict:
-    from pyhelpers.capacity import diskguard
-
     n = diskguard.need(cfg, lay, "train")
     return {"free_bytes": n.free, "next_save_needs_bytes": n.total, "ok": n.fits, "explain": n.explain()}
 

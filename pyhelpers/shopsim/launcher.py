@@ -68,7 +68,7 @@ class _SeededGym:
 def _seed_all(seed: int) -> None:
     random.seed(seed)
     try:
-        import numpy
+        import numpy  # optional: numpy of ShopSimulator's env, seeded when present
 
         numpy.random.seed(seed)
     except ImportError:

@@ -13,6 +13,7 @@ See docs/shopsim_protocol.md for the sources.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -381,8 +382,6 @@ def persona_observation(observation: str, instruction_simple: str) -> str:
 
 def clickables(observation: str) -> list[str] | None:
     """The button list pack_api appends to each page ("可点击的按钮: [...]"), or None."""
-    import json
-
     marker = "可点击的按钮: "
     at = observation.rfind(marker)
     if at < 0:

@@ -119,7 +119,7 @@ class EmbeddingIndex:
         self._rows: list = []
 
     def prepare(self, texts: Mapping[str, tuple[str, str]]) -> None:
-        import numpy as np
+        import numpy as np  # heavy: numpy (~0.1 s), only for embeddings
 
         refs = sorted(texts)
         if not refs:
@@ -135,7 +135,7 @@ class EmbeddingIndex:
         self._rows.append(self._vecs[ref])
 
     def best(self, ref: str) -> tuple[float, str] | None:
-        import numpy as np
+        import numpy as np  # heavy: numpy (~0.1 s), only for embeddings
 
         if not self._rows:
             return None

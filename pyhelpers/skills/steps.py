@@ -12,6 +12,7 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.compile import CompileOptions, compile_bank
 from pyhelpers.skills.decisions import Caps, apply_decisions
+from pyhelpers.skills.report import diff_banks
 from pyhelpers.skills.tokens import counter_for
 
 
@@ -62,8 +63,6 @@ def caps_from(cfg) -> Caps:
 
 def change_summary(old: dict, new: dict, *, out: Path, sha: str) -> str:
     """One line: the new bank's skills by status, what changed, where it was written."""
-    from pyhelpers.skills.report import diff_banks
-
     d = diff_banks(old, new)
     return (f"round {new['round']}: {len(new['skills'])} skills ({bank_mod.status_line(new)}); {len(d['added'])} added, "
             f"{len(d['status_changes'])} status changes; tokens by {new['tokenizer']['name']}; "

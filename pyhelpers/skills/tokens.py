@@ -34,7 +34,9 @@ def hf_counter(hf_dir: Path) -> Counter:
                            "pass --hf-dir the exported model (with tokenizer.json) or leave it out to estimate")
     tok_file = hf_dir / "tokenizer.json"
     if tok_file.is_file():
-        from tokenizers import Tokenizer
+        from tokenizers import (
+            Tokenizer,  # heavy: tokenizers, only when counting tokens with the model's tokenizer
+        )
 
         try:
             tok = Tokenizer.from_file(str(tok_file))
@@ -44,7 +46,7 @@ def hf_counter(hf_dir: Path) -> Counter:
         digest = hashlib.sha256(tok_file.read_bytes()).hexdigest()[:16]
         return f"hf-tokenizer:{digest}", lambda s: len(tok.encode(s, add_special_tokens=False).ids)
     try:
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # heavy: transformers (~2 s), only when a tokenizer is loaded
 
         auto = AutoTokenizer.from_pretrained(str(hf_dir), local_files_only=True)
     except Exception as exc:  # transformers raises many types (OSError, ValueError, ...)

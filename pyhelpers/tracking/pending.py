@@ -13,6 +13,8 @@ import fcntl
 import json
 import os
 
+from pyhelpers.analyst.stats import Stats
+from pyhelpers.evaluate import round as rnd
 from pyhelpers.run.layout import RunLayout, wandb_markers
 from pyhelpers.tracking import wandb_log as wandb_logging
 
@@ -22,7 +24,6 @@ def _analyst_final(cfg, lay: RunLayout, r: int) -> str | None:
     stats_path = lay.round_dir(r) / "analyst" / "stats.json"
     if not stats_path.is_file():
         return None
-    from pyhelpers.analyst.stats import Stats
 
     stats = Stats(stats_path)
     stats.values = json.loads(stats_path.read_text(encoding="utf-8"))
@@ -36,7 +37,6 @@ def _analyst_final(cfg, lay: RunLayout, r: int) -> str | None:
 def log_all(cfg, lay: RunLayout) -> list[str]:
     if cfg.get("WANDB_MODE") == "disabled":
         return ["W&B disabled (WANDB_MODE=disabled): nothing logged"]
-    from pyhelpers.evaluate import round as rnd
 
     lock_dir = wandb_markers(lay.run_dir)
     lock_dir.mkdir(parents=True, exist_ok=True)

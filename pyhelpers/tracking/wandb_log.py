@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from pyhelpers.config.load import is_secret
 from pyhelpers.jsonfiles import load_json, write_json_exclusive
 from pyhelpers.run.layout import wandb_dir as run_wandb_dir
 from pyhelpers.run.layout import wandb_marker
@@ -48,8 +49,6 @@ def logged(run_dir: Path, rid: str) -> dict | None:
 
 def public_config(config: Mapping) -> dict:
     """config without secret-named keys (…_KEY, …_TOKEN, …)."""
-    from pyhelpers.config.load import is_secret
-
     return {k: v for k, v in config.items() if not is_secret(str(k).upper())}
 
 
@@ -58,7 +57,7 @@ def log_once(*, project: str, group: str, job_type: str, run_dir: Path, rid: str
     """Open run `rid`, call log(run), finish, mark. False when already marked or mode is disabled."""
     if mode == "disabled" or logged(run_dir, rid) is not None:
         return False
-    import wandb
+    import wandb  # heavy: wandb (~1 s), only when a run is logged
 
     wandb_dir = run_wandb_dir(run_dir)
     wandb_dir.mkdir(parents=True, exist_ok=True)

@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING
 
 from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import rayjob, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.loop.stages import evaluate
 from pyhelpers.procs import groups as procs
+from pyhelpers.procs import procfs
 from pyhelpers.rollout.flags import plugin_flags
 from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
 from pyhelpers.run import checkpoints as ck
@@ -85,9 +87,6 @@ def prepare(loop: Loop, r: int) -> None:
 def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[[str], None]) -> None:
     """Wait (bounded) until the process an earlier job's plugin ran in has exited: Ray kills the
     RolloutManager actor only after the job's driver is gone, and until then it may take a slot."""
-    from pyhelpers.jsonfiles import load_json_or_none
-    from pyhelpers.procs import procfs
-
     for rr in (r - 1, r):
         rec = load_json_or_none(lay.round(rr).plugin_process) if rr >= 0 else None
         if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int):
