@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from fakes.megatron_layout import write_checkpoint, write_hf
 
@@ -245,9 +247,10 @@ def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_sta
     write_checkpoint(lay.megatron, last)
     (lay.megatron / "rollout" / f"global_dataset_state_dict_{last}.pt").unlink()
     said: list[str] = []
-    train.prepare(cfg, lay, 1, said.append)
+    loop = SimpleNamespace(cfg=cfg, lay=lay, echo=said.append)  # what prepare reads of the Loop
+    train.prepare(loop, 1)
     assert any(f"iter_{last:07d} has no data-source state" in s and "first task" in s for s in said), said
     ck.plugin_record_path(lay.megatron, last).write_text('{"sample_offset": 8}')
     said.clear()
-    train.prepare(cfg, lay, 1, said.append)
+    train.prepare(loop, 1)
     assert any("restores the data position" in s for s in said), said
