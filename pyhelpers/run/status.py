@@ -94,10 +94,14 @@ def _services(cfg, lay: RunLayout) -> list[dict]:
     return rows
 
 
-def _job(lay: RunLayout) -> dict | None:
+def _job(lay: RunLayout, evs: list[dict]) -> dict | None:
     job = rayjob.recorded_job(lay.run_dir)
     if not job:
         return None
+    ends = [e for e in evs if e.get("kind") in ("job-end", "job-end-unsupervised")
+            and e.get("job_id") == job["submission_id"]]
+    if ends:  # how it ended, as the driver (or make resume, for an orphan) saw it
+        job["ended"] = ends[-1].get("status")
     try:
         info = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=2.0).info(job["submission_id"])
         job["status"] = info.get("status")
@@ -179,7 +183,7 @@ def gather(cfg, lay: RunLayout) -> dict:
         "driver": driver, "position": pos, "step": _step(lay, pos.get("round")),
         "progress": _progress(cfg, lay, pos, evs, driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
-        "services": _services(cfg, lay), "job": _job(lay), "disk": _disk(cfg, lay),
+        "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
         "results": results(cfg, lay),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
                                                           "run-failed", "disk-low", "driver-lost",
@@ -221,7 +225,8 @@ def _process_lines(st: dict, running: bool) -> list[str]:
     if job:
         status = job.get("status")
         if status is None:
-            words = "not running (Ray's job API does not answer: Ray is stopped)"
+            ended = (job.get("ended") or "").lower()
+            words = f"{ended}; Ray is stopped" if ended else "not running (Ray's job API does not answer: Ray is stopped)"
         elif status in ALIVE_JOB and not running:
             words = f"{status}, orphaned (no driver watches it)"
         else:
