@@ -1,4 +1,4 @@
-"""Ray's ports (design.md §5): every port the run's Ray head will open must be free, or held by
+"""Ray's ports (docs/architecture.md §5): every port the run's Ray head will open must be free, or held by
 this run's own head (`make resume` stops it first). A port taken by anything else FAILs and
 names the holder: Ray would otherwise start half-way and die with "No available agent", the
 cause only in one of its logs."""

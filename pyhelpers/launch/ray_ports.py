@@ -1,4 +1,4 @@
-"""Every port the run's Ray head opens, from the configuration (design.md §5).
+"""Every port the run's Ray head opens, from the configuration (docs/architecture.md §5).
 
 Ray picks most of its ports itself unless told: the client server 10001, the dashboard agent
 52365, two Prometheus servers 44217/44227, random ones for the rest. Two runs on one machine then
