@@ -40,9 +40,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def task(i: int, split: str) -> str:
-    return json.dumps({"task_id": f"t{i}", "shopsim_idx": i, "split": split, "instruction": "买一双跑鞋"},
-                      ensure_ascii=False)
+def task(i: int, split: str, messages: bool = True) -> str:
+    line = {"task_id": f"t{i}", "shopsim_idx": i, "split": split, "instruction": "买一双跑鞋"}
+    if messages:  # the prompt slime's Dataset reads from TRAIN_TASKS (--input-key messages)
+        line["messages"] = [{"role": "user", "content": line["instruction"]}]
+    return json.dumps(line, ensure_ascii=False)
 
 
 @pytest.fixture
@@ -492,13 +494,15 @@ def test_torch_dist_tracker_must_name_an_existing_iteration(machine, tmp_path):
 
 def test_task_files_errors_name_file_and_line(machine, tmp_path):
     train = tmp_path / "tasks/train.jsonl"
-    train.write_text(task(0, "train") + "\n{not json\n" + json.dumps({"task_id": "t9", "split": "train"}) + "\n")
+    train.write_text(task(0, "train") + "\n{not json\n" + json.dumps({"task_id": "t9", "split": "train"}) + "\n"
+                     + task(5, "train", messages=False) + "\n")
     val = tmp_path / "tasks/val.jsonl"
     val.write_text(task(0, "val") + "\n")
     got = one(machine, runner.data.check_data)
     assert got["train-tasks"].status == "FAIL"
     assert f"{train}:2: not JSON" in got["train-tasks"].found
     assert any(f"{train}:3: $: 'shopsim_idx' is a required property" in d for d in got["train-tasks"].details)
+    assert any(f"{train}:4: no `messages` list" in d for d in got["train-tasks"].details)
     assert got["val-tasks"].status == "FAIL" and "also in TRAIN_TASKS" in " ".join(got["val-tasks"].details)
     val.unlink()
     assert "does not exist" in one(machine, runner.data.check_data)["val-tasks"].found

@@ -1,4 +1,4 @@
-"""Prompt builder: rendered once, tokens/mask/log-probs aligned, equal to a full re-render, budget."""
+"""Prompt builder: rendered once, tokens/mask/log-probs aligned, reasoning kept (never re-rendered), budget."""
 
 from __future__ import annotations
 
@@ -24,14 +24,18 @@ def _respond(tok, text, eos=True):
     return ids, [-0.01 * (i + 1) for i in range(len(ids))]
 
 
-def test_turns_stay_aligned_and_equal_a_full_rerender(tok):
+def test_turns_stay_aligned_and_keep_every_turns_reasoning(tok):
+    """Qwen3.5's generation prompt opens <think>; each response is reasoning + </think> + answer.
+    The stream is appended, never re-rendered: earlier turns keep their reasoning, which the
+    template's own re-render would drop (docs/training.md, "Thinking")."""
     b = PromptBuilder(tok)
     tr = b.start({"instruction": "我想买一双白色运动鞋"}, skills_block="## 技能\n[S-a1] 先选规格再购买")
     assert tr.prompt_text.startswith("<|im_start|>system\n" + SYSTEM_PROMPT) and "[S-a1]" in tr.prompt_text
-    assert tr.prompt_text.endswith("<|im_start|>assistant\n") and tr.response_length == 0
-    turns = [("Thought: 搜\nAction: search[白色 运动鞋]", True, "Instruction: [SEP] 页面一\n\n可点击的按钮: [\"b1\"]"),
-             ("Thought: 点\nAction: click[b1]", False, "页面二 ¥199"),  # cut at max_new_tokens: no eos
-             ("Thought: 买\nAction: click[buy now]", True, None)]
+    assert tr.prompt_text.endswith("<|im_start|>assistant\n<think>\n") and tr.response_length == 0
+    turns = [("先搜索。\n</think>\n\nThought: 搜\nAction: search[白色 运动鞋]", True,
+              "Instruction: [SEP] 页面一\n\n可点击的按钮: [\"b1\"]"),
+             ("看页面。\n</think>\n\nThought: 点\nAction: click[b1]", False, "页面二 ¥199"),  # cut: no eos
+             ("规格好了。\n</think>\n\nThought: 买\nAction: click[buy now]", True, None)]
     all_lp = []
     for text, eos, obs in turns:
         ids, lps = _respond(tok, text, eos)
@@ -40,20 +44,24 @@ def test_turns_stay_aligned_and_equal_a_full_rerender(tok):
         if obs:
             before = len(tr.token_ids)
             n = b.add_observation(tr, obs)
-            assert n == len(tr.token_ids) - before and tr.segments[-1].text.endswith("<|im_start|>assistant\n")
+            assert n == len(tr.token_ids) - before
+            assert tr.segments[-1].text.endswith("<|im_start|>assistant\n<think>\n")
     assert len(tr.token_ids) == len(tr.loss_mask) == len(tr.logprobs)
     assert len(tr.response_ids) == len(tr.response_mask) == len(tr.response_logprobs) == tr.response_length
     assert tr.loss_mask[:tr.prompt_len] == [0] * tr.prompt_len and tr.turns == 3
     # Mask 1 exactly on the policy's tokens, with their log-probs in order.
     assert [lp for lp, m in zip(tr.logprobs, tr.loss_mask, strict=True) if m] == all_lp
-    # The incremental stream equals tokenizing the template's own render of the whole conversation
-    # (the model emitted <|im_end|> itself on turns 1 and 3; on turn 2 it was appended, mask 0).
-    msgs = [dict(m) for m in tr.messages]
-    full = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=False)
-    assert tok.encode(full, add_special_tokens=False)[:-1] == tr.token_ids  # minus the trailing "\n"
+    # The stream is its own text, tokenized (the model emitted <|im_end|> itself on turns 1 and 3;
+    # on turn 2 it was appended, mask 0), and every turn's reasoning is still in it.
+    stream = tok.decode(tr.token_ids, skip_special_tokens=False)
+    assert tok.encode(stream, add_special_tokens=False) == tr.token_ids
+    assert all(text.split("</think>")[0] in stream for text, _, _ in turns)
     eos_id = tok.convert_tokens_to_ids("<|im_end|>")
     i2 = [s for s in tr.segments if s.kind == "observation"][1]
     assert tr.token_ids[i2.start] == eos_id and tr.loss_mask[i2.start] == 0
+    # The template's own render drops the reasoning of turns before the last user message.
+    full = tok.apply_chat_template([dict(m) for m in tr.messages], tokenize=False, add_generation_prompt=False)
+    assert "先搜索。" not in full and "看页面。" not in full and "规格好了。" in full
     assert prompting.extract_action(turns[1][0]).arg == "b1"
 
 

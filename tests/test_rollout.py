@@ -76,7 +76,12 @@ def test_plugin_flags_are_in_the_checked_list():
     assert check(argv, SLIME_TRAIN_FLAGS, "slime train.py") == argv
     assert argv == ["--rollout-function-path", "pyhelpers.rollout.rollout.generate_rollout",
                     "--custom-generate-function-path", "pyhelpers.rollout.generate.generate",
-                    "--input-key", "instruction", "--label-key", "task_id"]
+                    "--dynamic-sampling-filter-path", "pyhelpers.rollout.groups.keep_group",
+                    "--custom-reward-post-process-path", "pyhelpers.rollout.groups.normalized_rewards",
+                    "--input-key", "messages", "--label-key", "task_id"]
+    from pyhelpers.tasks.files import SLIME_PROMPT_KEY
+
+    assert flags.INPUT_KEY == SLIME_PROMPT_KEY  # the field `pyhelpers data build` writes
 
 
 def test_settings_yaml_round_trip_and_refusals(tmp_path):

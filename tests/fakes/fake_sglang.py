@@ -3,14 +3,14 @@
 
     python tests/fakes/fake_sglang.py --model-path TOKDIR --tp-size 1 --dp-size 2 \
         --host 127.0.0.1 --port P --context-length 32768 [--random-seed S] \
-        [--fake-policy POLICY.json] [--latency-ms 20] [--fake-group-size N]
+        [--fake-policy POLICY.json] [--latency-ms 20] [--fake-sampling task|episode]
 
 Flags: every server flag of SGLang 0.5.15.post1 is accepted (the list in
 env/flags/sglang_server_flags.txt, or $FAKE_SGLANG_FLAGS_FILE), unknown ones are
 rejected with argparse's "unrecognized arguments" and exit 2, as the real parser does (prefix
 abbreviations such as --tp included). Fake-only: --fake-policy (default: MODEL_PATH/fake_policy.json
 when it exists: the policy is the fake model's "weights", so an HF export carries its own),
---latency-ms (default $FAKE_SGLANG_LATENCY_MS), --fake-group-size.
+--latency-ms (default $FAKE_SGLANG_LATENCY_MS), --fake-sampling.
 
 Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /generate with SGLang's
 answer shape (text -- ending in the EOS text only with sampling_params skip_special_tokens=False and
@@ -26,12 +26,18 @@ system message, and the turn by the number of assistant turns so far. The episod
 hash(seed, task, sorted shown skills) < base_success + sum of the shown skills' deltas; it plays
 search[query] -> click[gold asin] -> click[gold option] -> click[buy now]. A failing episode
 takes one failure mode: wrong_product, wrong_option, or dawdle (no action until the turn limit).
-Sampling: slime sends each member of a group its own `sampling_params.sampling_seed` (rollout_seed
-+ member index) under deterministic inference; the fake's stand-in for temperature sampling is
-stratification: with --fake-group-size N, member k's draw is shifted by (seed mod N)/N, so a
-group's success count is floor or ceil of N x p and a group is never all-equal while
-1/N <= p <= 1 - 1/N (slime's non-zero-std filter keeps it). Requests without a seed (val, gate)
-draw as before.
+Sampling (--fake-sampling): `task` (default, the eval server): one draw per (task, skills shown),
+so every episode of a task ends alike -- a stand-in for its pass rate. `episode` (the training
+engines slime starts; tests/fakes/slime_stub): every episode draws on its own, as temperature
+sampling does, so a group of a task with success chance p is all-failed with chance (1-p)^n and
+all-equal groups happen (slime's dynamic filter must cope: docs/training.md). The first response
+names the episode's draw ("草稿 #<draw>"), and later turns read it back from the prompt, so an
+episode's turns agree with each other; the draw is `s<seed>` when the request carries slime's
+`sampling_seed` (deterministic inference: same seed, same episode) and otherwise the next number
+of a counter per (task, skills shown): deterministic in arrival order.
+Thinking: when the prompt ends in an open reasoning block (`<think>\n`, Qwen3.5's generation
+prompt) the response is a short reasoning, `\n</think>\n\n`, then the answer; otherwise the
+answer alone.
 Policy file (JSON): {"base_success": 0.3, "marker_regex": "...", "effects": [{"skill": "ID",
 "delta": 0.4}, {"text": "planted text", "delta": -0.3}], "failure_modes": {"wrong_product": 0.5,
 "wrong_option": 0.3, "dawdle": 0.2}, "tasks": [{"instruction", "query", "asin", "options":
@@ -46,7 +52,9 @@ import json
 import os
 import re
 import sys
+import threading
 import time
+from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -61,6 +69,8 @@ TYPED = {("--model-path", "--model"): str, ("--tp-size", "--tensor-parallel-size
          ("--dp-size", "--data-parallel-size"): int, ("--port",): int, ("--host",): str,
          ("--context-length",): int, ("--random-seed",): int}
 DEFAULT_MARKER = r"\[S-([A-Za-z0-9_.:-]+)\]"
+DRAW = re.compile(r"草稿 #([a-z0-9]+)")  # the episode's draw, named in its first response
+OPEN_THINK = "<think>\n"  # Qwen3.5's generation prompt ends with it: the model reasons first
 
 
 def parser() -> argparse.ArgumentParser:
@@ -77,8 +87,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--fake-policy", help="fake only: policy JSON")
     ap.add_argument("--latency-ms", type=float, default=float(os.environ.get("FAKE_SGLANG_LATENCY_MS", "0") or 0),
                     help="fake only: fixed delay per /generate (default $FAKE_SGLANG_LATENCY_MS or 0)")
-    ap.add_argument("--fake-group-size", type=int, default=1,
-                    help="fake only: stratify draws over sampling_seed mod N (slime's group members)")
+    ap.add_argument("--fake-sampling", choices=("task", "episode"), default="task",
+                    help="fake only: one outcome per task (eval) or one draw per episode (training)")
     return ap
 
 
@@ -97,15 +107,18 @@ def between(text: str, start: str, end: str = "<|im_end|>") -> str:
 
 
 class Policy:
-    def __init__(self, spec: dict, seed: int):
+    def __init__(self, spec: dict, seed: int, sampling: str = "task"):
         self.seed = spec.get("seed", seed)
+        self.per_episode = sampling == "episode"
+        self._draws: Counter = Counter()  # (task, skills shown) -> episodes drawn so far
+        self._lock = threading.Lock()
         self.base = float(spec.get("base_success", 0.3))
         self.marker = re.compile(spec.get("marker_regex", DEFAULT_MARKER))
         self.effects = spec.get("effects", [])
         self.modes = spec.get("failure_modes", {"wrong_product": 0.5, "wrong_option": 0.3, "dawdle": 0.2})
         self.tasks = sorted(spec.get("tasks", []), key=lambda t: -len(t["instruction"]))
 
-    def decide(self, prompt: str, sampling_seed: int | None = None, group_size: int = 1) -> str:
+    def decide(self, prompt: str, sampling_seed: int | None = None) -> str:
         system = between(prompt, "<|im_start|>system\n")
         first_user = between(prompt, "<|im_start|>user\n")
         task = next((t for t in self.tasks if t["instruction"] in first_user), None)
@@ -117,13 +130,31 @@ class Policy:
             if ("skill" in eff and eff["skill"] in shown) or ("text" in eff and eff["text"] in system):
                 p += float(eff.get("delta", 0.0))
                 planted.append(eff.get("skill") or eff.get("text"))
-        u = unit(self.seed, key, shown, sorted(planted))
-        if sampling_seed is not None and group_size > 1:
-            u = (u + (int(sampling_seed) % group_size) / group_size) % 1.0
-        success = u < p
-        mode = "success" if success else self._mode(unit(self.seed, key, shown, "mode"))
         turn = prompt.count("<|im_start|>assistant") - 1
-        return self._act(task, mode, turn, prompt)
+        draw = self._draw(prompt, turn, key, shown, sampling_seed) if self.per_episode else None
+        extra = () if draw is None else (draw,)
+        success = unit(self.seed, key, shown, sorted(planted), *extra) < p
+        mode = "success" if success else self._mode(unit(self.seed, key, shown, "mode", *extra))
+        answer = self._act(task, mode, turn, prompt)
+        if not prompt.endswith(OPEN_THINK):
+            return answer if draw is None or turn else answer.replace("\n", f"（草稿 #{draw}）\n", 1)
+        reasoning = "看一下页面再决定。" if turn else "先搜索要买的商品。"
+        if draw is not None and not turn:
+            reasoning = f"草稿 #{draw}：{reasoning}"
+        return f"{reasoning}\n</think>\n\n{answer}"
+
+    def _draw(self, prompt: str, turn: int, key: str, shown: list[str], sampling_seed: int | None) -> str | None:
+        """The episode's draw: new on its first turn, read back from its first response later."""
+        if turn > 0:
+            first = between(prompt, "<|im_start|>assistant\n", "<|im_start|>")
+            m = DRAW.search(first)
+            return m.group(1) if m else None
+        if sampling_seed is not None:
+            return f"s{int(sampling_seed)}"
+        with self._lock:
+            n = self._draws[(key, tuple(shown))]
+            self._draws[(key, tuple(shown))] += 1
+        return f"n{n}"
 
     def _mode(self, u: float) -> str:
         total = sum(self.modes.values()) or 1.0
@@ -176,8 +207,7 @@ class Model:
         default = Path(args.model_path) / "fake_policy.json"  # optional; a --fake-policy given must exist
         policy_file = Path(args.fake_policy) if args.fake_policy else default if default.is_file() else None
         spec = json.loads(policy_file.read_text(encoding="utf-8")) if policy_file else {}
-        self.policy = Policy(spec, args.random_seed or 0)
-        self.group_size = max(1, args.fake_group_size)
+        self.policy = Policy(spec, args.random_seed or 0, args.fake_sampling)
         self.model_path = args.model_path
 
     def generate_one(self, input_ids: list[int], params: dict, return_logprob: bool) -> tuple[int, dict]:
@@ -193,7 +223,7 @@ class Model:
                 f"messages and {max_new} tokens for the completion. Please reduce the number of tokens in "
                 "the input messages or the completion to fit within the limit.")}}
         prompt = self.tok.decode(input_ids, skip_special_tokens=False)
-        action = self.policy.decide(prompt, params.get("sampling_seed"), self.group_size)
+        action = self.policy.decide(prompt, params.get("sampling_seed"))
         ids = self.tok.encode(action, add_special_tokens=False).ids + [self.eos]
         finish = {"type": "stop", "matched": self.eos}
         if len(ids) > max_new:

@@ -2,7 +2,8 @@
 
 `Stack` starts, as real processes in their own sessions on loopback ports they pick themselves
 (port 0, the URL read back from their first stderr line): tests/fakes/fake_shopsim.py on the shop
-fixture, tests/fakes/fake_sglang.py (the engine) on the test tokenizer, and
+fixture, tests/fakes/fake_sglang.py (the engine; `sampling` is its --fake-sampling: "episode" for
+a training engine whose groups can be all-equal) on the test tokenizer, and
 tests/fakes/fake_router.py in front of it (slime's router, with abort and slow-request
 injection). `stack.args(...)` is what slime's parser would give the plugin: slime's own argument
 names plus every `shopsimrl_*` key `setattr`ed from the plugin YAML written by
@@ -69,7 +70,7 @@ class Stack:
     def __init__(self, tmp: Path, *, slots: int = 12, fixture: dict, tokenizer: Path, error_rate: float = 0.0,
                  slow_share: float = 0.0, slow_s: float = 30.0, reset_retries: int = 3, reset_delay: float = 0.1,
                  seed: int = 7, slow_after_abort: bool = False, engine_latency_ms: float = 0.0,
-                 router_fail_first: int = 0):
+                 router_fail_first: int = 0, sampling: str = "task"):
         self.tmp, self.fixture, self.tokenizer = Path(tmp), fixture, Path(tokenizer)
         self.procs: list[subprocess.Popen] = []
         env = {**os.environ, "SHOPSIM_ENV_MAX_NUM": str(slots), "SHOPSIM_RESET_RETRIES": str(reset_retries),
@@ -80,7 +81,8 @@ class Stack:
         self.procs.append(p)
         p, self.engine_url = _start([str(FAKES / "fake_sglang.py"), "--model-path", str(tokenizer),
                                      "--host", "127.0.0.1", "--port", str(free_port()), "--context-length", "32768",
-                                     "--fake-policy", str(fixture["policy"]), "--latency-ms", str(engine_latency_ms)],
+                                     "--fake-policy", str(fixture["policy"]), "--latency-ms", str(engine_latency_ms),
+                                     "--fake-sampling", sampling],
                                     env, self.tmp / "sglang.log")
         self.procs.append(p)
         p, self.router_url = _start([str(FAKES / "fake_router.py"), "--host", "127.0.0.1", "--port", "0",
@@ -112,12 +114,14 @@ class Stack:
 
     def write_tasks(self, path: Path) -> list[dict]:
         lines = [{"task_id": f"t{t['idx']:04d}", "shopsim_idx": t["idx"], "split": "train",
-                  "instruction": t["instruction"]} for t in self.fixture["tasks"]]
+                  "instruction": t["instruction"], "messages": [{"role": "user", "content": t["instruction"]}]}
+                 for t in self.fixture["tasks"]]
         path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
         return lines
 
     def args(self, round_dir: Path, *, concurrency: int = 8, yaml_extra: dict | None = None, **slime) -> Namespace:
         """slime's args for the plugin: YAML written by write_plugin_yaml, then setattr'd key by key."""
+        from pyhelpers.rollout import flags
         from pyhelpers.rollout.settings import write_plugin_yaml
 
         round_dir = Path(round_dir)
@@ -141,8 +145,9 @@ class Stack:
             rollout_skip_special_tokens=False, sglang_server_concurrency=512, reward_key=None,
             custom_generate_function_path="pyhelpers.rollout.generate.generate",
             rollout_function_path="pyhelpers.rollout.rollout.generate_rollout",
-            dynamic_sampling_filter_path="slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std",
-            prompt_data=str(tasks), input_key="instruction", label_key="task_id", metadata_key="metadata",
+            dynamic_sampling_filter_path=flags.DYNAMIC_FILTER, custom_reward_post_process_path=flags.REWARD_POST_PROCESS,
+            advantage_estimator="grpo", rewards_normalization=True, grpo_std_normalization=True,
+            prompt_data=str(tasks), input_key=flags.INPUT_KEY, label_key=flags.LABEL_KEY, metadata_key="metadata",
             rollout_shuffle=False, rollout_seed=42, n_samples_per_prompt=4, rollout_batch_size=2,
             over_sampling_batch_size=4, custom_config_path=str(round_dir / "slime.yaml"))
         for k, v in slime.items():

@@ -22,18 +22,21 @@ slime/backends/megatron_utils/checkpoint.py):
    slime's default loop, tests/fakes/slime_stub/slime): the plugin lives in the actor's process and
    dies with it when the driver exits (Ray kills an exiting owner's actors). Per rollout id in
    [start, --num-rollout): RolloutManager.generate (set_current_rollout_id, the function, with the
-   data source); under --colocate the engines' memory is released after it -- flush_cache, then
-   release_memory_occupation, which fails when a request is still in flight -- and resumed
-   before the next; every sample is checked as slime's trainer would (token/mask/logprob lengths,
+   data source; then the samples become train data as slime's RolloutManager makes them --
+   slime.ray.train_data: the reward post-processing, --custom-reward-post-process-path included,
+   and the GRPO advantages); under --colocate the engines' memory is released after it --
+   flush_cache, then release_memory_occupation, which fails when a request is still in flight --
+   and resumed before the next; every sample is checked as slime's trainer would (token/mask/logprob lengths,
    a float reward); W&B logs rollout/* (with the function's metrics) on rollout/step and train/*
    on train/step when --use-wandb.
 6. Save when (rollout_id + 1) % --save-interval == 0 or at the last rollout, in slime's order
    (train.py:71-80): iter_XXXXXXX/ and then the tracker (tests/fakes/megatron_layout.py), --save-hf
    (HF weights without the visual tower, as slime's saver), then the data source's state.
 
-Deterministic sampling: slime's deterministic inference gives group member k the seed
-rollout_seed + k; the engine stratifies on it (fake_sglang --fake-group-size), the stand-in for
-temperature sampling (groups keep reward variance, so no group is dropped by a fair coin).
+Sampling: the engine draws every episode on its own (fake_sglang --fake-sampling episode), as
+temperature sampling does, so a group can be all-equal and slime's dynamic filter can drop it. As in
+slime, deterministic inference (group member k gets sampling_seed rollout_seed + k) is on only with
+--sglang-enable-deterministic-inference (SGLang's flag, default off).
 
 Test-only environment: FAKE_SLIME_CRASH_AT=<rollout id> (with FAKE_SLIME_CRASH_KIND nccl | oom |
 flag, and FAKE_SLIME_CRASH_ONCE=<marker file>: crash only while the marker is absent, then create
@@ -110,18 +113,21 @@ def parse(argv: list[str]) -> Namespace:
             values[k] = float(values[k])
     defaults = dict(rollout_top_p=1.0, rollout_top_k=-1, rollout_stop=None, rollout_stop_token_ids=None,
                     rollout_skip_special_tokens=False, sglang_server_concurrency=512, rollout_seed=42,
-                    metadata_key="metadata", input_key="text", label_key=None, rollout_shuffle=False,
+                    metadata_key="metadata", input_key="input", label_key=None, rollout_shuffle=False,
+                    apply_chat_template=False, advantage_estimator="grpo", custom_reward_post_process_path=None,
+                    sglang_enable_deterministic_inference=False,
                     over_sampling_batch_size=None, save_hf=None, use_wandb=False, load=None,
                     no_load_optim=False, no_save_optim=False, start_rollout_id=None, colocate=False,
                     rollout_global_dataset=True)
     args = Namespace(**{**defaults, **values})
+    # store_false flags of slime's parser (slime/utils/arguments.py:1004-1015)
+    args.rewards_normalization = not values.get("disable_rewards_normalization", False)
+    args.grpo_std_normalization = not values.get("disable_grpo_std_normalization", False)
     if getattr(args, "custom_config_path", None):
         import yaml
 
         for k, v in (yaml.safe_load(Path(args.custom_config_path).read_text()) or {}).items():
             setattr(args, k, v)  # what slime does with --custom-config-path
-    # slime's deterministic inference: one sampling seed per group member (see the module doc).
-    args.sglang_enable_deterministic_inference = True
     return args
 
 
@@ -199,7 +205,7 @@ def start_engines(args: Namespace, iteration: int | None) -> None:
     policy.write_text(json.dumps(learned_policy(spec, iteration), ensure_ascii=False), encoding="utf-8")
     engine = _serve([str(FAKES / "fake_sglang.py"), "--model-path", args.hf_checkpoint, "--tp-size", "1",
                      "--context-length", str(args.sglang_context_length), "--fake-policy", str(policy),
-                     "--fake-group-size", str(args.n_samples_per_prompt)])
+                     "--fake-sampling", "episode"])
     router = _serve([str(FAKES / "fake_router.py"), "--worker", engine])
     args.sglang_router_ip, port = router.removeprefix("http://").split(":")
     args.sglang_router_port = int(port)
@@ -287,11 +293,15 @@ class RolloutManager:
         self.data_source.save(rollout_id)
 
     def generate(self, rollout_id: int):
+        from slime.ray.train_data import advantages, convert_samples_to_train_data
         from slime.rollout.base_types import call_rollout_fn
         from slime.rollout.sample_hooks import set_current_rollout_id
 
         set_current_rollout_id(rollout_id)
         out = call_rollout_fn(self.generate_rollout, self.args, rollout_id, self.data_source, evaluation=False)
+        # slime/ray/rollout.py:510: the samples become train data in this actor (rewards
+        # post-processed, removed samples' loss masks zeroed); the advantage follows on the actor side.
+        advantages(self.args, convert_samples_to_train_data(self.args, [s for g in out.samples for s in g]))
         return out.samples, out.metrics
 
     def offload(self) -> None:
