@@ -220,7 +220,7 @@ def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
 def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
     """make status's step line: the last whole line (a replayed step after a resume is the newest
     line, a torn line is skipped), with the success rate and the groups kept/drawn the plugin logged."""
-    from pyhelpers.rollout.metrics import append_jsonl
+    from pyhelpers.rollout.metrics import append_jsonl, read_jsonl
     from pyhelpers.run import status as runstatus
 
     lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
@@ -231,11 +231,12 @@ def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
         append_jsonl(lay.rollout_metrics(1), 1, rid, {"rollout/shopsim/success_rate": rate, **groups})
     with open(lay.rollout_metrics(1), "a") as fh:
         fh.write('{"round": 1, "rollout_id": 3, "metr')  # torn by a kill
-    step = runstatus._step(lay, 1)
-    assert step == {"rollout_id": 2, "of": "2..3", "success_rate": 0.75, "groups_drawn": 64.0, "groups_kept": 16.0,
-                    "groups_kept_equal": 3.0, "draw_limit_reached": 1.0}
+    assert runstatus._step(lay, 1) == {"rollout_id": 2, "of": "2..3", "success_rate": 0.75}
     # the dynamic-sampling figures (issue 19): how much the step drew to fill its batch
-    assert runstatus._kept(step) == ", kept 16 of 64 groups drawn (3 without reward variance, draw limit reached)"
+    from pyhelpers.run.progress import step_words
+
+    rec = read_jsonl(lay.rollout_metrics(1))[2]["metrics"]
+    assert step_words(rec) == "groups kept 16 of 64 (3 without reward variance, draw limit reached), success 75.0%"
 
 
 def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_state(toolkit_env):

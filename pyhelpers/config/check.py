@@ -100,6 +100,13 @@ def _arithmetic(v: dict[str, int]) -> list[Problem]:
         out.append(_err("OVER_SAMPLING_GROUPS",
                         f"OVER_SAMPLING_GROUPS={v['OVER_SAMPLING_GROUPS']} is below ROLLOUT_GROUPS="
                         f"{v['ROLLOUT_GROUPS']} (slime asserts over-sampling >= kept; raise OVER_SAMPLING_GROUPS)"))
+    if has("OVER_SAMPLING_GROUPS", "ROLLOUT_GROUPS", "DRAW_LIMIT_FACTOR") and \
+            v["DRAW_LIMIT_FACTOR"] * v["ROLLOUT_GROUPS"] < v["OVER_SAMPLING_GROUPS"]:
+        least = -(-v["OVER_SAMPLING_GROUPS"] // v["ROLLOUT_GROUPS"])
+        out.append(_err("DRAW_LIMIT_FACTOR",
+                        f"DRAW_LIMIT_FACTOR={v['DRAW_LIMIT_FACTOR']} x ROLLOUT_GROUPS={v['ROLLOUT_GROUPS']} is below "
+                        f"OVER_SAMPLING_GROUPS={v['OVER_SAMPLING_GROUPS']}, the groups every step draws first "
+                        f"(set DRAW_LIMIT_FACTOR to at least {least})"))
     if has("SHOPSIM_SLOTS", "SHOPSIM_EPISODE_CONCURRENCY") and \
             v["SHOPSIM_SLOTS"] < v["SHOPSIM_EPISODE_CONCURRENCY"]:
         out.append(_err("SHOPSIM_SLOTS",

@@ -1,5 +1,6 @@
 """Task files (M19): TRAIN_TASKS and VAL_TASKS exist, every line is a valid `task`
-(pyhelpers/schemas/task.schema.json), each file holds its own split, and the two are disjoint."""
+(pyhelpers/schemas/task.schema.json), each file holds its own split, the two are disjoint, and
+every train line carries the `messages` prompt slime's Dataset reads (pyhelpers/tasks/files.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
 from pyhelpers.jsonfiles import validation_errors
+from pyhelpers.tasks.files import slime_prompt_problem
 
 SHOWN = 5  # errors listed per file; the rest are counted
 MISSING = ("build the task files as docs/training.md describes, or copy data/ from the old machine "
@@ -36,6 +38,8 @@ def scan(path: Path, split: str) -> tuple[list[str], set[str], int]:
                 continue
             if obj["split"] != split:
                 errors.append(f"{where}: split {obj['split']!r} in the {split} file")
+            if split == "train" and slime_prompt_problem(obj):  # slime reads TRAIN_TASKS itself
+                errors.append(f"{where}: {slime_prompt_problem(obj)}")
             if obj["task_id"] in ids:
                 errors.append(f"{where}: task_id {obj['task_id']!r} repeated")
             ids.add(obj["task_id"])

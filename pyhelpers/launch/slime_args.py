@@ -13,9 +13,6 @@ from pyhelpers.config.load import Config
 from pyhelpers.launch import gpu_topology, ray_ports, slime_flags
 from pyhelpers.run.layout import RunLayout
 
-# slime's filter that keeps groups whose rewards are not all equal (M10).
-NONZERO_STD_FILTER = "slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std"
-
 # GRPO settings (docs/training.md says why): no KL term (as the ShopSimulator paper's RL), clip-higher.
 ALGORITHM = [
     "--advantage-estimator", "grpo", "--kl-coef", "0.0", "--entropy-coef", "0.0",
@@ -45,7 +42,7 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         "--num-rollout", str(lay.num_rollout(r)), "--rollout-shuffle",
         "--rollout-batch-size", cfg["ROLLOUT_GROUPS"], "--n-samples-per-prompt", cfg["SAMPLES_PER_GROUP"],
         "--over-sampling-batch-size", cfg["OVER_SAMPLING_GROUPS"],
-        "--dynamic-sampling-filter-path", NONZERO_STD_FILTER, "--global-batch-size", cfg["GLOBAL_BATCH_SIZE"],
+        "--global-batch-size", cfg["GLOBAL_BATCH_SIZE"],
         "--max-tokens-per-gpu", cfg["MAX_TOKENS_PER_GPU"], "--use-dynamic-batch-size",
         "--rollout-max-response-len", cfg["ROLLOUT_MAX_RESPONSE_LEN"],
         "--rollout-max-context-len", cfg["ROLLOUT_MAX_CONTEXT_LEN"],

@@ -40,7 +40,7 @@ SLIME_TRAIN_FLAGS = frozenset({
     "--sglang-mem-fraction-static",
     # plugin hooks (the rollout plugin publishes which it needs)
     "--custom-config-path", "--custom-generate-function-path", "--rollout-function-path",
-    "--custom-rm-path", "--custom-rollout-log-function-path",
+    "--custom-rm-path", "--custom-rollout-log-function-path", "--custom-reward-post-process-path",
     # eval is the toolkit's own (val/gate after each round)
     "--skip-eval-before-train",
     # W&B (M17): never --wandb-key

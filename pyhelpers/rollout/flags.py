@@ -5,26 +5,35 @@ Checked against slime v0.3.1 (624b824): every flag is in pyhelpers/launch/slime_
 
 - `--rollout-function-path pyhelpers.rollout.rollout.generate_rollout`: our per-step wrapper around
   slime's own `slime.rollout.sglang_rollout.generate_rollout`. It knows the step's rollout id
-  (the spool record id needs it; `Sample.rollout_id` is not the step), waits for the step's
-  full-skill retries, and returns `rollout/shopsim/*` in `RolloutFnTrainOutput.metrics`, which
-  slime logs on `rollout/step` together with its own `rollout/*` figures.
+  (the spool record id needs it; `Sample.rollout_id` is not the step), counts the groups the step
+  draws, waits for the step's full-skill retries, and returns `rollout/shopsim/*` in
+  `RolloutFnTrainOutput.metrics`, which slime logs on `rollout/step` together with its own
+  `rollout/*` figures.
 - `--custom-generate-function-path pyhelpers.rollout.generate.generate`: one multi-turn
   ShopSimulator episode per Sample inside slime's default loop (over-sampling, dynamic filter,
   abort of the over-sampled rest all stay slime's).
-- `--input-key instruction --label-key task_id`: slime's Dataset reads the task JSONL
-  (schemas/task.schema.json) so that `Sample.prompt` is the instruction and `Sample.label` the
-  task id; the plugin maps the task id to its ShopSimulator index through the task file.
+- `--dynamic-sampling-filter-path pyhelpers.rollout.groups.keep_group`: slime's non-zero-std filter
+  over the episodes slime trains on, with a bound on the groups one step draws (groups.py says why).
+- `--custom-reward-post-process-path pyhelpers.rollout.groups.normalized_rewards`: slime's GRPO
+  group normalisation without the removed (FAILED/ABORTED) episodes (groups.py).
+- `--input-key messages --label-key task_id`: slime's Dataset reads the task JSONL
+  (schemas/task.schema.json): `Sample.prompt` is the line's `messages` list -- a list because
+  Qwen3.5 has a processor and slime's Dataset asserts one then (pyhelpers/tasks/files.py) -- and
+  `Sample.label` the task id; the plugin maps the task id to the task record and builds the prompt.
 
 Not here, because they come from the configuration: `--prompt-data <TRAIN_TASKS>` and
-`--custom-config-path <round dir>/slime.yaml` (the loop's own flags), and the dynamic-sampling
-flags (launch_args.py). No `--apply-chat-template`: the plugin renders the chat template itself.
+`--custom-config-path <round dir>/slime.yaml` (the loop's own flags), and the over-sampling sizes
+(pyhelpers/launch/slime_args.py). No `--apply-chat-template`: the plugin renders the chat template
+itself, once per episode (pyhelpers/policy/prompt_builder.py).
 """
 
 from __future__ import annotations
 
 ROLLOUT_FUNCTION = "pyhelpers.rollout.rollout.generate_rollout"
 GENERATE_FUNCTION = "pyhelpers.rollout.generate.generate"
-INPUT_KEY = "instruction"
+DYNAMIC_FILTER = "pyhelpers.rollout.groups.keep_group"
+REWARD_POST_PROCESS = "pyhelpers.rollout.groups.normalized_rewards"
+INPUT_KEY = "messages"  # pyhelpers.tasks.files.SLIME_PROMPT_KEY (this module imports nothing)
 LABEL_KEY = "task_id"
 
 
@@ -33,6 +42,8 @@ def plugin_flags() -> list[str]:
     return [
         "--rollout-function-path", ROLLOUT_FUNCTION,
         "--custom-generate-function-path", GENERATE_FUNCTION,
+        "--dynamic-sampling-filter-path", DYNAMIC_FILTER,
+        "--custom-reward-post-process-path", REWARD_POST_PROCESS,
         "--input-key", INPUT_KEY,
         "--label-key", LABEL_KEY,
     ]

@@ -56,6 +56,10 @@ class Step:
     spool_errors: int = 0
     spool_deferred: int = 0    # infra error, or step abandoned: no record (retry.py says why)
     unknown_slots_freed: int = 0  # failed resets that may have taken a slot, freed at the step's end
+    groups_drawn: int = 0      # groups slime took from the data source this step (all draws)
+    groups_kept: int = 0       # groups in the step's training batch
+    groups_kept_equal: int = 0  # of those, groups whose trained rewards are all equal (no gradient)
+    draw_limit_reached: bool = False  # DRAW_LIMIT_FACTOR stopped further draws (groups.keep_group)
     closing: bool = False      # set when slime's loop is done: queued retries give up
     abandoned: bool = False    # slime's loop raised (the job is being stopped): the step replays
     tasks: set = field(default_factory=set)  # background retry tasks (asyncio.Task)
@@ -109,7 +113,10 @@ def summarize(step: Step) -> dict[str, float]:
                              "failures": step.failures, "retries": len(step.retries),
                              "retry_skipped": step.retry_skipped, "spool_written": step.spool_written,
                              "spool_existing": step.spool_existing, "spool_errors": step.spool_errors,
-                             "spool_deferred": step.spool_deferred, "unknown_slots_freed": step.unknown_slots_freed}
+                             "spool_deferred": step.spool_deferred, "unknown_slots_freed": step.unknown_slots_freed,
+                             "groups_drawn": step.groups_drawn, "groups_kept": step.groups_kept,
+                             "groups_kept_equal": step.groups_kept_equal,
+                             "draw_limit_reached": float(step.draw_limit_reached)}
     for reason in TERMINATIONS:
         out[f"termination/{reason}"] = sum(e.termination == reason for e in eps)
     optional = {
@@ -120,6 +127,7 @@ def summarize(step: Step) -> dict[str, float]:
         "turns_mean": _mean([float(e.turns) for e in scored]),
         "turns_max": max((e.turns for e in scored), default=None),
         "retry_rate": len(step.retries) / step.failures if step.failures else None,
+        "keep_ratio": step.groups_kept / step.groups_drawn if step.groups_drawn else None,
         "retry_success": _mean([float(r.success) for r in step.retries]),
         "slot_wait_mean_s": _mean([e.slot_wait_s for e in eps if e.termination != "aborted"]),
         "slot_wait_max_s": max((e.slot_wait_s for e in eps), default=None),

@@ -9,7 +9,10 @@ once per step (via slime.rollout.base_types.call_rollout_fn) and logs the return
 2. opens the step's metrics (`metrics.begin`): generate calls add their episodes to it, and the
    spool record ids take the step's rollout id from it;
 3. runs slime's own `slime.rollout.sglang_rollout.generate_rollout` unchanged: over-sampling,
-   the dynamic-sampling filter, the abort of the rest, all slime's, with our generate per Sample;
+   the dynamic-sampling filter (ours: groups.keep_group), the abort of the rest, all slime's, with
+   our generate per Sample; the data source it gets counts the groups the step draws (slime's loop
+   takes `data_source.get_samples`, slime 624b824 slime/rollout/sglang_rollout.py:646), which
+   the filter's draw limit and rollout/shopsim/groups_* read;
 4. drains the step's full-skill retries on slime's event loop (retry.drain), even when slime's
    loop raised -- then the step is abandoned (it replays after a resume): unfinished retries are
    cancelled at once and write no record, so the replay's complete records win;
@@ -30,7 +33,7 @@ from typing import Any
 
 from pyhelpers.jsonfiles import write_json_atomic
 from pyhelpers.procs import procfs
-from pyhelpers.rollout import data_state, engines, metrics, retry, runtime, settings, slime_compat
+from pyhelpers.rollout import data_state, engines, groups, metrics, retry, runtime, settings, slime_compat
 from pyhelpers.run.layout import RoundFiles
 
 
@@ -43,19 +46,37 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     step = metrics.begin(int(rollout_id))
     data_state.restore(args, int(rollout_id), data_source)
     try:
-        output = default(args, rollout_id, data_source, evaluation=False)
+        output = default(args, rollout_id, _Counted(data_source, step), evaluation=False)
     except BaseException:  # SystemExit too: Ray's SIGTERM handler raises it when the job is stopped
         step.abandoned = True
         raise
     finally:
         slime_compat.run_on_slime_loop(_finish(step, s.retry_drain_timeout_s, runtime.router_url(args)))
     data_state.record(args, int(rollout_id), data_source)
+    batch = output.samples if hasattr(output, "samples") else output
+    step.groups_kept = len(batch)
+    step.groups_kept_equal = sum(not groups.varied(args, g) for g in batch)
     figures = metrics.summarize(step)
     metrics.append_jsonl(s.metrics_path, s.round, int(rollout_id), figures)
     if not hasattr(output, "metrics"):  # a legacy bare list of groups
         return slime_compat.train_output(output, figures)
     output.metrics = {**(output.metrics or {}), **figures}
     return output
+
+
+class _Counted:
+    """slime's data source, counting in the step the groups handed out (buffer refills included)."""
+
+    def __init__(self, inner: Any, step: metrics.Step):
+        self._inner, self._step = inner, step
+
+    def get_samples(self, num_samples: int) -> list:
+        drawn = self._inner.get_samples(num_samples)
+        self._step.groups_drawn += len(drawn)
+        return drawn
+
+    def __getattr__(self, name: str) -> Any:  # add_samples (aborted partial groups go back)
+        return getattr(self._inner, name)
 
 
 def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:

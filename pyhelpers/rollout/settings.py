@@ -44,6 +44,7 @@ class PluginSettings:
     skill_token_budget: int            # SKILL_TOKEN_BUDGET
     tokenizer_path: str = ""           # HF model dir of the policy; "" = slime's --hf-checkpoint
     policy_model: str = ""             # recorded in spool records (policy.model)
+    draw_limit_factor: int = 4         # DRAW_LIMIT_FACTOR: a step draws <= this x ROLLOUT_GROUPS groups
     # Not knobs (defaults fit the real stack; tests shorten them):
     shopsim_timeout_s: float = 60.0    # one interact/release request
     shopsim_reset_timeout_s: float = 90.0  # one reset (> pack_api's own 5 x 5 s wait for a slot)
@@ -73,6 +74,9 @@ class PluginSettings:
         if self.rollout_max_response_len >= self.rollout_max_context_len:
             bad("rollout_max_response_len", "ROLLOUT_MAX_RESPONSE_LEN must be below ROLLOUT_MAX_CONTEXT_LEN",
                 "raise ROLLOUT_MAX_CONTEXT_LEN or lower ROLLOUT_MAX_RESPONSE_LEN")
+        if self.draw_limit_factor < 1:
+            bad("draw_limit_factor", f"DRAW_LIMIT_FACTOR must be at least 1, got {self.draw_limit_factor}",
+                "fix DRAW_LIMIT_FACTOR (default 4)")
         if self.skill_token_budget < 0:
             bad("skill_token_budget", "SKILL_TOKEN_BUDGET must be >= 0", "fix SKILL_TOKEN_BUDGET")
         if not self.round_dir or not self.tasks_path or not self.shopsim_url:
@@ -186,6 +190,7 @@ def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
         "reward": cfg["REWARD"],
         "retry_trains": 1 if cfg.flag("RETRY_TRAINS") else 0,
         "skill_token_budget": cfg.int("SKILL_TOKEN_BUDGET"),
+        "draw_limit_factor": cfg.int("DRAW_LIMIT_FACTOR"),
         "tokenizer_path": str(cfg.path("HF_MODEL")),
         "policy_model": Path(cfg["HF_MODEL"]).name,
     }

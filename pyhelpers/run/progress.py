@@ -99,13 +99,18 @@ def estimate(evs: list[dict], rounds: int, steps: int, r: int, stage: str, steps
 
 
 def step_words(m: dict) -> str:
-    """The step's figures: episodes played, kept/drawn groups when dynamic sampling reports them,
-    success rate."""
+    """The step's figures: episodes played, kept/drawn groups when dynamic sampling reports them
+    (with the kept groups that teach nothing, and whether the draw limit stopped the step: docs/
+    training.md, "Dynamic sampling"), success rate."""
     parts = []
     if m.get(PREFIX + "episodes") is not None:
         parts.append(f"{int(m[PREFIX + 'episodes'])} episodes")
     if m.get(PREFIX + "groups_kept") is not None and m.get(PREFIX + "groups_drawn") is not None:
-        parts.append(f"groups kept {int(m[PREFIX + 'groups_kept'])} of {int(m[PREFIX + 'groups_drawn'])}")
+        notes = [f"{int(m[PREFIX + 'groups_kept_equal'])} without reward variance"] \
+            if m.get(PREFIX + "groups_kept_equal") else []
+        notes += ["draw limit reached"] if m.get(PREFIX + "draw_limit_reached") else []
+        parts.append(f"groups kept {int(m[PREFIX + 'groups_kept'])} of {int(m[PREFIX + 'groups_drawn'])}"
+                     + (f" ({', '.join(notes)})" if notes else ""))
     if m.get(PREFIX + "success_rate") is not None:
         parts.append(f"success {100 * m[PREFIX + 'success_rate']:.1f}%")
     return ", ".join(parts)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.tasks.files import SLIME_PROMPT_KEY, slime_prompt
 
 SOURCE_FIX = "use ShopSimulator's published fine_items_* files (JSON array or JSONL, optionally .gz)"
 SUFFIXES = (".json", ".jsonl", ".json.gz", ".jsonl.gz")
@@ -179,7 +180,8 @@ def task_record(goal: Goal, idx: int, split: str, scenario: str) -> dict:
             "split": split, "scenario": scenario, "instruction": ins["instruction"],
             "instruction_simple": str(ins.get("instruction_simple") or ""),
             "attributes": [str(a) for a in goal.attributes], "goal_options": ins.get("instruction_options", []),
-            "asin": str(rec["asin"]), "category": str(rec.get("category", ""))}
+            "asin": str(rec["asin"]), "category": str(rec.get("category", "")),
+            SLIME_PROMPT_KEY: slime_prompt(ins["instruction"])}
     if scenario == "persona":
         persona = rec.get("user_persona") if isinstance(rec.get("user_persona"), dict) else {}
         task["persona"] = {k: v for k, v in persona.items() if k != "__reasoning__"} or None

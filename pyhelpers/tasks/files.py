@@ -15,6 +15,26 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import validation_errors, write_bytes_atomic
 
 FIX = "rebuild it with `pyhelpers data build`; schema: pyhelpers/schemas/task.schema.json"
+# The field slime's Dataset reads as each Sample's prompt (--input-key, pyhelpers/rollout/flags.py).
+# Qwen3.5 is an image-text model: transformers hands slime a processor for it, and slime's Dataset
+# then asserts that every prompt is a list of messages (slime 624b824, slime/utils/data.py:259-264),
+# before the first rollout. The plugin never uses it: it builds its own prompt from the task record.
+SLIME_PROMPT_KEY = "messages"
+
+
+def slime_prompt(instruction: str) -> list[dict]:
+    """The `messages` value of a task line: the instruction as one user message."""
+    return [{"role": "user", "content": instruction}]
+
+
+def slime_prompt_problem(task: dict) -> str | None:
+    """Why slime could not read this task line's prompt, or None."""
+    value = task.get(SLIME_PROMPT_KEY)
+    if isinstance(value, list) and value:
+        return None
+    return (f"no `{SLIME_PROMPT_KEY}` list: slime's Dataset takes each prompt from it (--input-key "
+            f"{SLIME_PROMPT_KEY}) and asserts a list for Qwen3.5; task files built before that field existed lack it")
+
 
 
 def parse_task_line(line: str, where: str) -> dict:
@@ -76,3 +96,14 @@ def write_tasks(path: Path, tasks: list[dict]) -> None:
         if errs:
             raise ToolkitError("invalid task", f"{path} line {n} (not written): {errs[0]}", "this is a bug in the builder")
     write_bytes_atomic(Path(path), dumps_tasks(tasks))
+
+
+def check_slime_prompts(path: Path) -> None:
+    """Every line of TRAIN_TASKS is a valid task carrying the prompt slime reads (checked before
+    the job starts: slime would stop at its first rollout-less assertion instead)."""
+    load_tasks(path)
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        problem = slime_prompt_problem(json.loads(line)) if line.strip() else None
+        if problem:
+            raise ToolkitError(problem, f"{path} line {n}",
+                               "rebuild the task files with `pyhelpers data build` (docs/training.md, Task data)")

@@ -44,6 +44,7 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.tokens import counter_for
+from pyhelpers.tasks.files import check_slime_prompts
 
 if TYPE_CHECKING:
     from pyhelpers.loop.loop import Loop
@@ -66,6 +67,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 def prepare(loop: Loop, r: int) -> None:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
+    check_slime_prompts(cfg.path("TRAIN_TASKS"))  # slime would stop on it only after placement
     for d in (lay.spool(r), lay.candidates(r), lay.stage_record(r, "train").parent):
         d.mkdir(parents=True, exist_ok=True)
     if r == 0 and not lay.bank_in(0).is_file():
