@@ -72,6 +72,6 @@ def convert_samples_to_train_data(args, samples):
 
 
 def advantages(args, train_data):
-    if getattr(args, "advantage_estimator", "grpo") not in STD_NORMALIZED:
-        raise NotImplementedError("slime stub: only the grpo-family advantage is modelled")
+    if getattr(args, "advantage_estimator", "grpo") not in STD_NORMALIZED or getattr(args, "normalize_advantages", False):
+        raise NotImplementedError("slime stub: only the grpo-family advantage, without --normalize-advantages")
     return [[float(r)] * n for r, n in zip(train_data["rewards"], train_data["response_lengths"], strict=True)]
