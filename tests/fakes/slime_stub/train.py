@@ -34,9 +34,11 @@ slime/backends/megatron_utils/checkpoint.py):
    (HF weights without the visual tower, as slime's saver), then the data source's state.
 
 Sampling: the engine draws every episode on its own (fake_sglang --fake-sampling episode), as
-temperature sampling does, so a group can be all-equal and slime's dynamic filter can drop it. As in
-slime, deterministic inference (group member k gets sampling_seed rollout_seed + k) is on only with
---sglang-enable-deterministic-inference (SGLang's flag, default off).
+temperature sampling does, so a group can be all-equal and slime's dynamic filter can drop it. The
+draw is keyed by slime's per-member sampling_seed (rollout_seed + k), which slime sends only under
+deterministic inference (--sglang-enable-deterministic-inference, default off in slime): the stand-in
+turns it on by default so that a replayed step (stop, resume) plays exactly as the first time --
+tests compare those runs. Without seeds the fake draws in arrival order (tests/fakes/README.md).
 
 Test-only environment: FAKE_SLIME_CRASH_AT=<rollout id> (with FAKE_SLIME_CRASH_KIND nccl | oom |
 flag, and FAKE_SLIME_CRASH_ONCE=<marker file>: crash only while the marker is absent, then create
@@ -115,7 +117,7 @@ def parse(argv: list[str]) -> Namespace:
                     rollout_skip_special_tokens=False, sglang_server_concurrency=512, rollout_seed=42,
                     metadata_key="metadata", input_key="input", label_key=None, rollout_shuffle=False,
                     apply_chat_template=False, advantage_estimator="grpo", custom_reward_post_process_path=None,
-                    sglang_enable_deterministic_inference=False,
+                    sglang_enable_deterministic_inference=True,  # slime: False (module doc)
                     over_sampling_batch_size=None, save_hf=None, use_wandb=False, load=None,
                     no_load_optim=False, no_save_optim=False, start_rollout_id=None, colocate=False,
                     rollout_global_dataset=True)
