@@ -239,17 +239,20 @@ def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
     assert step_words(rec) == "groups kept 16 of 64 (3 without reward variance, draw limit reached), success 75.0%"
 
 
-def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_state(toolkit_env):
+def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_state(toolkit_env, tmp_path):
     """`make resume` into a train stage prints what slime will do with the tracked save (the
     rotation's notes say the same)."""
     from pyhelpers.config import load as config
     from pyhelpers.loop.stages import train
     from pyhelpers.run.layout import from_config
     from pyhelpers.skills.bank import empty_bank, write_bank
+    from pyhelpers.tasks.files import slime_prompt, write_tasks
 
-    cfg = config.load()
+    cfg = config.load({**toolkit_env, "TRAIN_TASKS": str(tmp_path / "train.jsonl")})
     lay = from_config(cfg)
     last = lay.last_iteration(0)
+    write_tasks(cfg.path("TRAIN_TASKS"), [{"task_id": "t0", "shopsim_idx": 0, "split": "train", "instruction": "买鞋",
+                                           "messages": slime_prompt("买鞋")}])  # prepare checks it first
     write_bank(lay.bank_in(1), empty_bank(1))  # round 0's inject ran
     write_checkpoint(lay.megatron, last)
     (lay.megatron / "rollout" / f"global_dataset_state_dict_{last}.pt").unlink()
