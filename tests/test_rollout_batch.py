@@ -164,8 +164,8 @@ def test_a_step_of_all_equal_groups_ends_within_its_draw_limit(failing_stack, to
 
 
 def test_training_engine_draws_each_episode_so_a_group_can_be_all_equal(tmp_path):
-    """The stand-in no longer hides stalls: slime's training engines sample each episode (the stub
-    starts fake_sglang with --fake-sampling episode and no deterministic inference)."""
+    """The stand-in no longer hides stalls: the training engine draws each episode on its own (the
+    stub starts fake_sglang with --fake-sampling episode; no stratification over group members)."""
     fx = write_shop_fixture(tmp_path / "shop", n_tasks=2, n_eval=0, base_success=0.5, seed=3)
     st = Stack(tmp_path, slots=4, fixture=fx, tokenizer=build_tokenizer(tmp_path / "tok"), sampling="episode")
     try:
