@@ -159,11 +159,10 @@ def test_a_job_dying_mid_step_keeps_its_spool_records_and_the_replay_finds_every
     as they were, the restarted job gets every slot back, and the replayed steps write nothing twice."""
     import json
 
-    from support.rollout_stack import free_port
-
     marker = tmp_path / "crashed-once"
-    ports = {k: str(free_port()) for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")}
-    env = rehearse_env(tmp_path, rehearsal_world, **ports, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
+    # Ports: rehearse_env's own block below the kernel's ephemeral range (a kernel-chosen port, as
+    # free_port() returns, can be taken again by an outgoing connection before Ray binds it).
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
                        FAKE_SLIME_CRASH_AFTER_S="1", FAKE_SLIME_CRASH_ONCE=str(marker), FAKE_SLIME_CRASH_KIND="nccl",
                        FAKE_SGLANG_LATENCY_MS="250", SHOPSIM_SLOTS="16", SHOPSIM_EPISODE_CONCURRENCY="16")
     run = Run(tmp_path / "runs")

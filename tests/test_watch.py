@@ -67,8 +67,9 @@ def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_t
     assert "slime job      succeeded; Ray is stopped" in st
 
 
-STEP_LINE = (r"^\d\d:\d\d:\d\d driver +round {r} \({n} of 2\) train: step {k}/2 done: \d+ episodes, success [\d.]+%, "
-             r"step \d+:\d\d; ETA round \d+:\d\d, run \d+:\d\d")
+# Dynamic sampling's kept/drawn groups stand between the episodes and the success rate.
+STEP_LINE = (r"^\d\d:\d\d:\d\d driver +round {r} \({n} of 2\) train: step {k}/2 done: \d+ episodes, "
+             r"groups kept \d+ of \d+( \([^)]*\))?, success [\d.]+%, step \d+:\d\d; ETA round \d+:\d\d, run \d+:\d\d")
 
 
 def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_the_episodes(tmp_path, rehearsal_world):
