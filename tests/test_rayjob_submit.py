@@ -11,6 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from support.http import reply
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import rayjob
@@ -36,11 +37,7 @@ class JobApiStandIn:
                     self.connection.shutdown(2)
                     return
                 status, text = step
-                data = text.encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                reply(self, status, text.encode())
 
             def log_message(self, *a):
                 pass

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from conftest import ROOT, _knob_names
 
+from support.http import reply
+
 WANDB_KEY = "wk-rehearsal-SECRET-7f3a9c21e5"
 DASHSCOPE_KEY = "sk-rehearsal-SECRET-b81e44d0aa"
 KEYS = (WANDB_KEY, DASHSCOPE_KEY)
@@ -255,11 +257,7 @@ class Hook:
                 if hang:
                     hook.closing.wait(120)
                     return
-                data = b'{"ok": true}'
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                reply(self, 200, b'{"ok": true}')
 
             def log_message(self, *a):
                 pass
