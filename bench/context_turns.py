@@ -37,15 +37,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
+from arglists import ints  # noqa: E402  (bench/, also when run through runpy)
 
 FILLER = ("先看看页面上的商品，标题里有颜色和尺码，价格要在预算以内。The option list shows size and color; "
           "compare the price with the budget before clicking. ")
 ANSWER = "Thought: 这个商品符合要求，先选规格。\nAction: click[b0001]"
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -55,8 +53,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--response", type=int, default=4096, help="ROLLOUT_MAX_RESPONSE_LEN")
     p.add_argument("--max-turns", type=int, default=20, help="MAX_TURNS")
     p.add_argument("--skills", type=int, default=1024, help="skills block size, tokens (SKILL_TOKEN_BUDGET)")
-    p.add_argument("--reasoning", type=_ints, default=[0, 256, 1024, 2048], help="reasoning tokens per turn")
-    p.add_argument("--page", type=_ints, default=[400, 1200], help="observation tokens per turn")
+    p.add_argument("--reasoning", type=ints, default=[0, 256, 1024, 2048], help="reasoning tokens per turn")
+    p.add_argument("--page", type=ints, default=[400, 1200], help="observation tokens per turn")
     p.add_argument("--spool", type=Path, help="a spool dir: use the median observation of its records")
     p.add_argument("--json", action="store_true", help="print the rows as JSON lines")
     return p.parse_args(argv)

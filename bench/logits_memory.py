@@ -36,6 +36,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from arglists import ints  # noqa: E402  (bench/, also when run through runpy)
+
 from pyhelpers.capacity import gpumem as memplan  # noqa: E402  (stdlib-only; package __init__s import nothing)
 
 VARIANTS = ("reference", "reference-chunked", "reference-recompute", "slime", "slime-chunked",
@@ -43,14 +46,10 @@ VARIANTS = ("reference", "reference-chunked", "reference-recompute", "slime", "s
 NEEDS_TORCH = "torch with CUDA is required"
 
 
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tokens", type=_ints, default=list(memplan.TABLE_TOKENS), help="comma list of T")
-    p.add_argument("--tp", type=_ints, default=list(memplan.TABLE_TP), help="comma list of TP sizes")
+    p.add_argument("--tokens", type=ints, default=list(memplan.TABLE_TOKENS), help="comma list of T")
+    p.add_argument("--tp", type=ints, default=list(memplan.TABLE_TP), help="comma list of TP sizes")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma list of " + ", ".join(VARIANTS))
     p.add_argument("--chunk", type=int, default=1024, help="rows per chunk for the chunked variants")
     p.add_argument("--out", type=Path, help="directory for logits_memory.json and logits_memory.md")
