@@ -143,7 +143,7 @@ class ChatClient:
                 last = exc
                 if attempt == self.retries:
                     break
-                delay = backoff_delay(attempt, self.backoff, self.backoff_max, exc.retry_after)
+                delay = backoff_delay(attempt, self.backoff, cap=self.backoff_max, retry_after=exc.retry_after)
                 log.warning("request failed (%s: %s); retry %d/%d in %.2fs", exc.kind, exc.reason,
                             attempt + 1, self.retries, delay)
                 if not clock.wait(delay):

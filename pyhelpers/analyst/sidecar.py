@@ -132,8 +132,8 @@ class Sidecar:
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _publish(self) -> None:
-        self.stats.update(self.ledger.totals(), self.budget.calls, self.s.max_calls,
-                          self.ledger.pending_count())
+        self.stats.update(self.ledger.totals(), self.budget.calls, max_calls=self.s.max_calls,
+                          pending=self.ledger.pending_count())
         self.stats.save()
         metrics = self.stats.metrics()
         if self.wb is not None and metrics != self._logged:  # log a row only when a total changed
@@ -187,7 +187,7 @@ class Sidecar:
         try:
             if not self.lock.acquire(self.clock, wait=self.drain):
                 log.error("another analyst holds %s; not starting a second one", self.lock.path)
-                return Outcome(EXIT_LOCKED, "locked", -1, {})
+                return Outcome(EXIT_LOCKED, "locked", left=-1, stats={})
             try:
                 return self._run_locked()
             finally:
@@ -238,7 +238,7 @@ class Sidecar:
             self.wb.finish(code)
         log.info("analyst done (%s): %d record(s) left, %d processed, %d call(s)", why, left,
                  len(self.ledger.processed), self.budget.calls)
-        return Outcome(code, why, left, self.stats.values)
+        return Outcome(code, why, left=left, stats=self.stats.values)
 
 
 def status(s: Settings) -> dict:
@@ -259,4 +259,4 @@ def run(settings: Settings, api_key: str, stop: threading.Event, drain: bool,
         wandb: WandbOptions | None = None) -> Outcome:
     """Run the analyst until `stop` is set (drain=False) or until nothing is left / the drain
     deadline passes (drain=True)."""
-    return Sidecar(settings, api_key, stop, drain, wandb).run()
+    return Sidecar(settings, api_key, stop=stop, drain=drain, wandb=wandb).run()

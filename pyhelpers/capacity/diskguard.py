@@ -108,12 +108,12 @@ def need(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_byt
         raise ValueError(stage)
     margin = int(cfg.float("DISK_MARGIN_GB") * diskplan.GB)
     where = cfg.path("TRAIN_SAVE")
-    return Need(stage, tuple(items), margin, free(where), where)
+    return Need(stage, tuple(items), margin=margin, free=free(where), where=where)
 
 
 def check(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_bytes) -> Need:
     """Refuse (ToolkitError) when the stage's writes do not fit; nothing is deleted."""
-    n = need(cfg, lay, stage, free)
+    n = need(cfg, lay, stage, free=free)
     if not n.fits:
         raise ToolkitError(f"not enough disk space to {stage}: {n.explain()}", f"TRAIN_SAVE={n.where}",
                            f"free {diskplan.gb(n.total - n.free)} on that disk (e.g. old runs under TRAIN_SAVE, "

@@ -50,7 +50,7 @@ class Sizes:
 
 def sizes(params: int = DEFAULT_PARAMS, save_optim: bool = False, source: str = "architecture §7 default") -> Sizes:
     per = OPTIM_BYTES if save_optim else WEIGHT_BYTES
-    return Sizes(params, source, save_optim, params * per, params * WEIGHT_BYTES)
+    return Sizes(params, source, save_optim=save_optim, checkpoint=params * per, hf_export=params * WEIGHT_BYTES)
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def round_plan(sz: Sizes, margin_gb: float, held_bytes: int = 0) -> Plan:
         ("save", 2 * c + h, f"new checkpoint {c_} + old checkpoint {c_} + old HF export {h_}"),
         ("export", c + 2 * h, f"checkpoint {c_} + old HF export {h_} + new HF export {h_}"),
     )
-    return Plan(sz, stages, max(n for _, n, _ in stages), held_bytes, int(margin_gb * GB))
+    return Plan(sz, stages, peak=max(n for _, n, _ in stages), held=held_bytes, margin=int(margin_gb * GB))
 
 
 def fits(plan: Plan, free_bytes: int) -> bool:

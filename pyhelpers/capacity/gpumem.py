@@ -211,7 +211,7 @@ def plan(tokens: int, tp: int, num_gpus: int, model: Model = QWEN35_4B, path: st
         "activations": per_layer * model.hidden * model.layers * tokens // tp,
         "runtime": RUNTIME_BYTES,
     }
-    return Plan(model.name, tokens, tp, dp, v, path, step, terms)
+    return Plan(model.name, tokens, tp=tp, dp=dp, vocab_rank=v, path=path, peak_step=step, terms=terms)
 
 
 def table(num_gpus: int, tokens: tuple[int, ...] = TABLE_TOKENS, tps: tuple[int, ...] = TABLE_TP,
@@ -250,14 +250,14 @@ def verdict(max_tokens_per_gpu: int, max_context_len: int, tp: int, num_gpus: in
         raise ToolkitError(f"GPU_MEMORY_GB={gpu_gib} must be positive", "GPU_MEMORY_GB",
                            "set it to the GPU's memory, e.g. 80 for an A800 80GB")
     tokens = micro_batch_tokens(max_tokens_per_gpu, max_context_len)
-    p = plan(tokens, tp, num_gpus, model, **kw)
+    p = plan(tokens, tp, num_gpus, model=model, **kw)
     limit = int(gpu_gib * fraction * GIB)
     if p.total <= limit:
-        return Verdict(p, limit, True, None, None, None)
+        return Verdict(p, limit, fits=True, max_tokens_fit=None, tp_fit=None, warning=None)
     fit = next((t for t in range(tokens // TOKEN_STEP * TOKEN_STEP, 0, -TOKEN_STEP)
-                if plan(t, tp, num_gpus, model, **kw).total <= limit), None)
+                if plan(t, tp, num_gpus, model=model, **kw).total <= limit), None)
     tp_fit = next((k for k in (2, 4, 8, 16) if tp < k <= model.max_tp and num_gpus % k == 0
-                   and plan(tokens, k, num_gpus, model, **kw).total <= limit), None)
+                   and plan(tokens, k, num_gpus, model=model, **kw).total <= limit), None)
     head = (f"peak {p.total / GIB:.1f} GiB per GPU exceeds {limit / GIB:.1f} GiB "
             f"(MEMORY_WARN_FRACTION={fraction:g} x GPU_MEMORY_GB={gpu_gib:g})")
     fixes = []
@@ -275,4 +275,4 @@ def verdict(max_tokens_per_gpu: int, max_context_len: int, tp: int, num_gpus: in
         fixes.append(f"even {TOKEN_STEP} tokens per micro-batch do not fit at TP_SIZE={tp}: weights, grads "
                      f"and optimizer alone take {state / GIB:.1f} GiB; use more GPUs (NUM_GPUS) so TP and "
                      f"DP shard them, or offload the optimizer to the CPU")
-    return Verdict(p, limit, False, fit, tp_fit, f"WARN: {head}: {' or '.join(fixes)}")
+    return Verdict(p, limit, fits=False, max_tokens_fit=fit, tp_fit=tp_fit, warning=f"WARN: {head}: {' or '.join(fixes)}")

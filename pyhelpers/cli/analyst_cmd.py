@@ -68,7 +68,7 @@ def run(round_dir, drain, use_wandb, wandb_dir, round_no):
         opts = WandbOptions(project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"], mode=cfg["WANDB_MODE"],
                             dir=Path(wandb_dir or cfg.derived()["WANDB_DIR"]),
                             run_id=f"{cfg.run_name}-analyst-r{settings.round:03d}", config=settings.public())
-    outcome = sidecar.run(settings, key, stop, drain, opts)
+    outcome = sidecar.run(settings, key, stop=stop, drain=drain, wandb=opts)
     click.echo(json.dumps({"exit": outcome.code, "why": outcome.why, "left": outcome.left,
                            **{k: outcome.stats.get(k) for k in ("records_processed", "batches_ok",
                                                                  "batches_rejected", "proposals", "calls")}},

@@ -67,7 +67,7 @@ def val_cmd(round_dir, out_dir, resume, use_wandb, model_dir, server, shopsim, t
     round_no = RoundFiles(round_dir.resolve()).number if round_dir else None
     label = f"round-{round_no:03d}" if round_no is not None else ("baseline" if out_dir else round_dir.name)
     out = out_dir or RoundFiles(round_dir).val_dir
-    settings = _settings(cfg, model_dir, server, shopsim)
+    settings = _settings(cfg, model_dir, server=server, shopsim=shopsim)
     builder = val.load_builder(settings.tokenizer_dir)
     rnd.play_val(cfg, settings, builder, out=out, round_no=round_no, label=label, tasks_path=tasks_path, resume=resume,
                  echo=click.echo, progress=_progress(quiet))
@@ -94,7 +94,7 @@ def gate_cmd(round_dir, resume, use_wandb, model_dir, server, shopsim, tasks_pat
     from pyhelpers.evaluate import val
 
     cfg = config_mod.load()
-    settings = _settings(cfg, model_dir, server, shopsim)
+    settings = _settings(cfg, model_dir, server=server, shopsim=shopsim)
     rnd.play_gate(cfg, settings, lambda: val.load_builder(settings.tokenizer_dir), round_dir=round_dir,
                   tasks_path=tasks_path, resume=resume, echo=click.echo, progress=_progress(quiet))
     if use_wandb:

@@ -58,5 +58,5 @@ def migrate_machine(from_, profile):
                            "give the pack dir that make migrate-pack printed on the old machine, e.g. "
                            "make migrate-machine FROM=root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/<RUN>")
     cfg, lay = ctx()
-    raise SystemExit(fetch.migrate(cfg, lay, from_, dict(os.environ),
-                                   profile or cfg.get("DOCTOR_PROFILE") or "full", _echo))
+    raise SystemExit(fetch.migrate(cfg, lay, from_=from_, environ=dict(os.environ),
+                                   profile=profile or cfg.get("DOCTOR_PROFILE") or "full", echo=_echo))

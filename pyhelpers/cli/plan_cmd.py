@@ -70,8 +70,8 @@ def memory(as_json, path, recompute, strict):
     """
     v = _cfg_values(config_mod.load())
     kw = {"path": path, "recompute": recompute}
-    ver = memplan.verdict(v["MAX_TOKENS_PER_GPU"], v["ROLLOUT_MAX_CONTEXT_LEN"], v["TP_SIZE"], v["NUM_GPUS"],
-                          v["GPU_MEMORY_GB"], v["MEMORY_WARN_FRACTION"], **kw)
+    ver = memplan.verdict(v["MAX_TOKENS_PER_GPU"], v["ROLLOUT_MAX_CONTEXT_LEN"], tp=v["TP_SIZE"], num_gpus=v["NUM_GPUS"],
+                          gpu_gib=v["GPU_MEMORY_GB"], fraction=v["MEMORY_WARN_FRACTION"], **kw)
     other = "reference" if path == "slime" else "slime"
     alt = memplan.plan(ver.plan.tokens, ver.plan.tp, v["NUM_GPUS"], path=other, recompute=recompute)
     rows = memplan.table(v["NUM_GPUS"], **kw)
@@ -84,7 +84,7 @@ def memory(as_json, path, recompute, strict):
             "table": [p.as_dict() for row in rows for p in row if p is not None],
         }, indent=2, sort_keys=True))
     else:
-        _print_text(v, ver, alt, rows, recompute)
+        _print_text(v, ver, alt=alt, rows=rows, recompute=recompute)
     if strict and not ver.fits:
         raise SystemExit(1)
 

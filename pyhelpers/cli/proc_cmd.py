@@ -45,7 +45,7 @@ def proc_start(pids_dir, logs_dir, name, needs, command):
         --needs-port 127.0.0.1:5700 -- python -m shop_env.pack_api
     """
     addrs = [ports.parse_hostport(a, "--needs-port") for a in needs]
-    rec = procs.start(name, list(command), pids_dir, logs_dir, needs_ports=addrs)
+    rec = procs.start(name, list(command), pids_dir=pids_dir, logs_dir=logs_dir, needs_ports=addrs)
     click.echo(rec.pid)
 
 
@@ -68,7 +68,7 @@ def proc_stop(pids_dir, names, all_, grace, dry_run, missing_ok):
     """
     if bool(names) == all_:
         raise click.UsageError("give --name NAME (repeatable) or --all")
-    results = procs.stop_all(pids_dir, _knob(grace, "STOP_GRACE"), None if all_ else names, dry_run, missing_ok)
+    results = procs.stop_all(pids_dir, _knob(grace, "STOP_GRACE"), names=None if all_ else names, dry_run=dry_run, missing_ok=missing_ok)
     for r in results:
         click.echo(r.message)
     if not results:

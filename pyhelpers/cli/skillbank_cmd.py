@@ -162,7 +162,7 @@ def render_cmd(bank_path, view, mask, budget, as_json):
     budget = config_mod.load().int("SKILL_TOKEN_BUDGET") if budget is None else budget
     ids = [m for m in mask.split(",") if m] if view == "masked" else None
     try:
-        r = render(bank, view, budget, ids)
+        r = render(bank, view, budget, mask=ids)
     except ValueError as exc:
         raise ToolkitError(str(exc), str(bank_path), "use ids listed by `pyhelpers skillbank show`") from None
     if as_json:

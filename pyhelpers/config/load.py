@@ -58,7 +58,7 @@ def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
             doc.append(line.lstrip("#").strip())
         elif "=" in line and not line.startswith(" "):
             name = line.split("=", 1)[0].strip()
-            knobs[name] = Knob(name, values.get(name) or "", " ".join(doc), section, spec)
+            knobs[name] = Knob(name, values.get(name) or "", doc=" ".join(doc), section=section, type=spec)
             doc, spec = [], None
         else:
             doc, spec = [], None
@@ -118,7 +118,7 @@ class Config:
         except ValueError:
             raise ToolkitError(
                 f"{name}={raw!r} is not a whole number", self.sources.get(name, name),
-                f"set {name} to an integer, e.g. {name}={read_knobs().get(name, Knob(name, '1', '', '')).default}",
+                f"set {name} to an integer, e.g. {name}={read_knobs().get(name, Knob(name, '1', doc='', section='')).default}",
             ) from None
 
     def float(self, name: str) -> float:
@@ -232,4 +232,4 @@ def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
         if name in environ:
             values[name], sources[name] = environ[name], "environment"
     undeclared = tuple(sorted(set(dotenv) - set(knobs)))
-    return Config(_expand(values), sources, root, env_file, undeclared, env_errors)
+    return Config(_expand(values), sources, root=root, env_file=env_file, undeclared=undeclared, env_errors=env_errors)

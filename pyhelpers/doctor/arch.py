@@ -85,7 +85,7 @@ def check_arch(ctx: Context) -> list[Result]:
     libs = [("TE", p) for p in probe.get("te_libs") or []] + [("apex", p) for p in probe.get("apex_libs") or []]
     if not any(kind == "TE" for kind, _ in libs):
         return [result("arch", FAIL, "no TransformerEngine library found in the slime env",
-                       "install transformer-engine 2.16.1 into the slime env (env/conda/slime.yml)")]
+                       fix="install transformer-engine 2.16.1 into the slime env (env/conda/slime.yml)")]
     worst, lines, with_code = "ok", [], set()
     rank = {"ok": 0, "compat": 1, "ptx": 1, "missing": 2}
     for kind, lib in libs:
@@ -107,12 +107,12 @@ def check_arch(ctx: Context) -> list[Result]:
                f"pip install --no-build-isolation -v <apex source>`); add 80 / 8.0 to keep the A800 (env/conda/slime.yml)")
     missing_kinds = [k for k in ("TE", "apex") if k not in with_code]
     if worst == "missing":
-        return [result("arch", FAIL, f"TE/apex lack code for the GPU's {gpu_sm}", rebuild, lines + [SILENT])]
+        return [result("arch", FAIL, f"TE/apex lack code for the GPU's {gpu_sm}", fix=rebuild, details=lines + [SILENT])]
     if worst != "ok":
-        return [result("arch", WARN, f"TE/apex have no exact {gpu_sm} cubin (see details)", rebuild, lines)]
+        return [result("arch", WARN, f"TE/apex have no exact {gpu_sm} cubin (see details)", fix=rebuild, details=lines)]
     if missing_kinds:
         what = " and ".join(missing_kinds)
         return [result("arch", WARN, f"{gpu_sm} code found, but no {what} library with device code was found",
-                       "install apex (its amp_C / fused_layer_norm_cuda extensions) into the slime env",
-                       lines)]
+                       fix="install apex (its amp_C / fused_layer_norm_cuda extensions) into the slime env",
+                       details=lines)]
     return [result("arch", PASS, f"TE and apex contain {gpu_sm} code for the GPUs in use", details=lines)]

@@ -40,8 +40,8 @@ class Result:
                 "details": list(self.details)}
 
 
-def result(name: str, status: str, found: str, fix: str = "", details=()) -> Result:
-    return Result(name, status, found, fix, tuple(details))
+def result(name: str, status: str, found: str, *, fix: str = "", details=()) -> Result:
+    return Result(name, status, found=found, fix=fix, details=tuple(details))
 
 
 class CheckError(Exception):

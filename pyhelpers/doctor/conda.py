@@ -46,7 +46,7 @@ def check_conda(ctx: Context) -> list[Result]:
     sh = conda_sh(ctx)
     if not sh.is_file():
         return [result("conda", FAIL, f"conda not found: {sh} is missing (CONDA_ROOT={ctx.cfg['CONDA_ROOT']})",
-                       "set CONDA_ROOT to your conda install (the dir holding etc/profile.d/conda.sh); "
+                       fix="set CONDA_ROOT to your conda install (the dir holding etc/profile.d/conda.sh); "
                        "on a machine without the training image use `make doctor PROFILE=rehearse`")]
     found, missing = [], []
     for knob, what in (("SLIME_ENV", "training, M4"), ("SHOPSIM_ENV", "ShopSimulator, M6")):
@@ -54,7 +54,7 @@ def check_conda(ctx: Context) -> list[Result]:
         (found if (prefix / "conda-meta").is_dir() else missing).append(f"{knob}={ctx.cfg[knob]} ({what}): {prefix}")
     if missing:
         return [result("conda", FAIL, f"{sh} found; missing env(s): " + "; ".join(missing),
-                       "restore the system image that holds the envs (M18), or create them from "
+                       fix="restore the system image that holds the envs (M18), or create them from "
                        "env/conda/slime.yml and env/conda/shopsim.yml, or point SLIME_ENV/SHOPSIM_ENV at them",
                        details=found)]
     return [result("conda", PASS, f"{sh}; envs " + ", ".join(f.split(' (')[0] for f in found), details=found)]

@@ -55,14 +55,14 @@ def check_cudnn(ctx: Context) -> list[Result]:
     state, hooks = hook_state(ctx)
     if not (env_prefix(ctx, "SLIME_ENV") / "etc" / "conda" / "activate.d" / HOOK).is_file():
         return [result("cudnn", FAIL, f"cuDNN hook not installed: {hooks}",
-                       f"{INSTALL} (copies env/activate.d and env/deactivate.d/{HOOK} into the env)")]
+                       fix=f"{INSTALL} (copies env/activate.d and env/deactivate.d/{HOOK} into the env)")]
     probe = slime_probe(ctx)
     env, torch = probe.get("env") or {}, probe.get("torch") or {}
     wheel_dir = probe.get("cudnn_dir")
     wheel = next(((d, v) for d in CUDNN_DISTS if (v := (probe.get("dists") or {}).get(d))), None)
     if not wheel_dir or not wheel:
         return [result("cudnn", FAIL, "pip's cuDNN wheel not found in the slime env (no nvidia/cudnn package)",
-                       "pip install 'nvidia-cudnn-cu12==9.17.*' inside the activated slime env (env/slime.lock)")]
+                       fix="pip install 'nvidia-cudnn-cu12==9.17.*' inside the activated slime env (env/slime.lock)")]
     lib_dir = str(Path(wheel_dir) / "lib")
     first = (env.get("LD_LIBRARY_PATH") or "").split(":")[0]
     problems = []
@@ -86,10 +86,10 @@ def check_cudnn(ctx: Context) -> list[Result]:
     if problems:
         fix = INSTALL if state != "ok" else (
             f"{INSTALL} again, then check by hand: conda activate {ctx.cfg['SLIME_ENV']}; echo $LD_LIBRARY_PATH")
-        return [result("cudnn", FAIL, "; ".join(problems), fix + " (another activate.d script may reorder "
-                       "LD_LIBRARY_PATH after ours)", details)]
+        return [result("cudnn", FAIL, "; ".join(problems), fix=fix + " (another activate.d script may reorder "
+                       "LD_LIBRARY_PATH after ours)", details=details)]
     found = (f"LD_LIBRARY_PATH starts with {lib_dir}; CUDNN_PATH set; torch cuDNN {got} = "
              f"{wheel[0]} {wheel[1]}")
     if state != "ok":
-        return [result("cudnn", WARN, f"{found}; but {hooks}", f"{INSTALL} (keeps a .orig copy of yours)", details)]
+        return [result("cudnn", WARN, f"{found}; but {hooks}", fix=f"{INSTALL} (keeps a .orig copy of yours)", details=details)]
     return [result("cudnn", PASS, found, details=details)]

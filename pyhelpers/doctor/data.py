@@ -52,7 +52,7 @@ def check_data(ctx: Context) -> list[Result]:
         name = f"{split}-tasks"
         path = ctx.path(knob)
         if not path.is_file():
-            out.append(result(name, FAIL, f"{knob}={path} does not exist", MISSING))
+            out.append(result(name, FAIL, f"{knob}={path} does not exist", fix=MISSING))
             continue
         errors, ids[split], n = scan(path, split)
         if split == "val" and "train" in ids:
@@ -64,8 +64,8 @@ def check_data(ctx: Context) -> list[Result]:
             errors.append(f"{path}: empty file")
         if errors:
             more = [f"... and {len(errors) - SHOWN} more error(s)"] if len(errors) > SHOWN else []
-            out.append(result(name, FAIL, f"{knob}: {len(errors)} error(s); first: {errors[0]}", REBUILD,
-                              errors[:SHOWN] + more))
+            out.append(result(name, FAIL, f"{knob}: {len(errors)} error(s); first: {errors[0]}", fix=REBUILD,
+                              details=errors[:SHOWN] + more))
         else:
             out.append(result(name, PASS, f"{knob}={path}: {n} valid task(s)"))
     return out

@@ -29,7 +29,7 @@ def check_system_disk(ctx: Context) -> list[Result]:
     system = ctx.path("SYSTEM_DISK")
     if not system.exists():
         return [result("system-disk", FAIL, f"SYSTEM_DISK={ctx.cfg['SYSTEM_DISK']} does not exist",
-                       "set SYSTEM_DISK to the mount point of the system disk (usually /)")]
+                       fix="set SYSTEM_DISK to the mount point of the system disk (usually /)")]
     _, sys_dev = _system(ctx)
     bad, ok = [], []
     for knob in WEIGHT_DIRS:
@@ -42,8 +42,8 @@ def check_system_disk(ctx: Context) -> list[Result]:
         [f"on another disk: {w}" for w in ok]
     if bad:
         return [result("system-disk", FAIL, "on the system disk (SYSTEM_DISK=" + str(system) + "): " + "; ".join(bad),
-                       "M2: set these to directories on the data disk (e.g. DATA_DISK=/root/autodl-tmp), "
-                       "or mount the data disk first", details)]
+                       fix="M2: set these to directories on the data disk (e.g. DATA_DISK=/root/autodl-tmp), "
+                       "or mount the data disk first", details=details)]
     return [result("system-disk", PASS, ", ".join(WEIGHT_DIRS) + f" are not on SYSTEM_DISK={system}'s device",
                    details=details)]
 
@@ -84,7 +84,7 @@ def check_disk_space(ctx: Context) -> list[Result]:
         if sz.save_optim:
             fix += "; SAVE_OPTIM=0 saves weights only (~8.4 GB instead of ~59 GB per checkpoint)"
         return [result("disk-space", FAIL, "not enough free space: " + "; ".join(short),
-                       fix + "; DISK_MARGIN_GB sets the reserve", details)]
+                       fix=fix + "; DISK_MARGIN_GB sets the reserve", details=details)]
     peak = next(s for s in plan.stages if s[1] == plan.peak)
     return [result("disk-space", PASS, f"round peak ({peak[0]}: {peak[2]} = {diskplan.gb(plan.peak)}, "
                    f"SAVE_OPTIM={int(sz.save_optim)}) fits; " + "; ".join(summary), details=details)]
@@ -106,7 +106,7 @@ def check_legacy_symlinks(ctx: Context) -> list[Result]:
     system = ctx.path("SYSTEM_DISK")
     if not system.exists():
         return [result("legacy-symlinks", FAIL, f"SYSTEM_DISK={ctx.cfg['SYSTEM_DISK']} does not exist",
-                       "set SYSTEM_DISK to the mount point of the system disk (usually /)")]
+                       fix="set SYSTEM_DISK to the mount point of the system disk (usually /)")]
     sys_dev = os.stat(system).st_dev
     warn, via = [], []
     for knob in PATH_KNOBS:
@@ -125,8 +125,8 @@ def check_legacy_symlinks(ctx: Context) -> list[Result]:
     if warn:
         return [result("legacy-symlinks", WARN,
                        "resolve through symlinks into the system disk: " + ", ".join(k for k, _, _ in warn),
-                       "M3: configure the real paths instead, in .env: " + " ".join(f"{k}={r}" for k, r, _ in warn)
+                       fix="M3: configure the real paths instead, in .env: " + " ".join(f"{k}={r}" for k, r, _ in warn)
                        + " (or move the data to the data disk); a new machine must not depend on the old symlinks",
-                       [f"{k}={ctx.cfg[k]}: {c}; real path {r}" for k, r, c in warn] + via)]
+                       details=[f"{k}={ctx.cfg[k]}: {c}; real path {r}" for k, r, c in warn] + via)]
     return [result("legacy-symlinks", PASS, "no configured path depends on a symlink into the system disk",
                    details=via)]

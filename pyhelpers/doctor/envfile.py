@@ -27,10 +27,10 @@ def check_dotenv(ctx: Context) -> list[Result]:
     env = ctx.cfg.env_file
     if not env.is_file() and ctx.profile == "rehearse":
         return [result("dotenv", WARN, f"{env} does not exist; the rehearsal uses stand-in keys",
-                       CREATE.format(env=env) + ", then fill in the keys before the real run")]
+                       fix=CREATE.format(env=env) + ", then fill in the keys before the real run")]
     if not env.is_file():
         return [result("dotenv", FAIL, f"{env} does not exist (it holds WANDB_API_KEY / DASHSCOPE_API_KEY)",
-                       CREATE.format(env=env) + ", then fill in the keys")]
+                       fix=CREATE.format(env=env) + ", then fill in the keys")]
     problems, fixes = [], []
     mode = stat.S_IMODE(env.stat().st_mode)
     if mode & 0o077:
@@ -46,7 +46,7 @@ def check_dotenv(ctx: Context) -> list[Result]:
             problems.append("git does not ignore it")
             fixes.append(f"add `{env.name}` to {repo}/.gitignore")
     if problems:
-        return [result("dotenv", FAIL, f"{env}: " + "; ".join(problems), "; ".join(fixes))]
+        return [result("dotenv", FAIL, f"{env}: " + "; ".join(problems), fix="; ".join(fixes))]
     where = "ignored by git" if inside else "outside any git repository"
     return [result("dotenv", PASS, f"{env}: mode 600, {where}")]
 
@@ -84,7 +84,7 @@ def check_secrets(ctx: Context) -> list[Result]:
     else:
         found.append("analyst: ANALYST_ENABLED=0, no DashScope key needed")
     if bad:
-        return [result("secrets", FAIL, "; ".join(bad), "; ".join(fixes), found)]
+        return [result("secrets", FAIL, "; ".join(bad), fix="; ".join(fixes), details=found)]
     return [result("secrets", PASS, "; ".join(found))]
 
 

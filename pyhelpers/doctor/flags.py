@@ -41,7 +41,7 @@ def model_args(ctx: Context) -> list[str]:
 def plan_argvs(ctx: Context) -> tuple[list[str], list[str]]:
     """slime train.py's flags (MODEL_ARGS first, as the job runs them) and the eval server's."""
     cfg = ctx.cfg
-    slime = [*model_args(ctx), *launch_args.slime_train(cfg, from_config(cfg), 0, plugin_flags())]
+    slime = [*model_args(ctx), *launch_args.slime_train(cfg, from_config(cfg), r=0, plugin_flags=plugin_flags())]
     launcher = shlex.split(cfg["SGLANG_LAUNCHER"])
     sglang = launch_args.eval_server(cfg, str(from_config(cfg).hf_link))[len(launcher):]
     return slime, sglang
@@ -61,21 +61,21 @@ def check_flags(ctx: Context) -> list[Result]:
                          f"{tail(proc.stderr or proc.stdout) or 'no output'}", "run `make doctor` again after the "
                          "conda and versions lines pass")
     out = json.loads(found)
-    return [_verdict("slime-flags", "slime train.py", out["slime"], len(slime),
-                     f"MEGATRON_DIR={ctx.cfg['MEGATRON_DIR']}, SLIME_DIR={ctx.cfg['SLIME_DIR']}"),
-            _verdict("sglang-flags", "the eval server (sglang.launch_server)", out["sglang"], len(sglang),
-                     f"SLIME_ENV={ctx.cfg['SLIME_ENV']}")]
+    return [_verdict("slime-flags", "slime train.py", got=out["slime"], n=len(slime),
+                     where=f"MEGATRON_DIR={ctx.cfg['MEGATRON_DIR']}, SLIME_DIR={ctx.cfg['SLIME_DIR']}"),
+            _verdict("sglang-flags", "the eval server (sglang.launch_server)", got=out["sglang"], n=len(sglang),
+                     where=f"SLIME_ENV={ctx.cfg['SLIME_ENV']}")]
 
 
 def _verdict(name: str, program: str, got: dict, n: int, where: str) -> Result:
     if "error" in got:
         return result(name, FAIL, f"cannot build {program}'s parser from the installed code ({where}): {got['error']}",
-                      "import it by hand in the activated slime env (python3 -c 'import slime, megatron, sglang') "
+                      fix="import it by hand in the activated slime env (python3 -c 'import slime, megatron, sglang') "
                       "and fix what it says")
     unknown = got["unknown"]
     if unknown:
         return result(name, FAIL, f"{program} does not know {len(unknown)} flag(s) of this plan: {', '.join(unknown)} "
                                   f"({where}; slime would ignore them silently)",
-                      "the installed slime/Megatron/SGLang differ from the pinned ones the toolkit was checked "
+                      fix="the installed slime/Megatron/SGLang differ from the pinned ones the toolkit was checked "
                       "against (pyhelpers/slime_flags.py): restore the pinned versions (env/slime.lock)", details=unknown)
     return result(name, PASS, f"every flag of the plan ({n} arguments) is known to the installed {program} ({where})")

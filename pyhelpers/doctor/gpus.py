@@ -46,7 +46,7 @@ def parse_gpus(text: str) -> list[Gpu]:
             raise CheckError(f"unexpected nvidia-smi line: {line.strip()!r}",
                              "check NVIDIA_SMI points at nvidia-smi of a driver that knows compute_cap "
                              "(driver 510 or newer)") from None
-        gpus.append(Gpu(index, name, cap, mem))
+        gpus.append(Gpu(index, name, capability=cap, memory_mib=mem))
     return gpus
 
 
@@ -79,11 +79,11 @@ def check_gpus(ctx: Context) -> list[Result]:
                for g in gpus]
     if len(gpus) < want:
         return [result("gpus", FAIL, f"{len(gpus)} GPU(s) found, NUM_GPUS={want}",
-                       f"set NUM_GPUS={len(gpus) or 1} (and a TP_SIZE dividing it, e.g. TP_SIZE=1) in .env, "
-                       f"or use a machine with {want} GPUs", listing)]
+                       fix=f"set NUM_GPUS={len(gpus) or 1} (and a TP_SIZE dividing it, e.g. TP_SIZE=1) in .env, "
+                       f"or use a machine with {want} GPUs", details=listing)]
     if tp < 1 or want % tp:
         return [result("gpus", FAIL, f"NUM_GPUS={want} is not divisible by TP_SIZE={tp}",
-                       "use TP_SIZE=1 or 2 with NUM_GPUS=4 (M15)", listing)]
+                       fix="use TP_SIZE=1 or 2 with NUM_GPUS=4 (M15)", details=listing)]
     used = gpus[:want]
     kinds = sorted({(g.name, g.capability) for g in used})
     ids = ",".join(str(g.index) for g in used)
@@ -95,10 +95,10 @@ def check_gpus(ctx: Context) -> list[Result]:
     apps = [ln.strip() for ln in _smi(ctx, APPS).splitlines() if ln.strip()]
     if len(kinds) > 1:
         return [result("gpus", WARN, found + " (mixed models)",
-                       "use identical GPUs for the first NUM_GPUS ids (CUDA_DEVICE_ORDER=PCI_BUS_ID)", listing)]
+                       fix="use identical GPUs for the first NUM_GPUS ids (CUDA_DEVICE_ORDER=PCI_BUS_ID)", details=listing)]
     if apps:
         return [result("gpus", WARN, found + f"; {len(apps)} process(es) already hold GPU memory: "
                        + "; ".join(apps[:4]),
-                       "stop them first (a leftover run: `make stop`); they take memory the run needs",
-                       listing)]
+                       fix="stop them first (a leftover run: `make stop`); they take memory the run needs",
+                       details=listing)]
     return [result("gpus", PASS, found, details=listing)]

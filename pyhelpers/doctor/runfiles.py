@@ -19,7 +19,7 @@ def check_run_files(ctx: Context) -> list[Result]:
         if len(bad) > SHOWN:
             details.append(f"... and {len(bad) - SHOWN} more")
         return [result("run-files", FAIL, f"{len(bad)} of {len(inputs)} file(s) the next stages read are invalid; "
-                                          f"first: {why}", first.fix, details)]
+                                          f"first: {why}", fix=first.fix, details=details)]
     if not inputs:
         return [result("run-files", PASS, "nothing of the run to read yet (a new run, SEED_BANK empty)")]
     return [result("run-files", PASS, f"{len(inputs)} file(s) the next stages read are valid")]

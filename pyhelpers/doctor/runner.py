@@ -77,12 +77,12 @@ def run_one(ctx: Context, family: str, fn: Check) -> list[Result]:
     try:
         return fn(ctx)
     except CheckError as exc:
-        return [result(family, FAIL, exc.found, exc.fix, exc.details)]
+        return [result(family, FAIL, exc.found, fix=exc.fix, details=exc.details)]
     except ToolkitError as exc:
-        return [result(family, FAIL, f"{exc.what}: {exc.where}" if exc.where else exc.what, exc.fix)]
+        return [result(family, FAIL, f"{exc.what}: {exc.where}" if exc.where else exc.what, fix=exc.fix)]
     except Exception as exc:  # a bug in a check must not hide the others, nor print a traceback
         return [result(family, FAIL, f"the {family} check crashed: {type(exc).__name__}: {exc}",
-                       f"a bug in pyhelpers/doctor/{fn.__module__.rsplit('.', 1)[-1]}.py: report it with "
+                       fix=f"a bug in pyhelpers/doctor/{fn.__module__.rsplit('.', 1)[-1]}.py: report it with "
                        "this line; the other checks still ran")]
 
 
@@ -102,14 +102,14 @@ def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full",
             continue
         if family in skips or all(n in skips for n in names):
             out.append(result(family, SKIP, skips.get(family) or skips[names[0]],
-                              "run `make doctor` without PROFILE=rehearse on the GPU machine"
+                              fix="run `make doctor` without PROFILE=rehearse on the GPU machine"
                               if ctx.profile == "rehearse" and family in REHEARSE_SKIPS else ""))
             status[family] = SKIP
             continue
         failed = [n for n in needs if status.get(n) in (FAIL, SKIP)]
         if failed:
             out.append(result(family, SKIP, f"needs {' and '.join(failed)}, which did not pass",
-                              f"fix the {' / '.join(failed)} line(s) above, then run `make doctor` again"))
+                              fix=f"fix the {' / '.join(failed)} line(s) above, then run `make doctor` again"))
             status[family] = SKIP
             continue
         got = [r for r in run_one(ctx, family, fn) if r.name not in skips]
@@ -117,7 +117,7 @@ def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full",
         out.extend(got)
     if unknown:
         out.append(result("doctor", FAIL, f"DOCTOR_SKIP names unknown check(s): {', '.join(unknown)}",
-                          f"use names from: {', '.join(NAMES)}"))
+                          fix=f"use names from: {', '.join(NAMES)}"))
     return out if wanted is None else [r for r in out if r.name in wanted]
 
 

@@ -32,7 +32,7 @@ def check_shopsim(ctx: Context) -> list[Result]:
         out.append(result("shopsim-dir", PASS, f"{api}"))
     else:
         out.append(result("shopsim-dir", FAIL, f"{api} is missing (SHOPSIM_DIR={ctx.cfg['SHOPSIM_DIR']})",
-                          "clone ShopAgent-Team/ShopSimulator into SHOPSIM_DIR (or copy it from the old machine), "
+                          fix="clone ShopAgent-Team/ShopSimulator into SHOPSIM_DIR (or copy it from the old machine), "
                           "or set SHOPSIM_DIR to the checkout"))
     host, port = ctx.cfg["SHOPSIM_HOST"], ctx.cfg.int("SHOPSIM_PORT")
     if ports.port_free(host, port):
@@ -43,7 +43,7 @@ def check_shopsim(ctx: Context) -> list[Result]:
     else:
         held = ports.describe_holders(port, ports.who_holds_port(port))
         out.append(result("shopsim-port", FAIL, f"{host}:{port}: {held}",
-                          "if it is a simulator left from an earlier run: `make stop`; otherwise stop that "
+                          fix="if it is a simulator left from an earlier run: `make stop`; otherwise stop that "
                           "process or set SHOPSIM_PORT to a free port"))
     return out
 
@@ -79,8 +79,8 @@ def check_exposure(ctx: Context) -> list[Result]:
              "127.0.0.1 and require the run's token (ShadowRay, CVE-2023-48022)")
     if public:
         return [result("exposure", WARN, f"{', '.join(public)} exposes ShopSimulator to the network; " + found,
-                       "set SHOPSIM_HOST=127.0.0.1", lines)]
+                       fix="set SHOPSIM_HOST=127.0.0.1", details=lines)]
     if held:
         return [result("exposure", WARN, f"{', '.join(held)} already in use; " + found,
-                       "stop what holds them (a leftover run: `make stop`) or choose other ports", lines)]
+                       fix="stop what holds them (a leftover run: `make stop`) or choose other ports", details=lines)]
     return [result("exposure", PASS, found, details=lines)]

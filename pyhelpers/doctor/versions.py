@@ -52,8 +52,8 @@ def check_versions(ctx: Context) -> list[Result]:
                f"interpreter: {probe.get('executable')}"] + warn
     if bad:
         return [result("versions", FAIL, "differs from the lock: " + "; ".join(bad),
-                       REINSTALL.format(lock=ctx.cfg["SLIME_LOCK"]), details)]
+                       fix=REINSTALL.format(lock=ctx.cfg["SLIME_LOCK"]), details=details)]
     status = WARN if warn else PASS
     return [result("versions", status, ", ".join(shown) + (" (match the lock)" if not warn else ""),
-                   "install the CUDA toolkit 12.8 into the slime env (env/conda/slime.yml)" if warn else "",
-                   details)]
+                   fix="install the CUDA toolkit 12.8 into the slime env (env/conda/slime.yml)" if warn else "",
+                   details=details)]

@@ -247,7 +247,7 @@ async def _attempt(ctx: Context, spec: EpisodeSpec, key: str) -> Attempt:
             ctx.hooks.slot_held(key, slot.env_idx)
             check_reset(spec.task, slot.reset, ctx.settings.shopsim_url)
             try:
-                await _turns(ctx, spec, tr, slot, att, epoch)
+                await _turns(ctx, spec, tr=tr, slot=slot, att=att, epoch=epoch)
             except ShopSimError as exc:
                 if _gone(exc) or isinstance(exc, StaleSlotError):
                     ctx.simulator_down()
@@ -292,7 +292,7 @@ async def _turns(ctx: Context, spec: EpisodeSpec, tr, slot: EpisodeSlot, att: At
         if out.aborted:
             raise SGLangUnavailable("/generate answered finish_reason abort")
         reply = out.reply(b.decode)
-        b.add_response(tr, out.output_ids, out.logprobs, reply)
+        b.add_response(tr, out.output_ids, logprobs=out.logprobs, text=reply)
         att.turns += 1
         action = extract_action(reply)
         att.actions.append(str(action) if action is not None else "")

@@ -51,7 +51,7 @@ def load_or_make_plan(gate_dir: Path, bank: Mapping, val_summary: Mapping, val_t
     gated = select_for_gate(bank, knobs.max_skills)
     active = [s["id"] for s in bank["skills"] if s["status"] == "active"]
     val_results = {tid: bool(v["success"]) for tid, v in (val_summary.get("per_task") or {}).items()}
-    plan = make_plan(gated, val_results, [t["task_id"] for t in val_tasks], knobs, round_no=int(bank["round"]),
+    plan = make_plan(gated, val_results, pool_tasks=[t["task_id"] for t in val_tasks], knobs=knobs, round_no=int(bank["round"]),
                      background=active)
     write_json_atomic(path, plan.to_json())
     return plan
@@ -98,16 +98,16 @@ def run_gate(settings: EvalSettings, make_builder: Callable[[], PromptBuilder], 
     there was nothing to play). make_builder() loads the tokenizer; it is called only when there
     are episodes to play."""
     gate_dir = Path(gate_dir)
-    plan = load_or_make_plan(gate_dir, bank, val_summary, val_tasks, knobs, resume=resume)
+    plan = load_or_make_plan(gate_dir, bank, val_summary=val_summary, val_tasks=val_tasks, knobs=knobs, resume=resume)
     result = None
     outcomes: dict[str, float] = {}
     recs: list[dict] = []
     if plan.episodes:
         builder = make_builder()
-        specs = gate_specs(plan, bank, val_tasks, settings.skill_token_budget)
-        result = play_specs(specs, settings, builder, gate_dir, resume=resume, label=f"gate r{plan.round}",
+        specs = gate_specs(plan, bank, val_tasks=val_tasks, budget=settings.skill_token_budget)
+        result = play_specs(specs, settings, builder=builder, out_dir=gate_dir, resume=resume, label=f"gate r{plan.round}",
                             progress=progress)
-        check_infra(result.records, settings, gate_dir, "gate")
+        check_infra(result.records, settings, out_dir=gate_dir, what="gate")
         recs = [result.records[s.id] for s in specs]
         outcomes = {r["id"]: 1.0 if r["success"] else 0.0 for r in recs if r["termination"] in SCORED}
     est = estimate(plan, outcomes) if plan.skills else _nothing_gated(plan)
@@ -115,7 +115,7 @@ def run_gate(settings: EvalSettings, make_builder: Callable[[], PromptBuilder], 
     active = [s["id"] for s in bank["skills"] if s["status"] == "active"]
     doc = decide(est, knobs, prior, active=active, bank_sha256=bank_sha256)
     validate(doc, "gate_decisions", str(gate_dir / "decisions.json"))
-    summary = build_summary(plan, est, doc, knobs)
+    summary = build_summary(plan, est, decisions=doc, knobs=knobs)
     summary["infra"] = infra_block(recs)
     if summary["infra"]["over_budget"]:
         summary["warnings"].append(f"{summary['infra']['over_budget']} gate episodes could not show every "

@@ -42,11 +42,11 @@ def val_tasks(cfg, tasks_path: Path | None):
 def play_val(cfg, settings, builder, *, out: Path, round_no: int | None, label: str, tasks_path: Path | None,
              resume: bool, echo: Echo, progress=None) -> dict:
     path, tasks = val_tasks(cfg, tasks_path)
-    summary, result = val.run_val(settings, builder, tasks, out, resume=resume, label=label, round_no=round_no,
+    summary, result = val.run_val(settings, builder, tasks=tasks, out_dir=out, resume=resume, label=label, round_no=round_no,
                                   tasks_info=val.tasks_meta(path, tasks), progress=progress)
     echo(val.val_report(summary).rstrip("\n"))
     t = result.timing
-    _episodes_event(cfg, "val", round_no, result)
+    _episodes_event(cfg, "val", round_no=round_no, result=result)
     echo(f"  played {result.played} (resumed {result.resumed}) in {t['wall_s']:.0f} s, "
          f"{t['episodes_per_s'] or 0:.2f} episodes/s; wrote {out}/summary.json")
     return summary
@@ -64,8 +64,8 @@ def play_gate(cfg, settings, builder_factory, *, round_dir: Path, tasks_path: Pa
                            "run `pyhelpers eval val --round-dir` first (the gate's task pool uses it)")
     bank = load_bank(compiled)
     _, tasks = val_tasks(cfg, tasks_path)
-    summary, _doc, result = gate.run_gate(settings, builder_factory, bank, bank_sha256(bank), load_json(val_path),
-                                          tasks, files.gate_dir, GateKnobs.from_config(cfg), resume=resume,
+    summary, _doc, result = gate.run_gate(settings, builder_factory, bank=bank, bank_sha256=bank_sha256(bank), val_summary=load_json(val_path),
+                                          val_tasks=tasks, gate_dir=files.gate_dir, knobs=GateKnobs.from_config(cfg), resume=resume,
                                           progress=progress)
     if not summary["skills"]:
         echo(f"Gate round {bank['round']}: no skills to test (no probation or candidate skill); wrote empty decisions.")
@@ -76,7 +76,7 @@ def play_gate(cfg, settings, builder_factory, *, round_dir: Path, tasks_path: Pa
         echo(f"Infra errors: {inf['infra_errors']} episodes excluded, {inf['retried']} recovered by retries.")
     if result is not None:
         echo(f"played {result.played} (resumed {result.resumed}) in {result.timing['wall_s']:.0f} s")
-        _episodes_event(cfg, "gate", int(bank["round"]), result)
+        _episodes_event(cfg, "gate", round_no=int(bank["round"]), result=result)
     echo(f"wrote {files.gate_decisions} and {layout.summary(files.gate_dir).name}")
     return summary
 
@@ -91,7 +91,7 @@ def log_gate_wandb(cfg, round_dir: Path) -> str:
     files = RoundFiles(round_dir)
     bank = load_bank(files.compiled)
     doc = load_json(files.gate_decisions)
-    counts = status_counts(apply_decisions(bank, doc["decisions"], int(bank["round"]), caps_from(cfg)))
+    counts = status_counts(apply_decisions(bank, doc["decisions"], round=int(bank["round"]), caps=caps_from(cfg)))
     res = log_gate(load_json(layout.summary(files.gate_dir)), doc, counts, project=cfg["WANDB_PROJECT"],
                    group=cfg["WANDB_GROUP"], run_dir=cfg.run_dir, round=int(bank["round"]),
                    mode=cfg.get("WANDB_MODE") or None)

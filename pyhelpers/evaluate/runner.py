@@ -130,8 +130,8 @@ async def run_episodes(specs: Sequence[EpisodeSpec], settings: EvalSettings, bui
             ledger = ctx.hooks = slots.SlotLedger(ledger_path)
             t0 = time.monotonic()
             try:
-                played = await _play_all(ctx, todo, out_dir / "episodes.jsonl",
-                                         Progress(label, len(specs), already=len(finished), stream=progress,
+                played = await _play_all(ctx, todo, path=out_dir / "episodes.jsonl",
+                                         progress=Progress(label, len(specs), already=len(finished), stream=progress,
                                                   enabled=progress is not None))
             except Exception:
                 ledger.close()

@@ -69,7 +69,7 @@ def play_specs(specs: list[EpisodeSpec], settings: EvalSettings, builder: Prompt
                resume: bool, label: str, progress=None) -> RunResult:
     """run_episodes on a fresh event loop; timing.json is written when episodes were played."""
     try:
-        result = asyncio.run(run_episodes(specs, settings, builder, out_dir, resume=resume, label=label,
+        result = asyncio.run(run_episodes(specs, settings, builder=builder, out_dir=out_dir, resume=resume, label=label,
                                           progress=progress))
     except PromptError as exc:
         raise ToolkitError(f"cannot build the policy's prompt: {exc}", settings.tokenizer_dir,
@@ -91,8 +91,8 @@ def run_val(settings: EvalSettings, builder: PromptBuilder, tasks: Sequence[dict
                            "build it with `pyhelpers data build` (VAL_TASKS)")
     out_dir = Path(out_dir)
     specs = val_specs(tasks)
-    result = play_specs(specs, settings, builder, out_dir, resume=resume, label=label, progress=progress)
-    check_infra(result.records, settings, out_dir, "val")
+    result = play_specs(specs, settings, builder=builder, out_dir=out_dir, resume=resume, label=label, progress=progress)
+    check_infra(result.records, settings, out_dir=out_dir, what="val")
     ordered = [result.records[s.id] for s in specs]
     summary = val_summary(ordered, label=label, round_no=round_no, tasks=tasks_info, settings=settings.public(),
                           prompt_version=PROMPT_VERSION)

@@ -134,4 +134,4 @@ def round_mde(est: RoundEstimate, knobs: GateKnobs) -> float | None:
     """MDE of the budget actually run: from the residual variance and the complete pairs."""
     if not est.estimable or est.resid_var is None:
         return None
-    return mde(math.sqrt(est.resid_var / est.n_pairs), knobs.alpha, len(est.beta), est.df, knobs.power)
+    return mde(math.sqrt(est.resid_var / est.n_pairs), knobs.alpha, m=len(est.beta), df=est.df, power=knobs.power)

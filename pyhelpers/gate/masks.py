@@ -29,7 +29,7 @@ def bit(seed: int, round_no: int, pair: int | str, skill_id: str, keep_prob: flo
 def mask(seed: int, round_no: int, pair: int | str, skill_ids: Iterable[str],
          keep_prob: float = KEEP_PROB) -> list[str]:
     """The shown skills of a pair's mask episode, sorted."""
-    return sorted(s for s in set(skill_ids) if bit(seed, round_no, pair, s, keep_prob))
+    return sorted(s for s in set(skill_ids) if bit(seed, round_no, pair=pair, skill_id=s, keep_prob=keep_prob))
 
 
 def complement(shown: Iterable[str], skill_ids: Iterable[str]) -> list[str]:

@@ -176,11 +176,11 @@ def make_plan(gated_skill_ids: Iterable[str], val_results: Mapping[str, object],
         tasks.sort(key=lambda t, nm=name: masks.uniform(knobs.seed, round_no, nm, t))
         for i, task in enumerate(tasks):
             if name == "pairs":
-                shown = masks.mask(knobs.seed, round_no, i, skills)
+                shown = masks.mask(knobs.seed, round_no, pair=i, skill_ids=skills)
                 for arm, m in (("mask", shown), ("complement", masks.complement(shown, skills))):
-                    plan.episodes.append(_episode(round_no, arm, i, task, m, bg, pair=i))
+                    plan.episodes.append(_episode(round_no, arm, i, task=task, shown=m, bg=bg, pair=i))
             else:
-                plan.episodes.append(_episode(round_no, name, i, task, skills if name == "on" else [], bg))
+                plan.episodes.append(_episode(round_no, name, i, task=task, shown=skills if name == "on" else [], bg=bg))
     return plan
 
 

@@ -30,7 +30,7 @@ def build_summary(plan: Plan, est: RoundEstimate, decisions: Mapping, knobs: Gat
     """The dict for gate/summary.json (it embeds the decisions document)."""
     m = len(est.beta)
     crit = critical_value(knobs.alpha, m, est.df) if est.estimable else None
-    need10 = (pairs_needed(0.10, est.resid_var, knobs.alpha, m, knobs.power)
+    need10 = (pairs_needed(0.10, est.resid_var, alpha=knobs.alpha, m=m, power=knobs.power)
               if est.estimable and est.resid_var else None)
     arms = {a: sum(1 for e in plan.episodes if e["arm"] == a) for a in ("off", "on")}
     return _clean({

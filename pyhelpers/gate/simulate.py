@@ -44,8 +44,8 @@ def simulate_round(effects: Mapping[str, float], knobs: GateKnobs, seed: int, *,
     rng = np.random.default_rng([seed, round_no])
     tasks = [f"v{i:05d}" for i in range(n_tasks)]
     val = {t: bool(rng.random() < base) for t in tasks}
-    plan = make_plan(list(effects), val, tasks, knobs, round_no=round_no)
-    est = estimate(plan, outcomes(plan, effects, rng, base, task_sd, crowd_at, crowd_penalty))
+    plan = make_plan(list(effects), val, pool_tasks=tasks, knobs=knobs, round_no=round_no)
+    est = estimate(plan, outcomes(plan, effects, rng, base=base, task_sd=task_sd, crowd_at=crowd_at, crowd_penalty=crowd_penalty))
     return plan, est, decide(est, knobs, prior)
 
 

@@ -58,8 +58,8 @@ class RayPort:
 def ports(cfg) -> list[RayPort]:
     """Every fixed port of the head, the dashboard first."""
     base = cfg.int("RAY_PORT")
-    out = [RayPort("dashboard + job API", "--dashboard-port", "RAY_DASHBOARD_PORT", cfg.int("RAY_DASHBOARD_PORT"))]
-    out += [RayPort(what, setting, "RAY_PORT" + (f"+{off}" if off else ""), base + off)
+    out = [RayPort("dashboard + job API", "--dashboard-port", knob="RAY_DASHBOARD_PORT", port=cfg.int("RAY_DASHBOARD_PORT"))]
+    out += [RayPort(what, setting, knob="RAY_PORT" + (f"+{off}" if off else ""), port=base + off)
             for what, setting, off in BASED]
     return out
 

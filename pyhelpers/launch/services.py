@@ -73,13 +73,13 @@ def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
         return Spec([in_env, cfg["SHOPSIM_ENV"], *launch_args.shopsim(cfg)],
                     {"SHOPSIM_ENV_MAX_NUM": cfg["SHOPSIM_SLOTS"], "SHOPSIM_RESET_RETRIES": cfg["SHOPSIM_RESET_RETRIES"],
                      "SHOPSIM_RESET_DELAY": cfg["SHOPSIM_RESET_DELAY"]},
-                    (host, port), _shopsim_probe(f"http://{host}:{port}"), "SHOPSIM_START_TIMEOUT")
+                    address=(host, port), probe=_shopsim_probe(f"http://{host}:{port}"), timeout_knob="SHOPSIM_START_TIMEOUT")
     if name == "ray-head":
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
         port = cfg.int("EVAL_PORT")
         return Spec([in_env, cfg["SLIME_ENV"], *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
-                    ("127.0.0.1", port), ready.http_probe(f"http://127.0.0.1:{port}/health"), "SGLANG_START_TIMEOUT")
+                    address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
 
 
@@ -93,14 +93,14 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
     return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, ("127.0.0.1", port),
+                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
                 # busy machine comes seconds after the dashboard: ready once both answer.
-                ready.all_of(ready.http_probe(f"http://127.0.0.1:{port}{RAY_READY_PATH}",
+                probe=ready.all_of(ready.http_probe(f"http://127.0.0.1:{port}{RAY_READY_PATH}",
                                               headers=lambda: ray_auth.headers(lay.run_dir)),
                              ready.tcp_probe("127.0.0.1", ray_ports.port_of(cfg, "dashboard agent HTTP"))),
-                "RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
+                timeout_knob="RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
                 env_drop=ray_auth.OVERRIDING, before_start=before_start,
                 once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids))
 
@@ -115,12 +115,12 @@ def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: i
     """Start `name` (its address checked free first) without waiting for it."""
     import os
 
-    s = spec(cfg, lay, name, model)
+    s = spec(cfg, lay, name, model=model)
     for line in s.before_start():
         progress(line)
     progress(f"starting {name} on {s.address[0]}:{s.address[1]} (log: {lay.logs / (name + '.log')})")
     env = {k: v for k, v in os.environ.items() if k not in s.env_drop}
-    rec = procs.start(name, s.argv, lay.pids, lay.logs, env={**env, **s.env_extra},
+    rec = procs.start(name, s.argv, pids_dir=lay.pids, logs_dir=lay.logs, env={**env, **s.env_extra},
                       needs_ports=list(dict.fromkeys([s.address, *s.more_ports])))
     events.append(lay.run_dir, "service-start", service=name, pid=rec.pid,
                   **({"round": round_} if round_ is not None else {}))
@@ -129,7 +129,7 @@ def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: i
 
 def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None) -> str:
     """Wait until a started `name` answers (its *_START_TIMEOUT); NotReady carries its log's tail."""
-    s = spec(cfg, lay, name, model)
+    s = spec(cfg, lay, name, model=model)
     took = ready.wait_service(lay.pids, name, s.probe, timeout=cfg.float(s.timeout_knob),
                               backoff_max=cfg.float("READY_BACKOFF_MAX"), knob=s.timeout_knob)
     rec = procs.load(procs.pidfile(lay.pids, name))
@@ -164,7 +164,7 @@ def run_in_background(lay: RunLayout, name: str) -> None:
     """Background service `name` (BACKGROUND) unless one runs: `make stop` and `make resume` find it
     by its pidfile."""
     if not alive(lay, name):
-        procs.start(name, background_argv(name), lay.pids, lay.logs)
+        procs.start(name, background_argv(name), pids_dir=lay.pids, logs_dir=lay.logs)
 
 
 def stop(cfg, lay: RunLayout, *names: str) -> list[str]:

@@ -43,7 +43,7 @@ class Console:
         log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
-        return cls(term, log, service, rewrite)
+        return cls(term, log, service=service, rewrite=rewrite)
 
     def _write(self, fd: int, text: str) -> None:
         data = text.encode("utf-8", "replace")

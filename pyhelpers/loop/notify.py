@@ -75,8 +75,8 @@ class Notifier:
 
     @classmethod
     def from_config(cls, cfg, log: Callable[[str], None] = lambda s: None) -> Notifier:
-        return cls(cfg.get("NOTIFY_WEBHOOK"), cfg.get("NOTIFY_FORMAT") or "generic", cfg.run_name,
-                   cfg.float("NOTIFY_TIMEOUT"), cfg.get("NOTIFY_SECRET"), log)
+        return cls(cfg.get("NOTIFY_WEBHOOK"), cfg.get("NOTIFY_FORMAT") or "generic", run=cfg.run_name,
+                   timeout=cfg.float("NOTIFY_TIMEOUT"), secret=cfg.get("NOTIFY_SECRET"), log=log)
 
     @property
     def enabled(self) -> bool:
@@ -108,7 +108,7 @@ class Notifier:
                 return
             event, text, fields = item
             try:
-                url, body = request(self.fmt, self.url, event, self.run, text, fields, self.secret)
+                url, body = request(self.fmt, self.url, event=event, run=self.run, text=text, fields=fields, secret=self.secret)
                 r = http.post(url, json=body, timeout=self.timeout)
                 if r.status_code >= 400:
                     self.log(f"notification '{event}' refused: HTTP {r.status_code} (check NOTIFY_WEBHOOK/NOTIFY_FORMAT)")

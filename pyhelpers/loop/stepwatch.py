@@ -47,14 +47,14 @@ def watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], say: Ca
             m = recs[rid].get("metrics") or {}
             events.append(lay.run_dir, "step-done", round=r, rollout_id=rid, step=k,
                           seconds=round(secs, 3) if secs else None, figures=step_words(m))
-            eta = progress.estimate(events.read(lay.run_dir), rounds, steps, r, "train", k)
+            eta = progress.estimate(events.read(lay.run_dir), rounds=rounds, steps=steps, r=r, stage="train", steps_done=k)
             timed = f", step {progress.duration(secs)}" if secs else ""
             say(f"{head(r, rounds, 'train')}: step {k}/{steps} done: {step_words(m)}{timed}; {eta.words()}")
         if new:
             since = now
         if since is not None and len(seen) < steps:
             done = sum(1 for k in seen if r * steps <= k < (r + 1) * steps)
-            eta = progress.estimate(events.read(lay.run_dir), rounds, steps, r, "train", done)
+            eta = progress.estimate(events.read(lay.run_dir), rounds=rounds, steps=steps, r=r, stage="train", steps_done=done)
             status(f"{head(r, rounds, 'train')}: step {done + 1}/{steps} running {progress.duration(now - since)}"
                    + (f" (a step takes ~{progress.duration(eta.step_s)})" if eta.step_s else "")
                    + f"; {eta.words()}")

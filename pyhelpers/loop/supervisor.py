@@ -63,7 +63,7 @@ class Failure:
 
 def _failure(stage, round_, step, rule, line) -> Failure:
     cause, kind, _, meaning = rule
-    return Failure(stage, round_, step, cause, kind, meaning, line.strip()[:300])
+    return Failure(stage, round_, step=step, cause=cause, kind=kind, meaning=meaning, excerpt=line.strip()[:300])
 
 
 def classify(stage: str, round_: int | None, step: int | None, message: str, log_text: str = "") -> Failure:
@@ -73,7 +73,7 @@ def classify(stage: str, round_: int | None, step: int | None, message: str, log
     for rule in RULES:
         m = re.search(rule[2], message, flags=re.IGNORECASE)
         if m:
-            return _failure(stage, round_, step, rule, next(ln for ln in message.splitlines() if m.group(0) in ln))
+            return _failure(stage, round_, step=step, rule=rule, line=next(ln for ln in message.splitlines() if m.group(0) in ln))
     best = None
     for rule in RULES:
         for m in re.finditer(rule[2], log_text, flags=re.IGNORECASE):
@@ -82,10 +82,10 @@ def classify(stage: str, round_: int | None, step: int | None, message: str, log
     if best:
         rule, m = best
         line = log_text[log_text.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0]
-        return _failure(stage, round_, step, rule, line)
+        return _failure(stage, round_, step=step, rule=rule, line=line)
     first = next((ln for ln in message.splitlines() if ln.strip()), "")
-    return Failure(stage, round_, step, "unknown", PERMANENT,
-                   "not recognised as transient (see the restart rules in README.md)", first.strip()[:300])
+    return Failure(stage, round_, step=step, cause="unknown", kind=PERMANENT,
+                   meaning="not recognised as transient (see the restart rules in README.md)", excerpt=first.strip()[:300])
 
 
 def classify_exception(stage: str, round_: int | None, *, step: int | None, exc: BaseException,
@@ -93,10 +93,10 @@ def classify_exception(stage: str, round_: int | None, *, step: int | None, exc:
     """A stage's exception: a ToolkitError by its message and the failing process's log (RULES);
     any other exception is a bug in the toolkit (permanent)."""
     if not isinstance(exc, ToolkitError):
-        return Failure(stage, round_, step, "bug", PERMANENT,
-                       "an error inside the toolkit, not the stack: report it with the driver's log",
-                       f"{type(exc).__name__}: {exc}"[:300])
-    return classify(stage, round_, step, exc.what, f"{exc.where}\n{log_text}")
+        return Failure(stage, round_, step=step, cause="bug", kind=PERMANENT,
+                       meaning="an error inside the toolkit, not the stack: report it with the driver's log",
+                       excerpt=f"{type(exc).__name__}: {exc}"[:300])
+    return classify(stage, round_, step=step, message=exc.what, log_text=f"{exc.where}\n{log_text}")
 
 
 @dataclass
@@ -116,8 +116,8 @@ class Supervisor:
 
     @classmethod
     def from_config(cls, cfg) -> Supervisor:
-        return cls(cfg.int("MAX_RESTARTS"), cfg.int("MAX_RESTARTS_PER_STAGE"), cfg.float("RESTART_BACKOFF"),
-                   cfg.float("RESTART_BACKOFF_MAX"))
+        return cls(cfg.int("MAX_RESTARTS"), cfg.int("MAX_RESTARTS_PER_STAGE"), backoff=cfg.float("RESTART_BACKOFF"),
+                   backoff_max=cfg.float("RESTART_BACKOFF_MAX"))
 
     def decide(self, f: Failure) -> Decision:
         where = f"{f.stage} of round {f.round}" + (f" at step {f.step}" if f.step is not None else "")

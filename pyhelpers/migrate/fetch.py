@@ -67,7 +67,7 @@ def _rsync(src: str, dst: Path, bwlimit: int, extra: list[str] | None = None) ->
 def fetch_manifest(from_: str, runs_dir: Path, bwlimit: int) -> tuple[dict, Path]:
     incoming = Path(runs_dir) / ".migration" / ".incoming"
     src = from_.rstrip("/")
-    rc = _rsync(f"{src}/", incoming, bwlimit, ["--exclude", "files/"])
+    rc = _rsync(f"{src}/", incoming, bwlimit=bwlimit, extra=["--exclude", "files/"])
     manifest = incoming / "manifest.json"
     if rc != 0 or not manifest.is_file():
         raise ToolkitError(f"cannot read the pack's manifest (rsync exit {rc})", f"FROM={from_}",
@@ -140,7 +140,7 @@ def copy_and_verify(cfg, lay: RunLayout, from_: str, manifest: dict, staging: Pa
             continue
         echo(f"hash mismatch: {key}; fetching it again")
         dest.unlink(missing_ok=True)
-        _rsync(f"{src}/files/{f['root']}/{f['path']}", dest.parent, 0, ["--checksum"])
+        _rsync(f"{src}/files/{f['root']}/{f['path']}", dest.parent, bwlimit=0, extra=["--checksum"])
         if not _verified(dest, f, None):
             damaged.append(key)
             continue
@@ -220,10 +220,10 @@ def migrate(cfg, lay: RunLayout, from_: str, environ, profile: str, echo) -> int
                            "migrating onto it could mix two runs: move it aside, or migrate under another RUNS_DIR")
     echo(f"migrating run {manifest['run']} from {from_} ({len(manifest['files'])} files, "
          f"{diskplan.gb(manifest['total_bytes'])}; packed on {manifest['host']})")
-    env_gate(cfg, environ, profile, manifest, lay, echo)
+    env_gate(cfg, environ, profile=profile, manifest=manifest, lay=lay, echo=echo)
     lay.run_dir.mkdir(parents=True, exist_ok=True)
     lay.migrating_marker.write_text(json.dumps({"from": from_, "why": "a migration is copying this run"}) + "\n")
-    damaged = copy_and_verify(cfg, lay, from_, manifest, staging, echo)
+    damaged = copy_and_verify(cfg, lay, from_=from_, manifest=manifest, staging=staging, echo=echo)
     if damaged:
         for key in damaged:
             echo(f"DAMAGED AT THE SOURCE: {key} (its hash differs from the manifest's after a second fetch)")
@@ -233,7 +233,7 @@ def migrate(cfg, lay: RunLayout, from_: str, environ, profile: str, echo) -> int
     place_links(lay, manifest)
     lay.migrating_marker.unlink()
     echo(f"all {len(manifest['files'])} files verified ({HASH})")
-    todo = after_checks(cfg, environ, profile, lay, echo)
+    todo = after_checks(cfg, environ, profile=profile, lay=lay, echo=echo)
     for line in todo:
         echo(f"TODO before resuming: {line}")
     echo(f"continue the run with: {resume_command(cfg, lay)}")

@@ -111,7 +111,7 @@ class Transcript:
         self.token_ids.extend(ids)
         self.loss_mask.extend([mask] * len(ids))
         self.logprobs.extend(logprobs)
-        self.segments.append(Segment(kind, start, len(self.token_ids), text))
+        self.segments.append(Segment(kind, start, end=len(self.token_ids), text=text))
 
 
 def compose_system(system_prompt: str, skills_block: str = "") -> str:
@@ -199,7 +199,7 @@ class PromptBuilder:
                                      "(shorten the skills block: SKILL_TOKEN_BUDGET, or raise ROLLOUT_MAX_CONTEXT_LEN)")
         tr = Transcript(messages=[dict(m) for m in messages], prompt_len=len(ids), template_head=head,
                         gen_prompt=prompt[len(head):])
-        tr._append("prompt", ids, 0, [0.0] * len(ids), prompt)
+        tr._append("prompt", ids, mask=0, logprobs=[0.0] * len(ids), text=prompt)
         return tr
 
     def add_response(self, tr: Transcript, output_ids: list[int], logprobs: list[float] | None = None,
@@ -214,7 +214,7 @@ class PromptBuilder:
             raise PromptError(f"{len(ids)} output ids but {len(logprobs)} log-probs")
         if text is None:
             text = self.decode(ids)
-        tr._append("response", ids, 1, [float(x) for x in logprobs], text)
+        tr._append("response", ids, mask=1, logprobs=[float(x) for x in logprobs], text=text)
         tr.messages.append({"role": "assistant", "content": text})
 
     def observation_tokens(self, tr: Transcript, observation: str) -> tuple[list[int], str]:
@@ -240,7 +240,7 @@ class PromptBuilder:
         if max_context_len is not None and len(tr.token_ids) + len(ids) >= max_context_len:
             raise ContextBudgetError(f"observation of {len(ids)} tokens exceeds the context budget "
                                      f"({len(tr.token_ids)} used of {max_context_len})")
-        tr._append("observation", ids, 0, [0.0] * len(ids), text)
+        tr._append("observation", ids, mask=0, logprobs=[0.0] * len(ids), text=text)
         tr.messages.append({"role": self.observation_role, "content": observation})
         return len(ids)
 

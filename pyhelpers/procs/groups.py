@@ -124,7 +124,7 @@ def start(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
     Refuses when a live service is recorded under the same name, or when a port in needs_ports
     cannot be bound (the error names the holder). env=None passes this process's environment.
     """
-    return spawn(name, argv, pids_dir, logs_dir, env=env, cwd=cwd, needs_ports=needs_ports)[0]
+    return spawn(name, argv, pids_dir=pids_dir, logs_dir=logs_dir, env=env, cwd=cwd, needs_ports=needs_ports)[0]
 
 
 def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
@@ -218,14 +218,14 @@ def stop(rec: Record, grace: float, *, pids_dir: Path | None = None, dry_run: bo
     st = state(rec)
     head = f"{rec.name}: pid {rec.pid}"
     if st == "other-host":
-        return StopResult(rec.name, rec.pid, "other-host",
-                          f"{head} was started on host {rec.host}, not {procfs.hostname()} — left alone")
+        return StopResult(rec.name, rec.pid, outcome="other-host",
+                          message=f"{head} was started on host {rec.host}, not {procfs.hostname()} — left alone")
     if st == "reused":
         msg = f"{head} reused by another process ({procfs.cmdline(rec.pid)}) — left alone"
         outcome = "reused"
     elif dry_run:
-        return StopResult(rec.name, rec.pid, "would-stop" if st == "alive" else "gone",
-                          f"{head}: would stop (TERM, KILL after the grace)" if st == "alive"
+        return StopResult(rec.name, rec.pid, outcome="would-stop" if st == "alive" else "gone",
+                          message=f"{head}: would stop (TERM, KILL after the grace)" if st == "alive"
                           else f"{head}: already gone")
     else:
         outcome, detail = stop_group(rec.pgid, grace) if st == "alive" else ("gone", "")
@@ -235,7 +235,7 @@ def stop(rec: Record, grace: float, *, pids_dir: Path | None = None, dry_run: bo
                         f"driver; see `ps -o pid,stat,wchan -g {rec.pgid}`)"}[outcome]
     if outcome != "stuck" and not dry_run and pids_dir is not None:
         pidfile(pids_dir, rec.name).unlink(missing_ok=True)
-    return StopResult(rec.name, rec.pid, outcome, msg)
+    return StopResult(rec.name, rec.pid, outcome=outcome, message=msg)
 
 
 def stop_all(pids_dir: Path, grace: float, names: Iterable[str] | None = None,
@@ -295,7 +295,7 @@ def stop_marked(marker: str | Path, grace: float, *, open_files: bool = False,
         if not targets:
             break
         if dry_run:
-            return [StopResult(procfs.cmdline(p), p, "would-stop", f"pid {p} ({procfs.cmdline(p)}): "
+            return [StopResult(procfs.cmdline(p), p, outcome="would-stop", message=f"pid {p} ({procfs.cmdline(p)}): "
                                f"would stop — {how}") for p, how in sorted(targets.items())]
         results.update(_end_processes(targets, grace))
     return [results[p] for p in sorted(results)]
@@ -330,14 +330,14 @@ def _end_processes(targets: dict[int, str], grace: float) -> dict[int, StopResul
                 for pid in live:
                     if pid not in out and not procfs.is_alive(pid, handles[pid][1]):
                         how = "after TERM" if outcome == "stopped" else f"after {grace:g} s"
-                        out[pid] = StopResult(handles[pid][2], pid, outcome,
-                                              f"pid {pid} ({handles[pid][2]}): {outcome} {how} — {targets[pid]}")
+                        out[pid] = StopResult(handles[pid][2], pid, outcome=outcome,
+                                              message=f"pid {pid} ({handles[pid][2]}): {outcome} {how} — {targets[pid]}")
                 if all(p in out for p in live) or time.monotonic() >= deadline:
                     break
                 time.sleep(POLL_S)
         for pid in handles:
             if pid not in out:
-                out[pid] = StopResult(handles[pid][2], pid, "stuck", f"pid {pid} ({handles[pid][2]}): "
+                out[pid] = StopResult(handles[pid][2], pid, outcome="stuck", message=f"pid {pid} ({handles[pid][2]}): "
                                       "still alive after KILL (state D: waiting in the kernel)")
     finally:
         for fd, _, _ in handles.values():

@@ -208,7 +208,7 @@ def marker_matches(marker: str | Path, *, open_files: bool = False) -> dict[int,
     for pid in all_pids():
         if pid in skip:
             continue
-        how = _match_one(pid, pattern, under, text, open_files)
+        how = _match_one(pid, pattern, under=under, text=text, open_files=open_files)
         if how:
             found[pid] = how
     return found

@@ -106,12 +106,12 @@ def wait_ready(probe: Probe, *, timeout: float, backoff_max: float,
         if alive is not None and not alive():  # checked after the probe: an answer from a
             if ok:                              # dead service's port came from someone else
                 detail += " — but from another process"
-            raise NotReady("died", detail, "the process exited before it was ready", "", "")
+            raise NotReady("died", detail, what="the process exited before it was ready", where="", fix="")
         if ok:
             return clock() - t0
         left = deadline - clock()
         if left <= 0:
-            raise NotReady("timeout", detail, f"not ready within {timeout:g} s", "", "")
+            raise NotReady("timeout", detail, what=f"not ready within {timeout:g} s", where="", fix="")
         sleep(min(delay, left))
         delay = min(delay * 2, backoff_max)
 
@@ -132,6 +132,6 @@ def wait_service(pids_dir: Path, name: str, probe: Probe, *, timeout: float, bac
             what = f"service {name!r} (pid {rec.pid}) is not ready after {timeout:g} s"
             slower = f"; if it is only slow, raise {knob}" if knob else ""
             fix = f"read the log lines above: it is still starting or hung{slower}"
-        err = NotReady(exc.reason, exc.detail, what, f"last probe: {exc.detail}; log {rec.log}", fix)
+        err = NotReady(exc.reason, exc.detail, what=what, where=f"last probe: {exc.detail}; log {rec.log}", fix=fix)
         err.log_tail = procs.log_tail(rec.log, TAIL_LINES)
         raise err from None

@@ -22,4 +22,4 @@ def build(cfg, lay, out: Path | None = None) -> Path:
     csvs = {name: data.write_csv(out / f"{name}.csv", getattr(tables, name))
             for name in ("val", "gate", "bank", "steps", "train", "timeline", "restarts")}
     pngs = plots.draw_all(tables, lay.steps_per_round, out)
-    return html.write(out / "index.html", cfg.run_name, tables, pngs, csvs)
+    return html.write(out / "index.html", cfg.run_name, t=tables, pngs=pngs, csvs=csvs)

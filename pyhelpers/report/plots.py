@@ -167,5 +167,5 @@ def draw_all(t: Tables, steps_per_round: int, out: Path) -> dict[str, Path]:
     plt = _plt(out / ".matplotlib")
     return {"val": val_plot(plt, t, out / "val.png"), "gate": gate_plot(plt, t, out / "gate.png"),
             "bank": bank_plot(plt, t, out / "bank.png"),
-            "training": training_plot(plt, t, steps_per_round, out / "training.png"),
+            "training": training_plot(plt, t, steps_per_round=steps_per_round, path=out / "training.png"),
             "timeline": timeline_plot(plt, t, out / "timeline.png")}

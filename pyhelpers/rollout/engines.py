@@ -75,5 +75,5 @@ async def abort_until_idle(router: str, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(timeout=httpx.Timeout(10.0), trust_env=False) as http:
         urls = await _workers(http, router.rstrip("/"))
-        done = await asyncio.gather(*(_until_idle(http, u, deadline, 0.05) for u in urls))
+        done = await asyncio.gather(*(_until_idle(http, u, deadline=deadline, interval=0.05) for u in urls))
     return all(done)

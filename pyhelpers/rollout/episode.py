@@ -110,7 +110,7 @@ async def play(rt: Runtime, task: dict, skills: Rendered, sampling_params: dict,
             ep.termination = "aborted"
             return ep
         try:
-            await asyncio.wait_for(_turns(rt, task, ep, sampling_params, aborted, after_abort),
+            await asyncio.wait_for(_turns(rt, task, ep=ep, sampling_params=sampling_params, aborted=aborted, after_abort=after_abort),
                                    timeout=s.episode_timeout_s)
         except asyncio.TimeoutError:
             ep.termination, ep.error = "timeout", f"episode ran past {s.episode_timeout_s:g} s"
@@ -156,7 +156,7 @@ async def _turns(rt: Runtime, task: dict, ep: Episode, sampling_params: dict, ab
             if out.logprobs is None:
                 raise SGLangError("/generate answered without output_token_logprobs")
             reply = out.reply(b.decode)
-            b.add_response(tr, out.output_ids, out.logprobs, reply)
+            b.add_response(tr, out.output_ids, logprobs=out.logprobs, text=reply)
             if out.aborted:
                 ep.termination = "aborted"
                 return

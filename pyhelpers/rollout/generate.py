@@ -51,14 +51,14 @@ async def generate(args: Any, sample: Any, sampling_params: dict) -> Any:
         return slime_compat.step_aborted(args)
 
     try:
-        ep = await play(rt, task, rt.active, sampling_params, slots=rt.episodes, skip=aborted, aborted=aborted)
+        ep = await play(rt, task, skills=rt.active, sampling_params=sampling_params, slots=rt.episodes, skip=aborted, aborted=aborted)
     except asyncio.CancelledError:
         step.add(EpisodeStats("aborted", 0))
         raise
     step.add(ep.stats())
-    fill_sample(sample, ep, rt, task)
+    fill_sample(sample, ep, rt=rt, task=task)
     if ep.scored and not ep.success:
-        retry.schedule(rt, step, sample, task, ep, sampling_params)
+        retry.schedule(rt, step, sample=sample, task=task, failed=ep, sampling_params=sampling_params)
     return sample
 
 

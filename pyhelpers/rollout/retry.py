@@ -83,17 +83,17 @@ def schedule(rt: Runtime, step: Step, sample: Any, task: dict, failed: Episode, 
         step.spool_errors += 1
         log.error("sample without group_index/index: no spool record for task %s", task.get("task_id"))
         return
-    rid = record_id(rt.settings.round, step.rollout_id, int(sample.group_index), int(sample.index))
+    rid = record_id(rt.settings.round, step.rollout_id, group=int(sample.group_index), index=int(sample.index))
     if spool_path(rt, rid).exists():  # a replayed step: the first version wins, no retry spent
         step.spool_existing += 1
         return
     group, index = int(sample.group_index), int(sample.index)
     if rt.retries is None:  # no spare slots at all
         step.retry_skipped += 1
-        write_spool(rt, step, spool_record(rt, rid, step.rollout_id, group, index, task, failed, None))
+        write_spool(rt, step, spool_record(rt, rid, rollout_id=step.rollout_id, group=group, index=index, task=task, failed=failed, retried=None))
         return
     job = asyncio.get_running_loop().create_task(
-        _retry(rt, step, rid, group, index, task, failed, dict(sampling_params)), name=f"retry-{rid}")
+        _retry(rt, step, rid=rid, group=group, index=index, task=task, failed=failed, sampling_params=dict(sampling_params)), name=f"retry-{rid}")
     step.tasks.add(job)
     job.add_done_callback(step.tasks.discard)
 
@@ -102,7 +102,7 @@ async def _retry(rt: Runtime, step: Step, rid: str, group: int, index: int, task
                  sampling_params: dict) -> None:
     retried: Episode | None = None
     try:
-        ep = await episode.play(rt, task, rt.full, sampling_params, slots=rt.retries,
+        ep = await episode.play(rt, task, skills=rt.full, sampling_params=sampling_params, slots=rt.retries,
                                 skip=lambda: step.closing, aborted=lambda: False, after_abort=step.wait_closed)
         if ep.termination == "infra_error" or (step.abandoned and ep.termination == "aborted"):
             _defer(step, rid, ep.termination)
@@ -117,9 +117,9 @@ async def _retry(rt: Runtime, step: Step, rid: str, group: int, index: int, task
             _defer(step, rid, "cancelled")
         else:  # drain's deadline: the step itself completed
             step.retry_skipped += 1
-            write_spool(rt, step, spool_record(rt, rid, step.rollout_id, group, index, task, failed, None))
+            write_spool(rt, step, spool_record(rt, rid, rollout_id=step.rollout_id, group=group, index=index, task=task, failed=failed, retried=None))
         raise
-    write_spool(rt, step, spool_record(rt, rid, step.rollout_id, group, index, task, failed, retried))
+    write_spool(rt, step, spool_record(rt, rid, rollout_id=step.rollout_id, group=group, index=index, task=task, failed=failed, retried=retried))
 
 
 def _defer(step: Step, rid: str, why: str) -> None:

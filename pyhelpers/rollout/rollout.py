@@ -57,7 +57,7 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     step.groups_kept = len(batch)
     step.groups_kept_equal = sum(not groups.varied(args, g) for g in batch)
     figures = metrics.summarize(step)
-    metrics.append_jsonl(s.metrics_path, s.round, int(rollout_id), figures)
+    metrics.append_jsonl(s.metrics_path, s.round, rollout_id=int(rollout_id), metrics=figures)
     if not hasattr(output, "metrics"):  # a legacy bare list of groups
         return slime_compat.train_output(output, figures)
     output.metrics = {**(output.metrics or {}), **figures}

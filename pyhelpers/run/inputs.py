@@ -68,8 +68,8 @@ def upcoming(lay: RunLayout, pos: runstate.Position, seed_bank: Path | None) -> 
     if pos.finished:
         return []
     if pos.stage == "baseline":  # the base model's val reads only task files; round 0's train follows
-        return _round_files(lay, 0, "train", seed_bank)
-    return _round_files(lay, pos.round, pos.stage, seed_bank)
+        return _round_files(lay, 0, stage="train", seed_bank=seed_bank)
+    return _round_files(lay, pos.round, stage=pos.stage, seed_bank=seed_bank)
 
 
 def problem(inp: RunInput) -> str | None:

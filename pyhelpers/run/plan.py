@@ -53,7 +53,7 @@ def launches(cfg, lay: RunLayout, pos: runstate.Position,
                            model=evaluate.model_dir(cfg, lay, baseline=True)))
     out.append(service("ray-head"))
     margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
-    out.append(("slime job", train.job_entrypoint(cfg, lay, r, margs),
+    out.append(("slime job", train.job_entrypoint(cfg, lay, r=r, model_args=margs),
                 f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
                 f"{json.dumps(launch_args.runtime_env(cfg), sort_keys=True)}; MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}"))
     if cfg.flag("ANALYST_ENABLED"):
@@ -86,7 +86,7 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
         return out
 
     out.append(f"command lines (round {r}; later rounds differ only in their round number, dir and iterations):")
-    for name, line, note in launches(cfg, lay, pos, model_args):
+    for name, line, note in launches(cfg, lay, pos, model_args=model_args):
         out.append(f"  {name}: {line}" if line else f"  {name}: {note}")
         if line and note:
             out.append(f"    ({note})")

@@ -95,7 +95,7 @@ def estimate(evs: list[dict], rounds: int, steps: int, r: int, stage: str, steps
     rest = STAGES[STAGES.index(stage) + 1:] if stage in STAGES else STAGES
     this_round = left + sum(stage_s(s) for s in rest)
     later = max(0, rounds - (r + 1)) * sum(stage_s(s) for s in STAGES)
-    return Eta(this_round, this_round + later, per_step, untimed)
+    return Eta(this_round, this_round + later, step_s=per_step, untimed=untimed)
 
 
 def step_words(m: dict) -> str:

@@ -134,7 +134,7 @@ def _progress(cfg, lay: RunLayout, pos: dict, evs: list[dict], running: bool) ->
     if stage in ("evaluate", "baseline") and pub and start and pub.get("t", 0) >= start:
         out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
     if running:
-        eta = runprogress.estimate(evs, rounds, steps, -1 if r is None else r, stage, out.get("steps_done", 0))
+        eta = runprogress.estimate(evs, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage, steps_done=out.get("steps_done", 0))
         out.update(eta=eta.words(), eta_round_s=eta.round_s, eta_run_s=eta.run_s, step_s=eta.step_s)
     return out
 
@@ -181,7 +181,7 @@ def gather(cfg, lay: RunLayout) -> dict:
         "run": cfg.run_name, "run_dir": str(lay.run_dir), "save_dir": str(lay.save_dir),
         "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
         "driver": driver, "position": pos, "step": _step(lay, pos.get("round")),
-        "progress": _progress(cfg, lay, pos, evs, driver["running"]),
+        "progress": _progress(cfg, lay, pos=pos, evs=evs, running=driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
         "results": results(cfg, lay),

@@ -232,8 +232,8 @@ def _field(result: dict, name: str, kind: type | tuple, action: str) -> Any:
 
 def parse_reset(body: Any) -> ResetResult:
     r = result_of(body, "reset")
-    return ResetResult(env_idx=_field(r, "env_idx", int, "reset"), idx=_field(r, "idx", int, "reset"),
-                       instruction=_field(r, "instruction", str, "reset"),
+    return ResetResult(env_idx=_field(r, "env_idx", kind=int, action="reset"), idx=_field(r, "idx", kind=int, action="reset"),
+                       instruction=_field(r, "instruction", kind=str, action="reset"),
                        instruction_simple=r.get("instruction_simple") or "",
                        goal_options=r.get("goal_options"), message=r.get("message", ""),
                        user_persona=r.get("user_persona"), reason_key=r.get("reason_key"), raw=r)
@@ -250,11 +250,11 @@ def goal_instruction(reset_instruction: str) -> str:
 
 def parse_interact(body: Any) -> StepResult:
     r = result_of(body, "interact")
-    done = bool(_field(r, "done", bool, "interact"))
+    done = bool(_field(r, "done", kind=bool, action="interact"))
     detail = r.get("reward_detail") or {}
     reward = _num(r.get("reward", 0.0) or 0.0, "reward")
-    return StepResult(env_idx=_field(r, "env_idx", int, "interact"), done=done, over=bool(r.get("over")),
-                      reward=reward, observation=_field(r, "instruction", str, "interact"),
+    return StepResult(env_idx=_field(r, "env_idx", kind=int, action="interact"), done=done, over=bool(r.get("over")),
+                      reward=reward, observation=_field(r, "instruction", kind=str, action="interact"),
                       scores=parse_scores(reward, detail) if done else ZERO_SCORES, reward_detail=detail,
                       purchase=r.get("purchase") or {}, goal=r.get("goal") or {},
                       message=r.get("message", ""), raw=r)

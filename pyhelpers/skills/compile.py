@@ -154,13 +154,13 @@ def compile_bank(bank: Mapping, candidates: Iterable[Path | str | Mapping], roun
         if target:
             fold(_resolve(skills, target), groups[sha], "UPVOTE")
             continue
-        s = new_skill(skill_id(sha), sha, groups[sha]["fields"], round)
+        s = new_skill(skill_id(sha), sha, fields=groups[sha]["fields"], round=round)
         set_render(s, name, count)
         if s["render"]["tokens"] > options.max_skill_tokens:
             s["status"] = "rejected"
             s["counters"]["proposals"] = groups[sha]["n"]
             s["provenance"] = groups[sha]["prov"]
-            add_event(s, round, "ADD", groups[sha]["n"])
+            add_event(s, round, op="ADD", count=groups[sha]["n"])
             add_event(s, round, "REJECT", note=f"over SKILL_MAX_TOKENS ({s['render']['tokens']} tokens)")
             skills[s["id"]] = s
             continue
@@ -186,14 +186,14 @@ def compile_bank(bank: Mapping, candidates: Iterable[Path | str | Mapping], roun
             s = new[sha]
             s["counters"]["proposals"] = groups[sha]["n"]
             s["provenance"] = groups[sha]["prov"]
-            add_event(s, round, "ADD", groups[sha]["n"])
+            add_event(s, round, op="ADD", count=groups[sha]["n"])
             skills[s["id"]] = s
             index.add(sha, False)
 
     for sid in sorted(credit):
         for op in OPS:
             if credit[sid][op]:
-                add_event(skills[sid], round, op, credit[sid][op])
+                add_event(skills[sid], round, op=op, count=credit[sid][op])
         skills[sid]["updated_round"] = round
 
     seen_records: set[str] = set()

@@ -84,7 +84,7 @@ def render(bank: Mapping, view: str, budget_tokens: int, mask: Iterable[str] | N
         else:
             dropped.append(s["id"])
     if not kept:
-        return Rendered("", (), 0, tuple(dropped))
+        return Rendered("", (), tokens=0, dropped=tuple(dropped))
     kept.sort(key=_order_key)
     text = HEADER + "".join(s["render"]["text"] for s in kept)
-    return Rendered(text, tuple(s["id"] for s in kept), used, tuple(dropped))
+    return Rendered(text, tuple(s["id"] for s in kept), tokens=used, dropped=tuple(dropped))

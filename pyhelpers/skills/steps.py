@@ -35,7 +35,7 @@ def compile_step(bank_path: Path, *, cand_dir: Path, round_: int | None, hf_dir:
                              tokenizer_name=name, count_tokens=count, embedder=embedder)
     spool = [jsonfiles.load_validated(p, "spool") for p in json_files(spool_dir, "spool")] if spool_dir else []
     files = json_files(cand_dir, "candidates")
-    new = compile_bank(bank, files, bank["round"] if round_ is None else round_, options, retry_records=spool)
+    new = compile_bank(bank, files, round=bank["round"] if round_ is None else round_, options=options, retry_records=spool)
     return bank, new, len(files)
 
 
@@ -53,7 +53,7 @@ def inject_step(compiled_path: Path, *, decisions_path: Path | None, round_: int
             raise ToolkitError("decisions were computed for another bank (bank_sha256 differs)", str(decisions_path),
                                f"re-run the gate on {compiled_path}")
         decisions = doc["decisions"]
-    return compiled, apply_decisions(compiled, decisions, round_, caps)
+    return compiled, apply_decisions(compiled, decisions, round=round_, caps=caps)
 
 
 def caps_from(cfg) -> Caps:

@@ -136,7 +136,7 @@ def enumerate_goals(records: list[dict], skipped: Counter | None = None) -> list
             skipped["no_attributes"] += len(rec["instructions"])
             continue
         for k in range(len(rec["instructions"])):
-            goals.append(Goal(len(goals), rec, k, list(attrs)))
+            goals.append(Goal(len(goals), rec, k=k, attributes=list(attrs)))
     return goals
 
 
@@ -238,7 +238,7 @@ def build(sources: list[Path], *, server_file: Path | None = None, scenario: str
             label = published_split(f)
             if label is None and eval_tasks is not None:
                 label = "val" if idx < eval_tasks else "train"
-            task = task_record(g, idx, label or "train", fscen)
+            task = task_record(g, idx, split=label or "train", scenario=fscen)
             if task["task_id"] in seen_ids:
                 skipped["duplicate_task"] += 1
                 continue

@@ -28,7 +28,7 @@ class Stage:
 
 
 def _stage(module) -> Stage:
-    return Stage(module.__name__.rsplit(".", 1)[1], module.run, module.done, module.LOG)
+    return Stage(module.__name__.rsplit(".", 1)[1], module.run, done=module.done, log=module.LOG)
 
 
 ROUND: tuple[Stage, ...] = tuple(_stage(m) for m in (train, rotate, export, compile, evaluate, inject))

@@ -73,7 +73,7 @@ def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     model = model_dir(cfg, lay, baseline)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
-    echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, 'evaluate', r)}")
+    echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='evaluate', round_=r)}")
     stop = threading.Event()
     watchdog = None
     if r is not None:
@@ -83,7 +83,7 @@ def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
     try:
         services.start(cfg, lay, "eval-server", model=model, round_=r, progress=echo)
         ready: list = []  # the readiness wait runs beside the tokenizer load, so its event is exact
-        waiter = threading.Thread(target=lambda: ready.append(_wait(cfg, lay, model, r)), daemon=True)
+        waiter = threading.Thread(target=lambda: ready.append(_wait(cfg, lay, model=model, r=r)), daemon=True)
         waiter.start()
         settings = EvalSettings.from_config(cfg, tokenizer_dir=model)
         builder = builder_for(loop.builders, model)

@@ -68,12 +68,12 @@ def prepare_export(lay: RunLayout, r: int, origin: Path | None = None) -> Export
     target = lay.hf_dir(it)
     staging = lay.hf_staging(it)
     if target.is_dir() and not ck.hf_problems(target, origin):
-        return ExportChoice("flip", it, source, target, staging)
+        return ExportChoice("flip", it, source=source, target=target, staging=staging)
     if target.exists():
         shutil.rmtree(target)
     if staging.exists():
         shutil.rmtree(staging)
-    return ExportChoice("convert", it, source, target, staging)
+    return ExportChoice("convert", it, source=source, target=target, staging=staging)
 
 
 def finish_export(lay: RunLayout, r: int, origin: Path | None = None) -> tuple[Path, list[Path]]:
@@ -114,7 +114,7 @@ def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Pat
         argv = convert_argv(cfg, lay, choice.iteration)
         progress(f"converting {choice.source.name} to HF weights (log: {log_path})")
         events.append(lay.run_dir, "convert-start", round=r, iteration=choice.iteration)
-        _, child = procs.spawn(log_path.stem, argv, lay.pids, lay.logs)
+        _, child = procs.spawn(log_path.stem, argv, pids_dir=lay.pids, logs_dir=lay.logs)
         try:
             status = child.wait()
         finally:

@@ -103,11 +103,11 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
 
 def job_entrypoint(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
     """The slime job's entry point for round r, as submitted (and as `make plan` shows it)."""
-    return launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r, plugin_flags()))
+    return launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r=r, plugin_flags=plugin_flags()))
 
 
 def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
-    entry = job_entrypoint(cfg, lay, r, model_args)
+    entry = job_entrypoint(cfg, lay, r=r, model_args=model_args)
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
     port = cfg.int("RAY_DASHBOARD_PORT")
     # The head answered within RAY_START_TIMEOUT; its job agent may need part of that again.
@@ -117,7 +117,7 @@ def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
     rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source))
     events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
-    procs.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], lay.pids, lay.logs)
+    procs.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], pids_dir=lay.pids, logs_dir=lay.logs)
     return job_id
 
 
@@ -200,8 +200,8 @@ def run(loop: Loop, r: int) -> None:
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
     # job's driver is gone: wait for that process before freeing the slots it may still take.
-    _wait_for_old_plugin(lay, r, cfg.float("STOP_GRACE") + 30.0, echo)
-    echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, 'train', r)}")  # a killed job's slots too
+    _wait_for_old_plugin(lay, r, timeout=cfg.float("STOP_GRACE") + 30.0, echo=echo)
+    echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='train', round_=r)}")  # a killed job's slots too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
     stop, gave_up = threading.Event(), []
 
@@ -227,8 +227,8 @@ def run(loop: Loop, r: int) -> None:
     ok = False
     try:
         if analyst:
-            procs.start("analyst", analyst_argv(lay, r), lay.pids, lay.logs)
-        job_id = submit(cfg, lay, r, loop.model_args)
+            procs.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs)
+        job_id = submit(cfg, lay, r=r, model_args=loop.model_args)
         _warm_eval_builder(loop)
         echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{lay.last_iteration(r)} "
              f"(output: logs/slime-log.log)")
