@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from pyhelpers.analyst import logs
+from pyhelpers.analyst.stats import WandbOptions
 from pyhelpers.config import load as config_mod
 from pyhelpers.errors import ToolkitError
 
@@ -47,8 +49,8 @@ def run(round_dir, drain, use_wandb, wandb_dir, round_no):
       pyhelpers analyst run --round-dir runs/r1/rounds/round-000 2>>runs/r1/logs/analyst.log &
       pyhelpers analyst run --round-dir runs/r1/rounds/round-000 --drain --wandb
     """
+    # lazy: analyst.sidecar (~68 ms) only for this command
     from pyhelpers.analyst import sidecar
-    from pyhelpers.analyst.stats import WandbOptions
 
     cfg = config_mod.load()
     key = cfg.get("DASHSCOPE_API_KEY")
@@ -57,7 +59,6 @@ def run(round_dir, drain, use_wandb, wandb_dir, round_no):
                            f"put DASHSCOPE_API_KEY=sk-... in {cfg.env_file} (never on a command line), "
                            "or set ANALYST_ENABLED=0")
     settings = sidecar.Settings.from_config(cfg, round_dir, round_no)
-    from pyhelpers.analyst import logs
 
     logs.setup(key)
     stop = threading.Event()
@@ -89,6 +90,7 @@ def status(round_dir, round_no, as_json):
     Example:
       pyhelpers analyst status --round-dir runs/r1/rounds/round-000
     """
+    # lazy: analyst.sidecar (~68 ms) only for this command
     from pyhelpers.analyst import sidecar
 
     st = sidecar.status(sidecar.Settings.from_config(config_mod.load(), round_dir, round_no))

@@ -37,6 +37,7 @@ def doctor(ctx, as_json, profile, verbose, fresh_run):
     """
     if ctx.invoked_subcommand:
         return
+    # lazy: doctor.runner (every check, ~70 ms) only for this command
     from pyhelpers.doctor.runner import counts, run_checks
 
     try:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
 
+from pyhelpers.config import load as config
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports, ready
 from pyhelpers.run import lock as runlock
@@ -19,7 +23,6 @@ def _knob(value: float | None, name: str) -> float:
     """An explicit option wins; else the configured knob (read here, at the edge)."""
     if value is not None:
         return value
-    from pyhelpers.config import load as config
 
     return config.load().float(name)
 
@@ -150,9 +153,6 @@ def proc_hold_lock(lock_path, holder_pid):
     Example:
       coproc LOCK { exec pyhelpers proc hold-lock --lock runs/r/lock --holder-pid $$; }
     """
-    import os
-    import signal
-    import threading
 
     procs.die_with_parent()
     done = threading.Event()

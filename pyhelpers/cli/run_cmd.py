@@ -11,9 +11,11 @@ import click
 
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.errors import ToolkitError
+from pyhelpers.run import lock as runlock
 from pyhelpers.run import manifest as runmanifest
 from pyhelpers.run import rehearsal as rehearsal_mod
 from pyhelpers.run import state as runstate
+from pyhelpers.run.stop import clear_stop
 
 
 @click.group()
@@ -45,7 +47,6 @@ def run_init(rehearsal, resume, started_at):
     if rehearsal:
         rehearsal_mod.mark(lay)
     if started_at is not None:
-        from pyhelpers.run.stop import clear_stop
 
         note = clear_stop(lay, started_at)
         if note:
@@ -92,7 +93,6 @@ def run_check_lock():
     Example:
       pyhelpers run check-lock && echo "no driver is running"
     """
-    from pyhelpers.run import lock as runlock
 
     _, lay = _ctx()
     runlock.require_free(lay.lock)

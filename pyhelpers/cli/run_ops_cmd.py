@@ -3,20 +3,39 @@ about a whole run: stopping it, and looking at it."""
 
 from __future__ import annotations
 
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import click
 
+from pyhelpers import report
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err
 from pyhelpers.cli.run_cmd import run
+from pyhelpers.config import load as config_mod
+from pyhelpers.config.check import check
+from pyhelpers.doctor.envfile import netrc_has
+from pyhelpers.errors import ToolkitError
+from pyhelpers.launch import convert_base as basemodel
 from pyhelpers.loop import stages
+from pyhelpers.loop.console import stamp
+from pyhelpers.loop.stages import train as trainstage
+from pyhelpers.procs import groups as procs
+from pyhelpers.run import lock as runlock
+from pyhelpers.run import plan as runplan
+from pyhelpers.run import rehearsal
+from pyhelpers.run import status as runstatus
 from pyhelpers.run import stop as runstop
+from pyhelpers.run.layout import from_config
+from pyhelpers.tracking import sync as wandbsync
 
 
 def _stop_job(cfg, lay):
-    from pyhelpers.loop.stages import train as trainstage
-
     return lambda: trainstage.stop_job(cfg, lay)
 
 
@@ -49,7 +68,6 @@ def run_cleanup():
     Example:
       pyhelpers run cleanup
     """
-    from pyhelpers.loop.console import stamp
 
     cfg, lay = _ctx()
     for line in runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay)):
@@ -65,9 +83,6 @@ def run_rehearsal_reset():
     Example:
       RUN_NAME=rehearsal pyhelpers run rehearsal-reset
     """
-    from pyhelpers.errors import ToolkitError
-    from pyhelpers.run import lock as runlock
-    from pyhelpers.run import rehearsal
 
     cfg, lay = _ctx()
     runlock.require_free(lay.lock)
@@ -76,7 +91,6 @@ def run_rehearsal_reset():
                            "give the rehearsal its own RUN_NAME (default: rehearsal)")
     if lay.run_dir.is_dir():  # a killed earlier rehearsal may have left services running
         runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay))
-    from pyhelpers.loop.console import stamp
 
     for p in rehearsal.fresh(lay):
         click.echo(stamp("rehearse", f"removed the previous rehearsal's {p}"), err=True)
@@ -91,10 +105,7 @@ def run_rehearsal_inputs():
     Example:
       pyhelpers run rehearsal-inputs
     """
-    import os
 
-    from pyhelpers.loop.console import stamp
-    from pyhelpers.run import rehearsal
 
     cfg, _ = _ctx()
     results, notes = rehearsal.user_inputs(cfg, dict(os.environ))
@@ -118,7 +129,6 @@ def run_summary():
     Example:
       pyhelpers run summary
     """
-    from pyhelpers.run import status as runstatus
 
     cfg, lay = _ctx()
     for line in runstatus.summary_lines(cfg, lay):
@@ -135,9 +145,7 @@ def run_status(as_json):
     Example:
       pyhelpers run status
     """
-    import json
 
-    from pyhelpers.run import status as runstatus
 
     cfg, lay = _ctx()
     st = runstatus.gather(cfg, lay)
@@ -161,11 +169,7 @@ def run_logs(service, lines, follow):
     Example:
       pyhelpers run logs --service shopsim -n 100 --follow
     """
-    import os
-    import time
 
-    from pyhelpers.errors import ToolkitError
-    from pyhelpers.procs import groups as procs
 
     _, lay = _ctx()
     logs = sorted(lay.logs.glob("*.log")) if lay.logs.is_dir() else []
@@ -222,11 +226,7 @@ def run_watch(interval, count):
     Example:
       pyhelpers run watch --interval 5
     """
-    import itertools
-    import sys
-    import time
 
-    from pyhelpers.run import status as runstatus
 
     cfg, lay = _ctx()
     tty = sys.stdout.isatty()
@@ -256,10 +256,6 @@ def run_plan(model_args):
     Example:
       pyhelpers run plan
     """
-    from pyhelpers.config import load as config_mod
-    from pyhelpers.config.check import check
-    from pyhelpers.run import plan as runplan
-    from pyhelpers.run.layout import from_config
 
     # Like `sky launch --dryrun`: the plan even when the configuration has errors, every error
     # first, and the run refused (exit 1) until they are fixed.
@@ -292,13 +288,7 @@ def run_wandb_sync(dry_run):
     Example:
       pyhelpers run wandb-sync --dry-run
     """
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    from pyhelpers.errors import ToolkitError
-    from pyhelpers.tracking import sync as wandbsync
 
     cfg, lay = _ctx()
     todo = wandbsync.pending(lay.run_dir)
@@ -308,7 +298,6 @@ def run_wandb_sync(dry_run):
         click.echo(f"  {p.relative_to(lay.run_dir)}")
     if dry_run or not todo:
         return
-    from pyhelpers.doctor.envfile import netrc_has
 
     if not cfg.get("WANDB_API_KEY") and not netrc_has(os.environ.get("HOME", ""), "api.wandb.ai"):
         raise ToolkitError("no W&B key: WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry",
@@ -335,7 +324,6 @@ def run_convert_base(model_args):
     Example:
       pyhelpers run convert-base -- "${MODEL_ARGS[@]}"
     """
-    from pyhelpers.launch import convert_base as basemodel
 
     cfg, _ = _ctx()
     log = cfg.path("MODELS_DIR") / "convert-base.log"
@@ -352,10 +340,7 @@ def run_report(out):
     Example:
       pyhelpers run report
     """
-    import time
 
-    from pyhelpers import report
-    from pyhelpers.errors import ToolkitError
 
     cfg, lay = _ctx()
     if not lay.manifest.is_file():

@@ -4,14 +4,24 @@ the services and the job it starts."""
 from __future__ import annotations
 
 import os
+import traceback
 
 import click
 
+from pyhelpers import report
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err as _echo
 from pyhelpers.cli.run_cmd import run
-from pyhelpers.errors import ToolkitError
+from pyhelpers.errors import Stopped, ToolkitError
+from pyhelpers.launch import services
+from pyhelpers.loop import loop as driver
+from pyhelpers.loop.console import Console
 from pyhelpers.loop.stages import NAMES as STAGES
+from pyhelpers.procs import groups as procs
+from pyhelpers.procs import ready
+from pyhelpers.run import hints, rehearsal
+from pyhelpers.run import progress as runprogress
+from pyhelpers.run import status as runstatus
 
 
 @run.command("loop", context_settings={"ignore_unknown_options": True})
@@ -28,13 +38,7 @@ def run_loop(stop_before, model_args):
     Example:
       pyhelpers run loop -- "${MODEL_ARGS[@]}"
     """
-    from pyhelpers.errors import Stopped
-    from pyhelpers.loop import loop as driver
-    from pyhelpers.loop.console import Console
-    from pyhelpers.procs import groups as procs
-    from pyhelpers.run import hints, rehearsal
-    from pyhelpers.run import progress as runprogress
-    from pyhelpers.run import status as runstatus
+    # lazy: tracking.pending (evaluate.round, wandb_log: ~105 ms) only for this command
     from pyhelpers.tracking import pending as wandb_pending
 
     procs.die_with_parent()
@@ -66,7 +70,6 @@ def run_loop(stop_before, model_args):
         say(f"Error: {exc}")
         raise SystemExit(1) from None
     except Exception as exc:  # a bug: its traceback goes to the log, a line saying so to the terminal
-        import traceback
 
         traceback.print_exc()
         console.status("")
@@ -75,9 +78,6 @@ def run_loop(stop_before, model_args):
 
 
 def _final_report(cfg, lay, say) -> None:
-    from pyhelpers import report
-    from pyhelpers.launch import services
-
     services.stop(cfg, lay, "report")  # a round's background report: this one supersedes it
     try:
         say(f"report: {report.build(cfg, lay)}")
@@ -97,8 +97,6 @@ def run_service(name, model, round_):
     Example:
       pyhelpers run service shopsim
     """
-    from pyhelpers.launch import services
-    from pyhelpers.procs import ready
 
     cfg, lay = _ctx()
     try:
@@ -119,6 +117,7 @@ def run_log_wandb():
     Example:
       pyhelpers run log-wandb
     """
+    # lazy: tracking.pending (evaluate.round, wandb_log: ~105 ms) only for this command
     from pyhelpers.tracking import pending as wandb_pending
 
     cfg, lay = _ctx()

@@ -10,6 +10,7 @@ from pyhelpers.errors import ToolkitError
 
 
 async def _call(url: str, what: str):
+    # lazy: shopsim.client (httpx, ~70 ms) only for the shopsim commands
     from pyhelpers.shopsim.client import ShopSimClient, ShopSimError
 
     try:
