@@ -163,6 +163,9 @@ def exports(environ: dict[str, str]) -> dict[str, str]:
         "FAKE_SHOPSIM_DIR": str(FAKES), "FAKE_SHOPSIM_TASKS": str(world / "shop" / "items_eval_train.json"),
         "FAKE_PACK_API_RECORD": str(base / "pack_api.json"),
         "REHEARSAL_DIR": str(base),
+        # A rehearsal is reproducible: the same bank after kills and resumes as without them
+        # (the stand-in slime judges over-sampled groups in submission order; README there).
+        "FAKE_SLIME_ORDERED": environ.get("FAKE_SLIME_ORDERED", "1"),
     }
     scale = {**SCALE, "TRAIN_SAVE": str(base / "train_save")}
     out.update({k: v for k, v in scale.items() if k not in environ})

@@ -331,6 +331,7 @@ def main(argv: list[str]) -> int:
     from megatron_layout import write_checkpoint, write_hf_export
 
     args = parse(argv)
+    args.fake_ordered = os.environ.get("FAKE_SLIME_ORDERED") == "1"  # see slime/rollout/sglang_rollout.py
     # Until placement: once `ray.init` (in place) runs, Ray's own SIGTERM handler replaces this
     # one, as in real slime: a stopped job then sees SystemExit(15) raised in the driver.
     signal.signal(signal.SIGTERM, lambda *_: (stop_engines(), os._exit(143)))

@@ -47,12 +47,15 @@ class GenerateState(metaclass=SingletonMeta):
     def reset(self):
         self.remaining_batch_size = 0
         self.pendings = set()
+        self.submitted = []  # the group tasks in submission order (the reproducible mode below)
         self.aborted = False
 
     def submit_generate_tasks(self, samples):
         for group in samples:
-            self.pendings.add(asyncio.create_task(
-                generate_and_rm_group(self.args, group, sampling_params=self.sampling_params.copy())))
+            task = asyncio.create_task(
+                generate_and_rm_group(self.args, group, sampling_params=self.sampling_params.copy()))
+            self.pendings.add(task)
+            self.submitted.append(task)
         self.remaining_batch_size += len(samples)
 
 
@@ -121,10 +124,22 @@ async def generate_rollout_async(args, rollout_id, data_source):
     target = args.rollout_batch_size
     over = getattr(args, "over_sampling_batch_size", None) or target
     data = []
+    # Reproducible mode (args.fake_ordered, FAKE_SLIME_ORDERED=1: rehearsals, whose banks are compared
+    # byte for byte across kills and resumes): groups are judged in submission order and every group
+    # submitted finishes before the abort. Real slime judges them in completion order and aborts the
+    # rest in flight (sglang_rollout.py generate_rollout_async), so which failures reach the spool
+    # depends on timing; tests/fakes/README.md lists this divergence.
+    ordered = getattr(args, "fake_ordered", False)
     while len(data) < target:
         while state.remaining_batch_size < target:
             state.submit_generate_tasks(data_source(over))
-        done, state.pendings = await asyncio.wait(state.pendings, return_when=asyncio.FIRST_COMPLETED)
+        if ordered:
+            first = state.submitted.pop(0)
+            await first
+            done = {first}
+            state.pendings.discard(first)
+        else:
+            done, state.pendings = await asyncio.wait(state.pendings, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             group = task.result()
             assert len(group) == args.n_samples_per_prompt
@@ -136,6 +151,9 @@ async def generate_rollout_async(args, rollout_id, data_source):
                 continue
             if len(data) < target:
                 data.append(group)
+    if ordered and state.pendings:
+        await asyncio.wait(state.pendings)
+        state.pendings = set()
     aborted = await abort(args, rollout_id)
     data.sort(key=lambda g: g[0].index)
     state.reset()
