@@ -121,6 +121,16 @@ def test_eval_server_is_tp1_dp_all_gpus(toolkit_env):
     assert argv[argv.index("--tp-size") + 1] == "1" and argv[argv.index("--dp-size") + 1] == "4"
 
 
+def test_the_committed_flag_lists_hold_no_flag_that_takes_a_secret():
+    """A flag that carries a key puts it in `ps` and in W&B's run config: the toolkit never emits one
+    (slime_flags.FORBIDDEN), the lists leave them out, so the stand-ins refuse them too."""
+    regen = _regenerate()
+    for name in ("slime_train_flags.txt", "sglang_server_flags.txt"):
+        flags = [x for x in (ROOT / "env" / "flags" / name).read_text().splitlines() if x.startswith("--")]
+        assert [f for f in flags if regen.takes_secret(f)] == [], name
+    assert all(regen.takes_secret(f) for f in slime_flags.FORBIDDEN)
+
+
 def _regenerate():
     import importlib.util
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -178,9 +179,21 @@ def _git_head(path: Path) -> str:
         return "unknown (not a git checkout)"
 
 
+# A flag that takes a secret (--wandb-key, --api-key, ...) would put it in `ps` and in W&B's run
+# config; the toolkit never emits one, so the lists leave them out and the stand-ins refuse them.
+_SECRET_FLAG = re.compile(r"-(api-key|wandb-key|password|secret|auth-token|hf-token)$")
+
+
+def takes_secret(flag: str) -> bool:
+    return bool(_SECRET_FLAG.search(flag))
+
+
 def write_list(path: Path, header: list[str], flags: set[str]) -> None:
+    kept = sorted(f for f in flags if not takes_secret(f))
+    left = sorted(set(flags) - set(kept))
+    header = header + ([f"left out: {len(left)} flag(s) that take a secret (never on a command line)"] if left else [])
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(f"# {line}\n" for line in header) + "".join(f + "\n" for f in sorted(flags)))
+    tmp.write_text("".join(f"# {line}\n" for line in header) + "".join(f + "\n" for f in kept))
     os.replace(tmp, path)
 
 
