@@ -22,7 +22,7 @@ die() {
 }
 
 # log MESSAGE: one progress line on stderr (stdout stays for data), in the toolkit's one format
-# `HH:MM:SS service  message` (pyhelpers/console.py stamp()); the service is the script's name.
+# `HH:MM:SS service  message` (pyhelpers/loop/console.py stamp()); the service is the script's name.
 log() {
   printf '%(%H:%M:%S)T %-8s %s\n' -1 "${0##*/}" "$*" >&2
 }
@@ -63,7 +63,7 @@ load_model_args() {
 }
 
 # --- The run lock (architecture §5) -----------------------------------------------------------
-# Services, their process groups and readiness are Python's (pyhelpers/procs/groups.py, services.py:
+# Services, their process groups and readiness are Python's (pyhelpers/procs/groups.py, pyhelpers/launch/services.py:
 # `pyhelpers proc ...`, `pyhelpers run service ...`). What stays here is the lock of the driver
 # shell. It is held by a small coprocess that the kernel kills when the driver dies, never by a
 # descriptor of the driver shell: every $(...) and `&` of the driver is a forked shell that would

@@ -38,8 +38,9 @@ def scan(path: Path, split: str) -> tuple[list[str], set[str], int]:
                 continue
             if obj["split"] != split:
                 errors.append(f"{where}: split {obj['split']!r} in the {split} file")
-            if split == "train" and slime_prompt_problem(obj):  # slime reads TRAIN_TASKS itself
-                errors.append(f"{where}: {slime_prompt_problem(obj)}")
+            problem = slime_prompt_problem(obj) if split == "train" else None  # slime reads TRAIN_TASKS itself
+            if problem:
+                errors.append(f"{where}: {problem}")
             if obj["task_id"] in ids:
                 errors.append(f"{where}: task_id {obj['task_id']!r} repeated")
             ids.add(obj["task_id"])

@@ -3,7 +3,7 @@ Megatron + slime's --sglang- flags) and the eval server's `sglang.launch_server`
 
 slime ignores a flag no parser knows (Megatron's parse with ignore_unknown_args=True, slime 624b824
 slime/backends/megatron_utils/arguments.py:195), so a flag that a version change renamed would
-silently do nothing. The toolkit's own list (pyhelpers/slime_flags.py) is checked against the
+silently do nothing. The toolkit's own list (pyhelpers/launch/slime_flags.py) is checked against the
 pinned versions; this checks what is installed on the machine, on the CPU, by building the
 parsers inside the activated slime env (flags_probe.py) and naming every flag they do not know.
 """
@@ -77,5 +77,5 @@ def _verdict(name: str, program: str, got: dict, n: int, where: str) -> Result:
         return result(name, FAIL, f"{program} does not know {len(unknown)} flag(s) of this plan: {', '.join(unknown)} "
                                   f"({where}; slime would ignore them silently)",
                       fix="the installed slime/Megatron/SGLang differ from the pinned ones the toolkit was checked "
-                      "against (pyhelpers/slime_flags.py): restore the pinned versions (env/slime.lock)", details=unknown)
+                      "against (pyhelpers/launch/slime_flags.py): restore the pinned versions (env/slime.lock)", details=unknown)
     return result(name, PASS, f"every flag of the plan ({n} arguments) is known to the installed {program} ({where})")

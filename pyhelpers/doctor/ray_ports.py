@@ -9,14 +9,13 @@ from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
 from pyhelpers.launch import ray_ports
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports, procfs
+from pyhelpers.run import layout
 
 
 def _ours(ctx: Context) -> set[int]:
     """Pids of this run's Ray: its head's group and whatever references its temp dir (Ray's
     workers and agents live in process groups of their own)."""
-    ours = {p for r in procs.records(ctx.cfg.run_dir / "pids") if procs.state(r) == "alive"
-            for p in procfs.group_members(r.pgid)}
-    return ours | set(procfs.marker_matches(ctx.cfg.ray_temp_dir))
+    return procs.live_pids(layout.from_config(ctx.cfg).pids) | set(procfs.marker_matches(ctx.cfg.ray_temp_dir))
 
 
 def check_ray_ports(ctx: Context) -> list[Result]:

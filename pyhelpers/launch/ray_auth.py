@@ -24,13 +24,9 @@ from pyhelpers.run import layout
 OVERRIDING = ("RAY_AUTH_TOKEN",)  # dropped from the head's environment (see above)
 
 
-def token_path(run_dir: Path) -> Path:
-    return layout.ray_token(run_dir)
-
-
 def ensure_token(run_dir: Path) -> Path:
     """The run's token file, made now if it is missing. Never rewritten: a live head holds it."""
-    path = token_path(run_dir)
+    path = layout.ray_token(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.parent.chmod(0o700)
     if path.is_file() and path.stat().st_size:
@@ -49,14 +45,14 @@ def ensure_token(run_dir: Path) -> Path:
 
 def head_env(run_dir: Path) -> dict[str, str]:
     """What the head needs in its environment to require the token (made by ensure_token)."""
-    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path(run_dir))}
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(layout.ray_token(run_dir))}
 
 
 def headers(run_dir: Path) -> dict[str, str]:
     """The header our HTTP calls to the dashboard / job API carry; none when the run has no token
     (a head started before tokens: it asks for none)."""
     try:
-        token = token_path(run_dir).read_text().strip()
+        token = layout.ray_token(run_dir).read_text().strip()
     except OSError:
         return {}
     return {"Authorization": f"Bearer {token}"} if token else {}

@@ -24,20 +24,16 @@ from pyhelpers.run import layout
 KEEP = 3  # a crashed round's logs stay readable after a restart or two
 
 
-def ledger(run_dir: Path) -> Path:
-    return layout.ray_sessions(run_dir)
-
-
 def recorded(run_dir: Path) -> list[str]:
     try:
-        return [ln for ln in ledger(run_dir).read_text().split() if ln.startswith("session_")]
+        return [ln for ln in layout.ray_sessions(run_dir).read_text().split() if ln.startswith("session_")]
     except OSError:
         return []
 
 
 def _write(run_dir: Path, names: list[str]) -> None:
-    ledger(run_dir).parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(ledger(run_dir), "".join(f"{n}\n" for n in names).encode())
+    layout.ray_sessions(run_dir).parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(layout.ray_sessions(run_dir), "".join(f"{n}\n" for n in names).encode())
 
 
 def latest(temp_dir: str | Path) -> str | None:

@@ -93,6 +93,11 @@ def find(pids_dir: Path, name: str) -> Record:
     return load(path)
 
 
+def live_pids(pids_dir: Path) -> set[int]:
+    """Every process of the recorded services that are alive: a port one of them holds is ours."""
+    return {p for r in records(pids_dir) if state(r) == "alive" for p in procfs.group_members(r.pgid)}
+
+
 def state(rec: Record) -> str:
     """alive | dead | reused | other-host.
 
@@ -141,7 +146,7 @@ def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
     if old and state(old) == "alive":
         raise ToolkitError(f"service {name!r} is already running", f"pid {old.pid} ({path})",
                            "stop it first: `make stop`, or pyhelpers proc stop --name " + name)
-    ours = [p for r in existing if state(r) == "alive" for p in procfs.group_members(r.pgid)]
+    ours = live_pids(pids_dir)
     for host, port in needs_ports:
         ports.check_port(host, port, ours=ours)
     pids_dir.mkdir(parents=True, exist_ok=True)

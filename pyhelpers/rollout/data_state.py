@@ -11,7 +11,7 @@ After each step the plugin writes the same counters (record) to
 <--save>/rollout/shopsimrl_data_state_<N>.json; at the first step of a job, when slime's file for
 the step before is missing, it puts the recorded position back into the data source and writes
 slime's own file through the data source's save/load (restore). Rotation keeps and cleans these
-records beside slime's (pyhelpers/checkpoints.py).
+records beside slime's (pyhelpers/run/checkpoints.py).
 """
 
 from __future__ import annotations

@@ -59,17 +59,15 @@ def varied(args: Any, group: list) -> bool:
 
 def keep_group(args: Any, samples: list, **_: Any) -> Any:
     """slime's dynamic-sampling filter: keep a group whose trained episodes' rewards differ."""
-    from slime.rollout.filter_hub.base_types import DynamicFilterOutput
-
     rewards = trained_rewards(args, samples)
-    keep = varied(args, samples)
+    keep = _std(rewards) > EPS  # varied(), on the rewards already in hand
     reason = None if keep else ("all_removed" if not rewards else f"zero_std_{round(rewards[0], 1)}")
     step = metrics.current(slime_compat.current_rollout_id())
     # slime draws OVER_SAMPLING_GROUPS more whenever a drop leaves too few: allow that draw only
     # while the step stays within its limit; past it, slime keeps rejected groups instead.
     fallback = step.groups_drawn + over_sampling(args) > draw_limit(args)
     step.draw_limit_reached |= fallback and not keep
-    return DynamicFilterOutput(keep=keep, reason=reason, keep_when_insufficient=fallback)
+    return slime_compat.filter_output(keep=keep, reason=reason, keep_when_insufficient=fallback)
 
 
 def over_sampling(args: Any) -> int:

@@ -26,12 +26,11 @@ Evaluation calls go straight to slime's function (the toolkit's val/gate run out
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.procs import procfs
 from pyhelpers.rollout import data_state, engines, groups, metrics, retry, runtime, settings, slime_compat
 from pyhelpers.run.layout import RoundFiles
@@ -82,15 +81,16 @@ class _Counted:
 def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
     """The job is placed and its engines answer: the training loop's placement deadline
     (JOB_START_TIMEOUT, pyhelpers/launch/rayjob.py) waits for this file."""
-    marker = Path(s.round_dir) / "plugin.started"
+    files = RoundFiles(Path(s.round_dir))
+    marker = files.started_marker
     if not marker.exists():
         marker.write_text(f"{rollout_id}\n", encoding="utf-8")
     # The process the plugin runs in (slime's RolloutManager actor): the train stage waits for it
     # to be gone before it frees the ShopSimulator slots a stopped job left taken.
 
     pid = os.getpid()
-    here = RoundFiles(Path(s.round_dir)).plugin_process
-    if not here.exists() or json.loads(here.read_text() or "{}").get("pid") != pid:
+    here = files.plugin_process
+    if (load_json_or_none(here) or {}).get("pid") != pid:
         write_json_atomic(here, {"pid": pid, "ticks": procfs.start_ticks(pid)})
 
 

@@ -9,7 +9,9 @@ What is used, read from slime v0.3.1 (624b824):
 - slime.rollout.sglang_rollout.generate_rollout (the default loop we wrap) and GenerateState
   (a singleton; `.aborted` turns True when the step has enough groups and aborts the rest);
 - slime.rollout.sample_hooks._current_rollout_id (the step id RolloutManager.generate sets);
-- slime.utils.async_utils.run (runs a coroutine on slime's one background event loop).
+- slime.utils.async_utils.run (runs a coroutine on slime's one background event loop);
+- slime.rollout.filter_hub.base_types.DynamicFilterOutput(keep, reason, keep_when_insufficient)
+  (what a --dynamic-sampling-filter-path function returns).
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ def train_output(samples: Any, metrics: dict) -> Any:
     from slime.rollout.base_types import RolloutFnTrainOutput  # optional: slime exists only inside the job
 
     return RolloutFnTrainOutput(samples=samples, metrics=metrics)
+
+
+def filter_output(**fields: Any) -> Any:
+    from slime.rollout.filter_hub.base_types import (
+        DynamicFilterOutput,  # optional: slime exists only inside the job
+    )
+
+    return DynamicFilterOutput(**fields)
 
 
 def default_generate_rollout():
