@@ -6,7 +6,7 @@ SHELL := bash
 .DEFAULT_GOAL := help
 MAKEFLAGS += --no-print-directory
 
-# With REHEARSAL=1, stop/status/plan/logs/report and migrate-* act on the rehearsal (its stand-in configuration).
+# With REHEARSAL=1, stop/status/watch/plan/logs/report and migrate-* act on the rehearsal (its stand-in configuration).
 IN_RUN = $(if $(REHEARSAL),bin/rehearse --env )
 
 # Control and inspection targets (stop, status, logs, plan, report, ...) only need a venv to exist:

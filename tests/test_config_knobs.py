@@ -102,3 +102,21 @@ def test_declared_choices_are_the_ones_the_code_knows():
     assert KNOBS["NOTIFY_FORMAT"].type.choices == FORMATS
     assert KNOBS["REWARD"].type.choices == REWARDS
     assert KNOBS["DOCTOR_PROFILE"].type.choices == PROFILES
+
+
+def test_a_value_the_plugin_would_refuse_is_refused_by_make_check(toolkit_env):
+    """RETRY_TRAINS=1 is refused by the plugin's settings check, which runs only when the train stage
+    writes slime.yaml -- after the preflight. make check must refuse it first, naming the knob."""
+    r = run_pyhelpers(["config", "check"], {**toolkit_env, "RETRY_TRAINS": "1"})
+    assert r.returncode == 1 and "RETRY_TRAINS" in r.stderr
+
+
+def test_training_resets_wait_as_long_as_the_simulator_may_wait_for_a_slot(toolkit_env, tmp_path):
+    """pack_api waits SHOPSIM_RESET_RETRIES x SHOPSIM_RESET_DELAY for a free slot before it answers;
+    the plugin's reset timeout must outlast that, as the eval client's does."""
+    from pyhelpers.rollout.settings import from_mapping, plugin_values
+    from pyhelpers.run.layout import from_config
+
+    cfg = config_load.load({**toolkit_env, "SHOPSIM_RESET_RETRIES": "20", "SHOPSIM_RESET_DELAY": "6"})
+    values = plugin_values(cfg, from_config(cfg), 0)
+    assert from_mapping(values).shopsim_reset_timeout_s > 20 * 6

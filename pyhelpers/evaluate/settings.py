@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.shopsim import protocol
 
 # What slime's GenerateState sends besides max_new_tokens (its defaults for our launch flags).
 SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "skip_special_tokens": False,
@@ -65,7 +66,6 @@ class EvalSettings:
     def from_config(cls, cfg, *, shopsim_url: str | None = None, server_url: str | None = None,
                     tokenizer_dir: str | None = None) -> EvalSettings:
         """The knob values of `cfg` (a pyhelpers.config.load.Config), with the CLI's overrides."""
-        reset_wait = cfg.int("SHOPSIM_RESET_RETRIES") * cfg.float("SHOPSIM_RESET_DELAY")
         return cls(
             shopsim_url=shopsim_url or f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}",
             server_url=server_url or f"http://127.0.0.1:{cfg.int('EVAL_PORT')}",
@@ -74,7 +74,8 @@ class EvalSettings:
             max_turns=cfg.int("MAX_TURNS"), max_context_len=cfg.int("ROLLOUT_MAX_CONTEXT_LEN"),
             max_response_len=cfg.int("ROLLOUT_MAX_RESPONSE_LEN"),
             skill_token_budget=cfg.int("SKILL_TOKEN_BUDGET"), episode_retries=cfg.int("EVAL_EPISODE_RETRIES"),
-            max_infra_share=cfg.float("EVAL_MAX_INFRA_SHARE"), reset_timeout_s=reset_wait + 30.0,
+            max_infra_share=cfg.float("EVAL_MAX_INFRA_SHARE"), reset_timeout_s=protocol.reset_timeout_s(cfg.int("SHOPSIM_RESET_RETRIES"),
+                                                    cfg.float("SHOPSIM_RESET_DELAY")),
             shopsim_ready_s=cfg.float("SHOPSIM_START_TIMEOUT"),
         ).check()
 

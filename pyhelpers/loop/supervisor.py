@@ -1,11 +1,11 @@
-"""Self-healing: is a failed stage worth restarting, and when (issue: self-healing runs).
+"""Self-healing: is a failed stage worth restarting, and when.
 
-`classify()` reads the failure -- the error's text and the tail of the failing process's log --
-against RULES, one table, first match wins. `Supervisor.decide()` adds the limits: at most
-MAX_RESTARTS restarts per driver run and MAX_RESTARTS_PER_STAGE per stage of a round, exponential
-backoff from RESTART_BACKOFF (doubling, at most RESTART_BACKOFF_MAX seconds), and the same
-failure at the same step twice is permanent (a crash that repeats deterministically would only
-burn GPU hours). A user's `make stop` is final: the loop never restarts after it.
+`classify()` reads the failure against RULES, one table: the error's own text first, then the tail
+of the failing process's log, where the rule matching last wins (the fatal error ends a log).
+`Supervisor.decide()` adds the limits: at most MAX_RESTARTS restarts per driver run and
+MAX_RESTARTS_PER_STAGE per stage of a round, exponential backoff from RESTART_BACKOFF (doubling, at
+most RESTART_BACKOFF_MAX seconds), and the same failure at the same step twice is permanent (a
+crash that repeats deterministically would only burn GPU hours). A user's `make stop` is final: the loop never restarts after it.
 
 Restarting means what `make resume` does: stop the job and every service, wait, then continue from
 the artifacts (the next stage is derived again; a checkpoint is never deleted).

@@ -19,6 +19,7 @@ from typing import Any
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import write_bytes_atomic
 from pyhelpers.run.layout import RoundFiles
+from pyhelpers.shopsim import protocol
 
 PREFIX = "shopsimrl_"
 REWARDS = ("strict", "loose", "success")
@@ -188,9 +189,12 @@ def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
         "rollout_max_context_len": cfg.int("ROLLOUT_MAX_CONTEXT_LEN"),
         "rollout_max_response_len": cfg.int("ROLLOUT_MAX_RESPONSE_LEN"),
         "reward": cfg["REWARD"],
-        "retry_trains": 1 if cfg.flag("RETRY_TRAINS") else 0,
+        "retry_trains": cfg.int("RETRY_TRAINS"),
         "skill_token_budget": cfg.int("SKILL_TOKEN_BUDGET"),
         "draw_limit_factor": cfg.int("DRAW_LIMIT_FACTOR"),
+        # At least the old fixed 90 s; longer when the simulator may wait longer for a slot.
+        "shopsim_reset_timeout_s": max(90.0, protocol.reset_timeout_s(cfg.int("SHOPSIM_RESET_RETRIES"),
+                                                                      cfg.float("SHOPSIM_RESET_DELAY"))),
         "tokenizer_path": str(cfg.path("HF_MODEL")),
         "policy_model": Path(cfg["HF_MODEL"]).name,
     }

@@ -95,6 +95,12 @@ def _env_index(env_idx: Any) -> int:
     return env_idx
 
 
+def reset_timeout_s(retries: int, delay_s: float) -> float:
+    """How long a client waits for one reset: pack_api itself waits up to retries x delay for a free
+    slot (SHOPSIM_RESET_RETRIES/DELAY) before it answers, plus a margin for the reset."""
+    return retries * delay_s + 30.0
+
+
 def reset_payload(task_idx: int) -> dict:
     """Start task `task_idx` in a free slot. No env_idx: the server pops a slot (the only safe way)."""
     if isinstance(task_idx, bool) or not isinstance(task_idx, int) or task_idx < 0:
