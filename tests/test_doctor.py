@@ -34,12 +34,6 @@ DASH_KEY = "sk-fakedashscope-9876543210"
 SITE = Path("envs/slime/lib/python3.12/site-packages")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def task(i: int, split: str, messages: bool = True) -> str:
     line = {"task_id": f"t{i}", "shopsim_idx": i, "split": split, "instruction": "买一双跑鞋"}
     if messages:  # the prompt slime's Dataset reads from TRAIN_TASKS (--input-key messages)

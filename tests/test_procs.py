@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from fakes.procs import free_port
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.procs import groups as procs
@@ -82,12 +83,6 @@ def until(cond, timeout=10.0):
 def gone(pid: int) -> bool:
     st = procfs.read_stat(pid)
     return st is None or st.state == "Z"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_group_with_grandchildren_is_gone_after_stop_and_nothing_leaks(procs_env):

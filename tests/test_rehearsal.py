@@ -11,7 +11,6 @@ from support.rehearsal import (
     KEYS,
     Run,
     in_rehearsal,
-    own_ports,
     pyhelpers_cmd,
     ray_temp_dir,
     rehearse,
@@ -163,8 +162,7 @@ def test_a_rehearsal_checks_the_users_seed_bank_and_task_files(tmp_path, rehears
     seed.write_text('{"schema_version": 1, "round": 0, "skills": [')  # truncated
     tasks = tmp_path / "train.jsonl"
     tasks.write_text('{"task_id": 1}\n')
-    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"SEED_BANK": str(seed), "TRAIN_TASKS": str(tasks)},
-                       **own_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"SEED_BANK": str(seed), "TRAIN_TASKS": str(tasks)})
     res = rehearse(env, timeout=300)
     assert res.returncode == 1, res.stdout[-3000:]
     assert f"{seed}" in res.stdout and "not valid JSON" in res.stdout and "SEED_BANK" in res.stdout
@@ -173,7 +171,7 @@ def test_a_rehearsal_checks_the_users_seed_bank_and_task_files(tmp_path, rehears
 
 
 def test_a_fresh_rehearsal_refused_by_its_preflight_keeps_the_previous_one(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, DOCTOR_SKIP="no-such-check", **own_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, DOCTOR_SKIP="no-such-check")
     run = Run(tmp_path / "runs")
     (run.run_dir / "report").mkdir(parents=True)
     (run.run_dir / "run.json").write_text(json.dumps({"rehearsal": True}))

@@ -108,9 +108,9 @@ class _Quiet:
 
 
 def test_a_resumed_rehearsal_with_a_truncated_bank_stops_in_its_preflight(tmp_path, rehearsal_world):
-    from support.rehearsal import Run, in_rehearsal, own_ports, pyhelpers_cmd, rehearse, rehearse_env
+    from support.rehearsal import Run, in_rehearsal, pyhelpers_cmd, rehearse, rehearse_env
 
-    env = rehearse_env(tmp_path, rehearsal_world, **own_ports())
+    env = rehearse_env(tmp_path, rehearsal_world)
     run = Run(tmp_path / "runs")
     init = in_rehearsal(env, *pyhelpers_cmd("run", "init", "--rehearsal"))
     assert init.returncode == 0, init.stderr

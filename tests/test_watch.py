@@ -14,7 +14,6 @@ from support.rehearsal import (
     event_seen,
     in_rehearsal,
     kill_driver,
-    own_ports,
     pyhelpers_cmd,
     rehearse,
     rehearse_env,
@@ -25,7 +24,7 @@ from support.rehearsal import (
 
 
 def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_the_kill(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="2", **own_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="2")
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("the job's first step", lambda: (run.round_dir(0) / "rollout_metrics.jsonl").is_file(), proc=proc, log=log)
@@ -38,7 +37,10 @@ def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_t
     assert "driver: not running" in out and "died (killed?) during round 0 train" in out
     for name in ("shopsim", "ray-head"):
         assert any(line.split()[:2] == [name, "orphaned"] for line in out.splitlines()), out
-    assert " up " not in out.replace(" up  ", "")  # nothing reads "up" beside a dead driver
+    # Nothing reads "up" beside a dead driver: the state column of every service line.
+    services = out.split("services:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    states = {line.split()[0]: line.split()[1] for line in services if line.startswith("  ") and len(line.split()) > 1}
+    assert states and "up" not in states.values(), out
     assert "ORPHANED: the driver is gone but" in out and "slime job rehearsal-r000-" in out
     assert "`make rehearse RESUME=1` stops them" in out and "(`make stop REHEARSAL=1` only stops them)" in out
     assert "make resume" not in out  # a rehearsal's hints name the rehearsal's commands
@@ -75,7 +77,7 @@ STEP_LINE = (r"^\d\d:\d\d:\d\d driver +round {r} \({n} of 2\) train: step {k}/2 
 def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_the_episodes(tmp_path, rehearsal_world):
     from support.tmux import Pane
 
-    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="2", **own_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="2")
     pane = Pane(tmp_path, "bin/rehearse; echo REHEARSE-EXIT=$?; sleep 600", env)
     try:
         # Between steps, an updating line on the terminal: the step in progress and the ETA so far.
@@ -106,7 +108,7 @@ def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world)
     from support.tmux import Pane
 
     # Steps long enough that the watch sees training in progress, whatever the machine's load.
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="30", **own_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="30")
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     pane = None
@@ -143,7 +145,7 @@ def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehears
     the toolkit's lines, all in one format: time, service, message. A rehearsal posts nothing to
     the user's webhook (not asked: no REHEARSAL_NOTIFY=1), and `make doctor PROFILE=rehearse`
     gives its preflight's verdict."""
-    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, ROUNDS=1, **own_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, ROUNDS=1)
     res = rehearse(env)
     assert res.returncode == 0, res.stdout[-4000:]
     lines = [line for line in res.stdout.splitlines() if line.strip()]
@@ -163,7 +165,7 @@ def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehears
 
 
 def test_make_plan_lists_every_configuration_error_first_then_the_plan_and_refuses(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, SKILL_DUP_JACCARD="7", GATE_PAIRS="-3", **own_ports())
+    env = rehearse_env(tmp_path, rehearsal_world, SKILL_DUP_JACCARD="7", GATE_PAIRS="-3")
     plan = in_rehearsal(env, "bin/plan")
     assert plan.returncode == 1
     out = plan.stdout

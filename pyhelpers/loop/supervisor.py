@@ -5,7 +5,8 @@ of the failing process's log, where the rule matching last wins (the fatal error
 `Supervisor.decide()` adds the limits: at most MAX_RESTARTS restarts per driver run and
 MAX_RESTARTS_PER_STAGE per stage of a round, exponential backoff from RESTART_BACKOFF (doubling, at
 most RESTART_BACKOFF_MAX seconds), and the same failure at the same step twice is permanent (a
-crash that repeats deterministically would only burn GPU hours). A user's `make stop` is final: the loop never restarts after it.
+crash that repeats deterministically would only burn GPU hours). A user's `make stop` is final:
+the loop never restarts after it.
 
 Restarting means what `make resume` does: stop the job and every service, wait, then continue from
 the artifacts (the next stage is derived again; a checkpoint is never deleted).

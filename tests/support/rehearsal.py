@@ -242,7 +242,7 @@ def rows(path: Path) -> list[dict]:
 
 
 class Hook:
-    """A webhook receiver on loopback: records (path, query, body) of every POST; with hang=True it
+    """A webhook receiver on loopback: records (path with its query, body) of every POST; with hang=True it
     never answers (until closed)."""
 
     def __init__(self, hang: bool = False):

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 import httpx
 import yaml
 from conftest import FAKES, ROOT
+from fakes.procs import free_port
 
 STUB = FAKES / "slime_stub"
 
@@ -43,12 +43,6 @@ def fresh_slime_singletons() -> None:
     from slime.utils.misc import SingletonMeta
 
     SingletonMeta._instances.clear()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _start(argv: list[str], env: dict, log: Path) -> tuple[subprocess.Popen, str]:

@@ -127,7 +127,7 @@ async def generate_rollout_async(args, rollout_id, data_source):
     # Reproducible mode (args.fake_ordered, FAKE_SLIME_ORDERED=1: rehearsals, whose banks are compared
     # byte for byte across kills and resumes): groups are judged in submission order and every group
     # submitted finishes before the abort. Real slime judges them in completion order and aborts the
-    # rest in flight (sglang_rollout.py generate_rollout_async), so which failures reach the spool
+    # rest in flight (slime/rollout/sglang_rollout.py:414 and abort :339-371), so which failures reach the spool
     # depends on timing; tests/fakes/README.md lists this divergence.
     ordered = getattr(args, "fake_ordered", False)
     while len(data) < target:
