@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -110,6 +111,39 @@ def test_rotation_cut_short_leaves_nothing_the_next_one_misses(lay):
     assert sorted(p.name for p in (lay.megatron / "rollout").iterdir()) == [
         "global_dataset_state_dict_7.pt", "global_dataset_state_dict_9.pt"]
     assert rotate.done(lay, 1, ROUNDS)[0]
+
+def _round_1_on_disk(root):
+    """Round 1 trained (steps_per_round=4: saves at 3 and 7) with the plugin's per-step records."""
+    lay = RunLayout(root / "runs" / "r1", root / "save" / "r1", steps_per_round=4)
+    for it in (3, 7):
+        write_checkpoint(lay.megatron, it)
+    for it in range(8):
+        ck.plugin_record_path(lay.megatron, it).write_text(f'{{"sample_offset": {it}}}')
+    return lay
+
+
+def _tree(root):
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def test_rotation_killed_after_any_deletion_is_redone_or_complete(tmp_path):
+    """A kill after each of the rotation's deletions, in its own order: either rotate's done() says
+    not done (the resume rotates again) or the disk already is what a whole rotation leaves. Seen in
+    CI before the fix: the plugin's records were deleted last, so a kill just before them left
+    done() true and a record the uninterrupted run had deleted (test_faults' kill matrix)."""
+    whole = _round_1_on_disk(tmp_path / "whole")
+    ck.rotate(whole.megatron)
+    expected = _tree(tmp_path / "whole")
+    for k in range(len(ck.plan_rotation(_round_1_on_disk(tmp_path / "plan").megatron).delete)):
+        lay = _round_1_on_disk(tmp_path / f"cut-{k}")
+        for path in ck.plan_rotation(lay.megatron).delete[:k]:  # the kill lands after k deletions
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        done, why = rotate.done(lay, 1, ROUNDS)
+        if done:
+            assert _tree(tmp_path / f"cut-{k}") == expected, f"killed after {k} deletions: done ({why}) too early"
+        else:
+            ck.rotate(lay.megatron)
+            assert _tree(tmp_path / f"cut-{k}") == expected, f"killed after {k} deletions: resumed rotation differs"
 
 
 def test_rotation_keeps_the_last_save_with_a_data_state_when_the_tracked_one_has_none(lay):

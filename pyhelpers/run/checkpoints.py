@@ -142,6 +142,10 @@ def plan_rotation(megatron: Path) -> RotationPlan:
         if tracked not in plugin_records(megatron):
             older = [i for i, p in dirs.items() if i < tracked and is_complete(p) and i in states]
             fallback = plan.fallback = max(older) if older else None
+    # The plugin's per-step records go first: rotate's done() sees only older dirs and stray state
+    # files, so whatever a kill can leave behind must be followed by one of those on the list.
+    plan.delete += [p for it, p in sorted(plugin_records(megatron).items())
+                    if it < newest and it not in (tracked, fallback)]
     for it, path in dirs.items():
         if it in (newest, tracked, fallback):
             continue
@@ -153,8 +157,6 @@ def plan_rotation(megatron: Path) -> RotationPlan:
             plan.delete.append(states[it])
         plan.delete.append(path)
     plan.delete += [states[it] for it in stray_states(megatron, below=newest) if it != tracked]
-    plan.delete += [p for it, p in sorted(plugin_records(megatron).items())
-                    if it < newest and it not in (tracked, fallback)]
     if tracked is not None and tracked != newest:
         plan.notes.append(f"tracker names iteration {tracked} but the newest complete save is {newest}: both kept")
     return plan
