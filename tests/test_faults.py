@@ -31,9 +31,9 @@ from support.rehearsal import (
 
 def _kill_and_check(run: Run, proc, min_ckpt: int) -> dict[str, int]:
     """Kill the driver; the services it started live on (orphans); no checkpoint was lost."""
-    groups = recorded_groups(run)
     kill_driver(run)
     proc.wait(timeout=60)  # bin/rehearse itself returns once its driver is gone
+    groups = recorded_groups(run)  # after the kill: a service started just before it is recorded too
     newest = newest_complete(run)
     assert newest is not None and newest >= min_ckpt
     tracked = int((run.save_dir / "megatron" / "latest_checkpointed_iteration.txt").read_text())

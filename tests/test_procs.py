@@ -293,3 +293,24 @@ def test_sweep_stops_processes_referencing_marker_only(procs_env, tmp_path):
     assert f"pid {by_env.pid} (" in res_stdout and "— environ" in res_stdout
     assert all(gone(p.pid) for p in (worker, by_argv, by_env))
     assert procfs.is_alive(decoy.pid) and str(decoy.pid) not in res_stdout
+
+
+def test_a_driver_killed_before_the_pidfile_leaves_no_unrecorded_service(tmp_path):
+    """SIGKILL lands on the driver between the fork of a service and its pidfile: nothing may run
+    that no pidfile names, since `make resume` stops only recorded groups (seen in CI: a converter
+    started as the driver was killed went on writing into the resumed run's export)."""
+    marker = tmp_path / "service-ran"
+    driver = (
+        "import os, signal, sys\n"
+        "from pyhelpers.procs import groups\n"
+        "groups.write_json_atomic = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"groups.start('svc', ['sh', '-c', 'touch {marker}; sleep 30'], {str(tmp_path / 'pids')!r}, {str(tmp_path)!r})\n"
+    )
+    try:
+        res = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, timeout=30)
+        assert res.returncode == -signal.SIGKILL
+        assert list((tmp_path / "pids").glob("*.json")) == []
+        time.sleep(1)  # time enough for the service to start, if it could
+        assert not marker.exists(), "a service no pidfile names ran after its driver died"
+    finally:
+        procs.stop_marked(marker, grace=0)  # the service, if it ran (its command line names the marker)

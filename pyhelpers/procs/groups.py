@@ -5,7 +5,9 @@ session id), stdin from /dev/null, stdout+stderr appended to `<logs>/<name>.log`
 inherited descriptors except 0-2 (close_fds), so neither the run lock nor a caller's pipe leaks
 into it. The pid comes from the fork itself (Popen), never from a wrapper's `$!`. The pidfile
 `<pids>/<name>.json` records name, pid (== pgid), start time in clock ticks (so a reused pid is
-never mistaken for ours), host, argv, log path and start order.
+never mistaken for ours), host, argv, log path and start order. The child waits at a gate (a
+pipe) until its pidfile is written: a caller killed in between closes the pipe and the child
+exits, so nothing runs that no pidfile names (`make resume` stops only recorded groups).
 
 `stop()` TERMs the whole group, waits until no non-zombie member remains, KILLs the group after
 the grace period and says which happened. `stop_all()` does that in reverse start order.
@@ -20,6 +22,7 @@ import ctypes
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -153,22 +156,51 @@ def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
     logs_dir.mkdir(parents=True, exist_ok=True)
     log_path = logs_dir / f"{name}.log"
     started_at = datetime.now().astimezone().isoformat(timespec="seconds")
+    _check_program(name, argv[0], env=env, cwd=cwd)  # the gate's exec would only say so in the log
+    gate_r, gate_w = os.pipe()
     with open(log_path, "ab") as log:
         log.write(f"==> {started_at} start {name}: {' '.join(argv)}\n".encode())
         log.flush()
         try:
-            child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, close_fds=True, env=env, cwd=cwd)
+            child = subprocess.Popen([BASH, "-c", _GATE.format(fd=gate_r), argv[0], *argv],
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, close_fds=True, pass_fds=(gate_r,), env=env, cwd=cwd)
         except OSError as exc:
+            os.close(gate_w)
             raise ToolkitError(f"cannot start {argv[0]!r} ({exc.strerror})", f"service {name}",
                                "check the program path / PATH and the knob that names it") from None
-    # The child is our unreaped child until we exit, so its stat (even as a zombie) is readable.
-    ticks = procfs.start_ticks(child.pid)
-    rec = Record(name=name, pid=child.pid, start_ticks=ticks or 0, host=procfs.hostname(),
-                 argv=list(argv), log=str(log_path), order=max((r.order for r in existing), default=0) + 1,
-                 started_at=started_at)
-    write_json_atomic(path, asdict(rec))
+        finally:
+            os.close(gate_r)
+    try:
+        # The child is our unreaped child until we exit, so its stat (even as a zombie) is readable;
+        # exec keeps its pid and start time.
+        ticks = procfs.start_ticks(child.pid)
+        rec = Record(name=name, pid=child.pid, start_ticks=ticks or 0, host=procfs.hostname(),
+                     argv=list(argv), log=str(log_path), order=max((r.order for r in existing), default=0) + 1,
+                     started_at=started_at)
+        write_json_atomic(path, asdict(rec))
+        os.write(gate_w, b"\n")  # recorded: the child may exec the service
+    finally:
+        os.close(gate_w)  # without the newline (we failed or died first), the child exits 111
     return rec, child
+
+
+# bash (not sh): `read -u` and closing a descriptor above 9 are bash's. The gate's descriptor is
+# closed before the exec, so the service never holds it.
+BASH = shutil.which("bash") or "/bin/bash"
+_GATE = 'read -r -u {fd} _ || exit 111; exec {fd}<&-; exec "$@"'
+
+
+def _check_program(name: str, program: str, *, env: Mapping[str, str] | None, cwd: Path | None) -> None:
+    """What Popen would refuse, refused before the gate: a program that is not there to exec."""
+    if "/" in program:
+        found = Path(cwd or ".", program)
+        ok = found.is_file() and os.access(found, os.X_OK)
+    else:
+        ok = shutil.which(program, path=(os.environ if env is None else env).get("PATH", os.defpath)) is not None
+    if not ok:
+        raise ToolkitError(f"cannot start {program!r} (not found or not executable)", f"service {name}",
+                           "check the program path / PATH and the knob that names it")
 
 
 def die_with_parent() -> None:
