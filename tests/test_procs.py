@@ -297,8 +297,8 @@ def test_sweep_stops_processes_referencing_marker_only(procs_env, tmp_path):
 
 def test_a_driver_killed_before_the_pidfile_leaves_no_unrecorded_service(tmp_path):
     """SIGKILL lands on the driver between the fork of a service and its pidfile: nothing may run
-    that no pidfile names, since `make resume` stops only recorded groups (seen in CI: a converter
-    started as the driver was killed went on writing into the resumed run's export)."""
+    that no pidfile names, since `make resume` stops only recorded groups (a converter in that
+    window would write into the resumed run's export beside the resume's own)."""
     marker = tmp_path / "service-ran"
     driver = (
         "import os, signal, sys\n"

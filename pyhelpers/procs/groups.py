@@ -1,13 +1,14 @@
 """Services in their own process groups: start with a pidfile, stop the group, report (architecture §5).
 
-A service is started with `start()`: its own session (setsid, so pid == process group id ==
-session id), stdin from /dev/null, stdout+stderr appended to `<logs>/<name>.log`, and no
-inherited descriptors except 0-2 (close_fds), so neither the run lock nor a caller's pipe leaks
-into it. The pid comes from the fork itself (Popen), never from a wrapper's `$!`. The pidfile
-`<pids>/<name>.json` records name, pid (== pgid), start time in clock ticks (so a reused pid is
-never mistaken for ours), host, argv, log path and start order. The child waits at a gate (a
-pipe) until its pidfile is written: a caller killed in between closes the pipe and the child
-exits, so nothing runs that no pidfile names (`make resume` stops only recorded groups).
+A service is started with `start()`: its own session (setsid, so pid == process group id == session
+id), stdin from /dev/null, stdout+stderr appended to `<logs>/<name>.log`, and no inherited
+descriptors except 0-2 (close_fds), so neither the run lock nor a caller's pipe leaks into it. The
+pid comes from the fork itself (Popen), never from a wrapper's `$!` (the gate below execs the
+service, which keeps that pid). The pidfile `<pids>/<name>.json` records name, pid (== pgid), start
+time in clock ticks (so a reused pid is never mistaken for ours), host, argv, log path and start
+order. The child waits at a gate (a pipe) until its pidfile is written: a caller killed in between
+closes the pipe and the child exits, so nothing runs that no pidfile names (`make resume` stops only
+recorded groups).
 
 `stop()` TERMs the whole group, waits until no non-zombie member remains, KILLs the group after
 the grace period and says which happened. `stop_all()` does that in reverse start order.
