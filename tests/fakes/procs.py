@@ -7,7 +7,7 @@
     stop(shop); stop(sg)
 
 Each child runs in its own session (process group); stop() ends that group (TERM, wait, KILL),
-never anything by name. Ports come from binding port 0.
+never anything by name. Ports are claimed machine-wide (free_port).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,9 +40,12 @@ class Proc:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free loopback port for a program that takes its port as an argument, claimed for this
+    test process machine-wide (tests/support/port_claims.py), so a parallel worker or another
+    checkout never gets it too."""
+    from support.port_claims import claim_port
+
+    return claim_port()
 
 
 def _post(url: str, body: dict, timeout: float = 2.0):

@@ -66,14 +66,18 @@ class Run:
 _created: list[dict] = []
 
 
+def stop_leftovers(env: dict) -> None:
+    """Stop whatever this environment's rehearsals left running, without marking them stopped."""
+    holder = Run(Path(env["RUNS_DIR"]), env.get("RUN_NAME", "rehearsal")).lock_holder()
+    if holder:  # a driver still running: stop it properly
+        in_rehearsal(env, *pyhelpers_cmd("run", "stop"), timeout=180)
+    in_rehearsal(env, *pyhelpers_cmd("run", "cleanup"), timeout=180)
+
+
 def stop_all_created() -> None:
-    """Teardown: stop whatever a test's rehearsals left running, without marking them stopped."""
+    """Teardown: stop whatever a test's rehearsals left running."""
     while _created:
-        env = _created.pop()
-        holder = Run(Path(env["RUNS_DIR"]), env.get("RUN_NAME", "rehearsal")).lock_holder()
-        if holder:  # a driver still running: stop it properly
-            in_rehearsal(env, *pyhelpers_cmd("run", "stop"), timeout=180)
-        in_rehearsal(env, *pyhelpers_cmd("run", "cleanup"), timeout=180)
+        stop_leftovers(_created.pop())
 
 
 def track(env: dict) -> dict:
@@ -113,7 +117,7 @@ def _log(env: dict) -> Path:
     return Path(env["RUNS_DIR"]).parent / f"rehearse-{next(_count)}.log"
 
 
-def rehearse(env: dict, *args: str, timeout: float = 420) -> subprocess.CompletedProcess:
+def rehearse(env: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """Run bin/rehearse to its end; stdout+stderr in .stdout (and in a log file beside RUNS_DIR)."""
     log = _log(env)
     with open(log, "w") as fh:
@@ -132,7 +136,7 @@ def start(env: dict, *args: str) -> tuple[subprocess.Popen, Path]:
     return proc, log
 
 
-def in_rehearsal(env: dict, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def in_rehearsal(env: dict, *cmd: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run a command in the rehearsal's configuration (bin/rehearse --env), e.g. `make status`."""
     return subprocess.run([str(ROOT / "bin" / "rehearse"), "--env", *cmd], env=env, cwd=ROOT, text=True,
                           capture_output=True, timeout=timeout)
@@ -142,7 +146,7 @@ def pyhelpers_cmd(*args: str) -> list[str]:
     return [str(ROOT / ".venv" / "bin" / "python"), "-m", "pyhelpers", *args]
 
 
-def wait_for(what: str, cond, timeout: float = 240, proc: subprocess.Popen | None = None, log: Path | None = None):
+def wait_for(what: str, cond, timeout: float = 600, proc: subprocess.Popen | None = None, log: Path | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = cond()
@@ -279,29 +283,14 @@ def ray_temp_dir(env: dict) -> str:
     return load({**env, "RUN_NAME": env.get("RUN_NAME", "rehearsal")}).ray_temp_dir
 
 
-_ports_given: set[int] = set()
-
-
 def own_ports() -> dict[str, str]:
-    """Free ports for a rehearsal that may run beside another one (another checkout's tests):
-    SHOPSIM_PORT, EVAL_PORT, RAY_DASHBOARD_PORT and a free block for RAY_PORT and the ports Ray
-    takes above it. Drawn at random below the kernel's ephemeral range (so a kernel-chosen port,
-    a Ray worker's say, cannot take one before its service binds it)."""
-    import random
-
+    """Ports of its own for a rehearsal that may run beside others (xdist workers, another
+    checkout's tests, a user's `make rehearse`): SHOPSIM_PORT, EVAL_PORT, RAY_DASHBOARD_PORT and a
+    block for RAY_PORT and the ports Ray takes above it, each claimed machine-wide
+    (support/port_claims.py) below the kernel's ephemeral range (so a kernel-chosen port, a Ray
+    worker's say, cannot take one before its service binds it)."""
     from pyhelpers.launch.ray_ports import SPAN
-    from pyhelpers.procs.ports import port_free
+    from support.port_claims import claim_block, claim_port
 
-    rng = random.SystemRandom()
-    taken = _ports_given  # never the same port twice to two rehearsals of one test session
-
-    def block(n: int) -> int:
-        while True:
-            base = rng.randrange(20000, 32000 - n)
-            span = range(base, base + n)
-            if not taken & set(span) and all(port_free("127.0.0.1", p) for p in span):
-                taken.update(span)
-                return base
-
-    return {"RAY_PORT": str(block(SPAN)), "RAY_DASHBOARD_PORT": str(block(1)),
-            "SHOPSIM_PORT": str(block(1)), "EVAL_PORT": str(block(1))}
+    return {"RAY_PORT": str(claim_block(SPAN)), "RAY_DASHBOARD_PORT": str(claim_port()),
+            "SHOPSIM_PORT": str(claim_port()), "EVAL_PORT": str(claim_port())}
