@@ -14,6 +14,82 @@ ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
 
 
+# --- Lanes, limits and order (README "Tests") -------------------------------------------------
+# `make test` runs every test, on xdist workers; `make test-fast` only those not marked heavy.
+# Heavy: starts a rehearsal, Ray, or service processes. A test that uses a rehearsal's fixtures is
+# heavy by that alone; a module or test that starts services says so with `pytest.mark.heavy`.
+HEAVY_FIXTURES = {"rehearsal_world", "_reference_run"}
+# Hang guards on the test body alone (timeout_func_only: a shared fixture's setup is not the
+# test's). Measured on 2 quiet cores (the longest bodies): fast tests well under 2 s, heavy ones
+# up to about 130 s; the limits leave a wide margin for a loaded machine.
+FAST_TIMEOUT_S, HEAVY_TIMEOUT_S = 120, 900
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "heavy: starts a rehearsal, Ray or service processes "
+                            "(make test runs it, make test-fast does not)")
+
+
+def _uses_a_module_fixture(item) -> bool:
+    """The test uses a module-scoped fixture of its own module (a server it starts once)."""
+    info = getattr(item, "_fixtureinfo", None)
+    return bool(info) and any(d.scope == "module" and d.baseid.endswith(".py") and item.nodeid.startswith(d.baseid + "::")
+                              for defs in info.name2fixturedefs.values() for d in defs)
+
+
+DURATIONS_KEY = "shopsimrl/durations"  # in .pytest_cache: {test id: seconds, setup to teardown}
+_durations: dict[str, float] = {}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist appends the group to each test id
+def pytest_collection_modifyitems(config, items):
+    cache = getattr(config, "cache", None)
+    last = cache.get(DURATIONS_KEY, {}) if cache else {}
+    for item in items:
+        if HEAVY_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.heavy)
+        heavy = item.get_closest_marker("heavy") is not None
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(HEAVY_TIMEOUT_S if heavy else FAST_TIMEOUT_S))
+        if _uses_a_module_fixture(item):  # one worker starts the module's server, not each
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+    # Longest first, from the last run's durations (a heavy test never timed yet first of all):
+    # the workers then end together instead of one running the longest test alone at the end. A
+    # module that starts a server once stays together (its group), costing its tests' sum.
+    def unit(item):
+        mark = item.get_closest_marker("xdist_group")
+        return mark.args[0] if mark else item.nodeid
+
+    units: dict[str, float] = {}
+    for item in items:
+        guess = 10_000.0 if item.get_closest_marker("heavy") else 0.0
+        units[unit(item)] = units.get(unit(item), 0.0) + last.get(item.nodeid, guess)
+    first = {u: i for i, u in reversed(list(enumerate(unit(item) for item in items)))}
+    items.sort(key=lambda item: (-units[unit(item)], first[unit(item)]))
+
+
+HEAVY_KEY = "shopsimrl/heavy"  # the heavy lane's test ids (support/lane_estimate.py)
+_heavy: set[str] = set()
+
+
+def pytest_runtest_logreport(report):
+    """Each test's time, setup to teardown (under xdist the controller sees every worker's)."""
+    test_id = report.nodeid.split("@")[0]  # xdist's loadgroup appends "@group"
+    _durations[test_id] = _durations.get(test_id, 0.0) + report.duration
+    if "heavy" in report.keywords:
+        _heavy.add(test_id)
+
+
+def pytest_sessionfinish(session):
+    """Remember the durations for the next run's order and `make test`'s estimate."""
+    cache = getattr(session.config, "cache", None)
+    if os.environ.get("PYTEST_XDIST_WORKER") or not cache or not _durations:
+        return
+    cache.set(DURATIONS_KEY, {**cache.get(DURATIONS_KEY, {}), **_durations})
+    cache.set(HEAVY_KEY, sorted(set(cache.get(HEAVY_KEY, [])) | _heavy))
+
+
 def _knob_names() -> list[str]:
     from pyhelpers.config.load import read_knobs
 
@@ -49,7 +125,7 @@ def toolkit_env(tmp_path, monkeypatch) -> dict[str, str]:
 def run_pyhelpers(args: list[str], env: dict[str, str], **kw) -> subprocess.CompletedProcess:
     """Run the real `python -m pyhelpers ...` in a subprocess, capturing text output."""
     return subprocess.run([sys.executable, "-m", "pyhelpers", *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=kw.pop("timeout", 60), **kw)
+                          capture_output=True, text=True, timeout=kw.pop("timeout", 300), **kw)
 
 
 # --- W&B offline runs, read back with W&B's own reader -------------------------------------
@@ -62,7 +138,7 @@ def offline_runs(run_dir: Path, rid: str) -> list[Path]:
 def wandb_records(offline_run: Path) -> list[dict]:
     """Every record of one offline W&B run, as `wandb leet inspect --json` reads them."""
     out = subprocess.run([str(ROOT / ".venv" / "bin" / "wandb"), "leet", "inspect", "--json", str(offline_run)],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+                         capture_output=True, text=True, timeout=300, check=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
@@ -87,68 +163,63 @@ def _stop_leftover_rehearsals():
     rehearsal_support.stop_all_created()
 
 
+def _shared_world(tmp_path_factory) -> Path:
+    from fakes.rehearsal import build
+    from support.shared import once
+
+    return Path(once(tmp_path_factory, "rehearsal-world", lambda d: {"world": str(build(d / "world"))})["world"])
+
+
+def _shared_reference(tmp_path_factory):
+    from support import reference
+    from support.shared import once
+
+    world = _shared_world(tmp_path_factory)
+    return reference.view(once(tmp_path_factory, "reference", lambda d: reference.build(d, world)))
+
+
 @pytest.fixture(scope="session")
 def rehearsal_world(tmp_path_factory) -> Path:
-    """Where the rehearsals of this session share their stand-in world (built by the first)."""
-    return tmp_path_factory.mktemp("rehearsal-world") / "world"
-
-
-class _CmdlineWatch:
-    """Reads every process's /proc/<pid>/cmdline every 0.1 s while a rehearsal runs and keeps
-    what contains one of `needles` (a secret must never be on a command line)."""
-
-    def __init__(self, needles, more=lambda: []):
-        import threading
-
-        self.needles = [n.encode() for n in needles]
-        self.more = more  # needles known only once the run makes them (its Ray token)
-        self.hits: list[str] = []
-        self.scans = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        from pyhelpers.procs import procfs
-
-        while not self._stop.wait(0.1):
-            needles = self.needles + [n.encode() for n in self.more()]
-            for pid in procfs.all_pids():
-                try:  # whole, not procfs.cmdline's 200 characters: a key may sit further on
-                    raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if any(n in raw for n in needles):
-                    shown = raw.replace(b"\x00", b" ")[:300]
-                    self.hits.append(f"{pid}: {shown!r}")
-            self.scans += 1
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+    """The stand-in world every rehearsal of this `make test` shares (read-only once built): built
+    once, by whichever worker asks first (support/shared.py)."""
+    return _shared_world(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def reference(tmp_path_factory, rehearsal_world):
-    """One uninterrupted rehearsal (ROUNDS=2, fake keys in .env), shared by every test that reads
-    a finished run; the fault and self-healing tests compare their results with it."""
-    from types import SimpleNamespace
+def _reference_run(tmp_path_factory, rehearsal_world):
+    return _shared_reference(tmp_path_factory)
 
-    from support.rehearsal import KEYS, Run, rehearse, rehearse_env, track
 
-    tmp = tmp_path_factory.mktemp("reference")
-    env = rehearse_env(tmp, rehearsal_world, tracked=False)
-    token = Run(tmp / "runs").run_dir / "ray" / "auth-token"
-    with _CmdlineWatch(KEYS, lambda: [t for t in [token.read_text().strip()] if t] if token.exists() else []) as watch:
-        res = rehearse(env)
-    if res.returncode != 0:
-        track(env)  # the teardown stops what it left running
-    assert res.returncode == 0, res.stdout[-6000:]
-    return SimpleNamespace(env=env, run=Run(tmp / "runs"), result=res, cmdline_hits=watch.hits,
-                           cmdline_scans=watch.scans, tmp=tmp)
+@pytest.fixture(scope="session", autouse=True)
+def _reference_built_early(request, tmp_path_factory):
+    """Under xdist, the reference rehearsal starts building in the background as a worker starts,
+    when its session has tests that read it: its minute then overlaps the worker's first tests
+    instead of holding up every worker that reaches a reader while another builds it (the
+    readers' fixture waits on the same lock, then reads what was built)."""
+    wanted = any("_reference_run" in item.fixturenames for item in request.session.items)
+    if not (wanted and os.environ.get("PYTEST_XDIST_WORKER")):
+        yield
+        return
+    import threading
+
+    thread = threading.Thread(target=_shared_reference, args=(tmp_path_factory,), daemon=True)
+    thread.start()
+    yield
+    thread.join(timeout=900)  # never leave its rehearsal running past the session
+
+
+@pytest.fixture
+def reference(_reference_run):
+    """One uninterrupted rehearsal (ROUNDS=2, fake keys in .env), built once per `make test` and
+    read by every test that needs a finished run; the fault and self-healing tests compare their
+    results with it. Tests on other workers read it at the same time, so a test that writes into
+    it fails (copy it first)."""
+    from support.shared import untouched
+
+    ref = _reference_run
+    assert ref.result.returncode == 0, ref.result.stdout[-6000:]
+    with untouched([ref.run.runs, ref.tmp / "wandb-home"], "the shared reference rehearsal"):
+        yield ref
 
 
 @pytest.fixture

@@ -42,10 +42,15 @@ def _check_page(out):
     return page
 
 
-def test_the_rehearsal_leaves_a_report_and_make_report_rewrites_it(reference):
-    out = reference.run.run_dir / "report"
-    assert (out / "index.html").is_file()  # the loop wrote one at the run's end
-    res = in_rehearsal(reference.env, *pyhelpers_cmd("run", "report"))
+def test_the_rehearsal_leaves_a_report_and_make_report_rewrites_it(reference, tmp_path):
+    assert (reference.run.run_dir / "report" / "index.html").is_file()  # the loop wrote one at the run's end
+    # Rewritten in a copy: other tests read the shared reference at the same time.
+    runs = tmp_path / "runs"
+    shutil.copytree(reference.run.run_dir, runs / "rehearsal", symlinks=True)
+    shutil.rmtree(runs / "rehearsal" / "report")
+    env = {**reference.env, "RUNS_DIR": str(runs)}
+    out = runs / "rehearsal" / "report"
+    res = in_rehearsal(env, *pyhelpers_cmd("run", "report"))
     assert res.returncode == 0, res.stderr
     assert re.search(r"wrote .*report/index\.html \(\d+\.\d s\)", res.stdout)
     _check_page(out)
@@ -61,7 +66,7 @@ def test_the_rehearsal_leaves_a_report_and_make_report_rewrites_it(reference):
     assert [int(r["step"]) for r in train] == list(range(ROUNDS * STEPS * 2)) and "train/loss" in train[0]
     stages = {(r["round"], r["stage"]) for r in rows(out / "timeline.csv")}
     assert ("1", "evaluate") in stages and ("0", "train") in stages
-    st = in_rehearsal(reference.env, *pyhelpers_cmd("run", "status"))
+    st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert f"report: {out / 'index.html'}" in st.stdout
 
 

@@ -25,6 +25,7 @@ analyst model is the fake on loopback); otherwise obvious fake keys are exported
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -113,7 +114,16 @@ def _models(models: Path, fixture: dict) -> None:
 
 
 def build(world: Path) -> Path:
-    """Build the world into `world` (atomically: a temp dir renamed into place)."""
+    """Build the world into `world` (atomically: a temp dir renamed into place), under a lock:
+    two rehearsals starting at once (two test workers) must not build it twice, nor replace it
+    under each other."""
+    world.parent.mkdir(parents=True, exist_ok=True)
+    with open(world.parent / f".{world.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build(world)
+
+
+def _build(world: Path) -> Path:
     from shop_fixture import write_shop_fixture
 
     stamp = world / ".stamp"
