@@ -98,8 +98,12 @@ setup: ## Create/update .venv with the pinned packages (fast no-op when up to da
 	@bin/setup
 
 .PHONY: test
-test: setup ## Lint (shellcheck, ruff), then run the test suite
+test: setup ## Lint, then every test on parallel workers (about 8 min on 2 cores; CI runs this)
 	@bin/test
+
+.PHONY: test-fast
+test-fast: setup ## Lint, then the tests without a rehearsal, Ray or service process (under a minute)
+	@bin/test-fast
 
 .PHONY: config
 config: | $(VENV) ## Print the resolved configuration (secrets as ***)

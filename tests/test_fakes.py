@@ -21,6 +21,8 @@ from pyhelpers.shopsim import protocol as p
 from pyhelpers.shopsim.client import ShopSimClient
 from pyhelpers.tasks import build as taskdata
 
+pytestmark = pytest.mark.heavy  # the stand-in servers as processes
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):

@@ -60,14 +60,14 @@ def test_a_run_moves_to_a_new_root_and_finishes_there(tmp_path, rehearsal_world,
     proc, _ = start({**env_b, "MIGRATE_BWLIMIT": "300"}, "--env", *pyhelpers_cmd("migrate", "machine", "--from", from_))
     big_dir = new.run_dir / "logs" / "previous-machine"
     wait_for("the big file's copy", lambda: big_dir.is_dir() and any(
-        p.name.startswith(".zz-big.log.") and p.stat().st_size > 0 for p in big_dir.iterdir()), timeout=60)
+        p.name.startswith(".zz-big.log.") and p.stat().st_size > 0 for p in big_dir.iterdir()), timeout=300)
     os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=30)
+    proc.wait(timeout=300)
     assert not (big_dir / "zz-big.log").exists()  # never a half file under its real name
     done = {p: p.stat().st_ino for p in new.run_dir.rglob("*") if p.is_file() and not p.name.startswith(".")
             and ".rsync-partial" not in p.parts and p.name != "MIGRATING"}
     assert len(done) >= 5  # the run's top-level files and the logs before the big one
-    blocked = rehearse(env_b, "--resume", timeout=120)
+    blocked = rehearse(env_b, "--resume", timeout=300)
     assert blocked.returncode == 1 and "a migration into this run has not finished" in blocked.stdout
 
     # 2. A file damaged at the source is found by its hash, fetched again, and reported: nothing resumes.

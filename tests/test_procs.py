@@ -24,6 +24,8 @@ from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports, procfs
 from pyhelpers.run import lock as runlock
 
+pytestmark = pytest.mark.heavy  # real process groups, stopped and killed
+
 DRIVER = ROOT / "tests" / "support" / "proc_driver.sh"
 
 
@@ -295,6 +297,13 @@ def test_sweep_stops_processes_referencing_marker_only(procs_env, tmp_path):
     assert procfs.is_alive(decoy.pid) and str(decoy.pid) not in res_stdout
 
 
+def _raw_cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def test_a_driver_killed_before_the_pidfile_leaves_no_unrecorded_service(tmp_path):
     """SIGKILL lands on the driver between the fork of a service and its pidfile: nothing may run
     that no pidfile names, since `make resume` stops only recorded groups (a converter in that
@@ -310,7 +319,15 @@ def test_a_driver_killed_before_the_pidfile_leaves_no_unrecorded_service(tmp_pat
         res = subprocess.run([sys.executable, "-c", driver], cwd=ROOT, timeout=30)
         assert res.returncode == -signal.SIGKILL
         assert list((tmp_path / "pids").glob("*.json")) == []
-        time.sleep(1)  # time enough for the service to start, if it could
+        # The event, not a fixed wait: the gated child (its command line names the marker) is gone,
+        # having either run the service or, as it must, exited at the closed gate.
+        def gated_child() -> list[int]:
+            return [pid for pid in procfs.all_pids() if str(marker).encode() in _raw_cmdline(pid)]
+
+        deadline = time.monotonic() + 60
+        while gated_child() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not gated_child(), "the gated child never exited"
         assert not marker.exists(), "a service no pidfile names ran after its driver died"
     finally:
         procs.stop_marked(marker, grace=0)  # the service, if it ran (its command line names the marker)

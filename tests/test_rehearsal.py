@@ -144,7 +144,7 @@ def test_a_rehearsal_refuses_a_train_save_with_real_checkpoints(tmp_path, rehear
     (real / "iter_0000019").mkdir(parents=True)
     (real / "latest_checkpointed_iteration.txt").write_text("19")
     env = rehearse_env(tmp_path, rehearsal_world, TRAIN_SAVE=str(save))
-    res = rehearse(env, timeout=60)
+    res = rehearse(env, timeout=300)
     assert res.returncode == 1
     assert "refusing to rehearse in a TRAIN_SAVE that holds real checkpoints: qwen35-4b-train-100" in res.stdout
     assert (real / "latest_checkpointed_iteration.txt").read_text() == "19"
@@ -178,7 +178,7 @@ def test_a_fresh_rehearsal_refused_by_its_preflight_keeps_the_previous_one(tmp_p
     (run.run_dir / "report" / "index.html").write_text("the last good rehearsal's report")
     run.save_dir.mkdir(parents=True)
     (run.save_dir / "REHEARSAL").write_text("stand-in checkpoints\n")
-    res = rehearse(env, timeout=120)
+    res = rehearse(env, timeout=300)
     assert res.returncode == 1 and "DOCTOR_SKIP names unknown check(s): no-such-check" in res.stdout
     assert (run.run_dir / "report" / "index.html").read_text() == "the last good rehearsal's report"
     assert (run.save_dir / "REHEARSAL").is_file()

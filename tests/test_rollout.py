@@ -22,6 +22,8 @@ from pyhelpers.skills.bank import write_bank
 use_slime_stub()
 from slime.utils.types import Sample  # noqa: E402  (the stand-in, from tests/fakes/slime_stub)
 
+pytestmark = pytest.mark.heavy  # the rollout plugin against fake SGLang, router and ShopSimulator processes
+
 HELPFUL = "先选颜色再购买"
 
 

@@ -36,6 +36,8 @@ from slime.rollout.sample_hooks import set_current_rollout_id  # noqa: E402
 from slime.utils.misc import load_function  # noqa: E402
 from slime.utils.types import Sample  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # the rollout plugin against fake SGLang, router and ShopSimulator processes
+
 
 def toolkit_flags(env: dict) -> dict:
     """Flag -> value of the slime command line the training loop builds (a bare flag -> True)."""

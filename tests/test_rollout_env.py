@@ -20,9 +20,12 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 from packaging.requirements import Requirement
 from support.tokenizer import build_tokenizer
+
+pytestmark = pytest.mark.heavy  # a virtualenv with slime's env packages and the plugin in it
 
 ROOTS = ["httpx", "pyyaml", "jsonschema", "transformers", "tokenizers", "numpy", "jinja2"]
 # Toolkit-only packages. (click is not listed: httpx itself imports it for its CLI when installed;

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 from fakes.shop_fixture import write_shop_fixture
 from support.rollout_stack import Stack, assert_aligned, sampling_params, use_slime_stub
 from support.skillbank import bank_of
@@ -18,6 +19,8 @@ from pyhelpers.skills.bank import write_bank
 use_slime_stub()
 from slime.rollout.sglang_rollout import GenerateState  # noqa: E402  (the stand-in)
 from slime.utils.types import Sample  # noqa: E402
+
+pytestmark = pytest.mark.heavy  # the rollout plugin against fake SGLang, router and ShopSimulator processes
 
 
 def _samples(tasks: list[dict], n_groups: int, per_group: int) -> list[Sample]:
@@ -219,8 +222,6 @@ def test_a_bad_or_shifted_task_index_stops_the_step_naming_the_task_and_its_slot
     task error naming the task (not an infra_error Sample), its popped slot is freed at the end of
     the step; a task whose index plays another goal stops the step naming both instructions."""
     import json
-
-    import pytest
 
     from pyhelpers.rollout.generate import generate
     from pyhelpers.shopsim.taskcheck import TaskError

@@ -68,7 +68,7 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
     assert second.returncode == 1
     assert "this run is already in progress" in second.stderr and f"held by pid {driver} on host" in second.stderr
     assert "stop it with `make stop`" in second.stderr
-    again = rehearse(env, timeout=60)  # a fresh `make rehearse` must not touch the running one
+    again = rehearse(env, timeout=300)  # a fresh `make rehearse` must not touch the running one
     assert again.returncode == 1 and "this run is already in progress" in again.stdout
 
     groups = recorded_groups(run)
@@ -76,7 +76,7 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
     stopped = in_rehearsal(env, *pyhelpers_cmd("run", "stop"), timeout=180)
     assert stopped.returncode == 0, stopped.stderr
     assert f"driver pid {driver}: stopped" in stopped.stdout
-    assert proc.wait(timeout=60) != 0
+    assert proc.wait(timeout=300) != 0
     for name, pgid in groups.items():
         assert not group_alive(pgid), f"{name} (pgid {pgid}) still has processes"
     assert procfs.marker_matches(_ray_temp_dir(env)) == {}  # no Ray process of this run either
@@ -108,7 +108,7 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
 
 def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, rehearsal_world):
     env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, JOB_START_TIMEOUT=6, FAKE_SLIME_EXTRA_GPUS=1)
-    res = rehearse(env, timeout=180)
+    res = rehearse(env, timeout=600)
     assert res.returncode == 1
     assert "did not start training within 6 s (JOB_START_TIMEOUT)" in res.stdout
     assert "fewer GPUs than NUM_GPUS are free" in res.stdout

@@ -98,6 +98,7 @@ def run(coro):
     return asyncio.run(coro)
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_reset_interact_release_and_probe(shop, fixture_dir):
     async def go():
         async with ShopSimClient(shop.url) as c:
@@ -119,6 +120,7 @@ def test_probe_false_when_nothing_listens():
     assert run(go()) is False
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_slot_released_on_exception_timeout_and_cancellation(shop):
     async def go():
         async with ShopSimClient(shop.url) as c:
@@ -143,6 +145,7 @@ def test_slot_released_on_exception_timeout_and_cancellation(shop):
     run(go())
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_no_double_release_after_over(shop, fixture_dir):
     t = fixture_dir["tasks"][0]
     before = slots(shop)["counts"]
@@ -162,6 +165,7 @@ def test_no_double_release_after_over(shop, fixture_dir):
     assert _free(shop) == 48
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_pool_exhaustion_gives_no_slot_error_and_cancelled_reset_still_releases(fixture_dir):
     small = start_fake_shopsim(fixture_dir["server_file"], slots=1, seed=1, retries=3, delay=0.05)
     try:
@@ -187,6 +191,7 @@ def test_pool_exhaustion_gives_no_slot_error_and_cancelled_reset_still_releases(
         stop(small)
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_dir):
     tasks = fixture_dir["tasks"]
 
@@ -221,6 +226,7 @@ def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_
 
 # ---------------------------------------------------------------------------- slots a failed reset takes (issue 17 §4)
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_reset_answers_the_instruction_as_the_server_page_shows_it(shop, fixture_dir):
     """pack_api's reset `instruction` is the index page's `#instruction-text h4` text (shop_agent.py:38,
     search_page.html:18): "Instruction: " then the goal's text. goal_instruction() takes the prefix off."""
@@ -233,6 +239,7 @@ def test_reset_answers_the_instruction_as_the_server_page_shows_it(shop, fixture
     assert p.goal_instruction(got) == fixture_dir["tasks"][0]["instruction"]
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_a_bad_task_index_pops_a_slot_first_and_the_client_counts_it_unknown(fixture_dir):
     """Upstream pops a slot (pack_api.py:98), then the reset raises IndexError (SimServer.receive's
     self.goals[idx]) and the slot stays taken (pack_api.py:116-118). The fake does the same; the
@@ -260,6 +267,7 @@ def test_a_bad_task_index_pops_a_slot_first_and_the_client_counts_it_unknown(fix
         stop(small)
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_release_one_refuses_an_index_beyond_the_pool(fixture_dir):
     """pack_api.py:81-83 adds ANY int to the free set; a later reset can pop it and fail on
     envs[idx] (pack_api.py:109), taking it again. The client never sends one."""
@@ -318,6 +326,7 @@ def test_check_reset_compares_instruction_then_goal_options():
         check_reset(task, reset("Instruction: 买红色连衣裙", ["蓝色"]))
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_a_stage_frees_every_slot_a_killed_client_left_and_records_it(toolkit_env, tmp_path, fixture_dir):
     """The train and evaluate stages free the pool before anything plays: a killed job or a reset
     that failed after the pop leaves slots taken that nobody can name (issue 17 §4)."""
@@ -346,6 +355,7 @@ def test_a_stage_frees_every_slot_a_killed_client_left_and_records_it(toolkit_en
         stop(small)
 
 
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_a_slot_from_before_a_restart_never_reaches_the_new_simulators_env(fixture_dir):
     """An episode whose slot came from the simulator before a restart must not act in the restarted
     simulator's env of the same number, which another episode may hold by then: however late the

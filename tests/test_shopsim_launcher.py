@@ -7,12 +7,15 @@ import random
 import subprocess
 import sys
 
+import pytest
 from conftest import FAKES, ROOT, run_pyhelpers
 from fakes.procs import free_port, stop_proc
 from fakes.shop_fixture import write_shop_fixture
 
 from pyhelpers.config import load as config
 from pyhelpers.launch import slime_args as launch_args
+
+pytestmark = pytest.mark.heavy  # the ShopSimulator launcher as a process
 
 
 def test_launcher_sets_pool_port_seed_and_retries_before_the_envs_are_built(toolkit_env, tmp_path):

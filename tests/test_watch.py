@@ -29,7 +29,7 @@ def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_t
     proc, log = start(env)
     wait_for("the job's first step", lambda: (run.round_dir(0) / "rollout_metrics.jsonl").is_file(), proc=proc, log=log)
     kill_driver(run)
-    proc.wait(timeout=60)
+    proc.wait(timeout=300)
 
     st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert st.returncode == 0, st.stderr
@@ -48,7 +48,7 @@ def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_t
     # The job goes on without a driver and ends; the report (before any resume) shows the kill.
     job_id = [e for e in run.events("job-submitted")][-1]["job_id"]
     wait_for("the orphaned job to end", lambda: "succeeded" in in_rehearsal(
-        env, *pyhelpers_cmd("run", "status")).stdout, timeout=120)
+        env, *pyhelpers_cmd("run", "status")).stdout, timeout=300)
     rep = in_rehearsal(env, *pyhelpers_cmd("run", "report"))
     assert rep.returncode == 0, rep.stderr
     report = run.run_dir / "report"

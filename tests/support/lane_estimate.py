@@ -1,0 +1,46 @@
+"""The line `make test` / `make test-fast` print before pytest starts: which lane, how many
+workers, and roughly how long, from the last run's test times on this machine (tests/conftest.py
+keeps them in .pytest_cache) or, on a first run, from the figures measured on a 2-core machine.
+
+    python tests/support/lane_estimate.py full|fast WORKERS
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".pytest_cache" / "v" / "shopsimrl"
+# Measured with `make test` / `make test-fast` on a quiet 2-core machine (README "Tests").
+FIRST_RUN = {"full": "about 8 min on 2 cores", "fast": "under a minute on 2 cores"}
+WHAT = {"full": "every test, the rehearsals, Ray and fault tests included",
+        "fast": "the unit and component tests (no rehearsal, Ray or service process)"}
+
+
+def _load(name: str):
+    try:
+        return json.loads((CACHE / name).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def estimate(lane: str, workers: int) -> str:
+    durations, heavy = _load("durations"), set(_load("heavy") or [])
+    if not durations or (lane == "full" and not heavy):  # never a whole run here yet
+        return FIRST_RUN[lane]
+    seconds = sum(s for t, s in durations.items() if lane == "full" or t not in heavy)
+    # The longest test bounds the wall time from below, whatever the workers.
+    wall = max(seconds / max(workers, 1), max(durations.values(), default=0))
+    return f"about {max(1, round(wall / 60))} min here (the last run's test times over {workers} workers)"
+
+
+def main() -> int:
+    lane, workers = sys.argv[1], int(sys.argv[2])
+    print(f"lane {lane}: {WHAT[lane]}; {estimate(lane, workers)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
