@@ -38,13 +38,23 @@ def _uses_a_module_fixture(item) -> bool:
 
 
 DURATIONS_KEY = "shopsimrl/durations"  # in .pytest_cache: {test id: seconds, setup to teardown}
+# The same, measured on a 2-core machine and checked in, for a clone's first run (CI's every run):
+# `python tests/support/lane_estimate.py save` writes it from this machine's last full run.
+CHECKED_IN_DURATIONS = ROOT / "tests" / "durations.json"
+
+
+def _checked_in_durations() -> dict[str, float]:
+    try:
+        return json.loads(CHECKED_IN_DURATIONS.read_text())
+    except (OSError, ValueError):
+        return {}
 _durations: dict[str, float] = {}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist appends the group to each test id
 def pytest_collection_modifyitems(config, items):
     cache = getattr(config, "cache", None)
-    last = cache.get(DURATIONS_KEY, {}) if cache else {}
+    last = {**_checked_in_durations(), **(cache.get(DURATIONS_KEY, {}) if cache else {})}
     for item in items:
         if HEAVY_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.heavy)
