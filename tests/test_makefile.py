@@ -62,3 +62,19 @@ def test_setup_never_reinstalls_under_processes_running_from_the_venv(tmp_path):
     finally:
         os.killpg(live.pid, signal.SIGKILL)
         live.wait()
+
+
+def test_a_round_that_is_not_a_number_is_named_before_anything_starts(toolkit_env):
+    """`make resume ROUND=abc` used to run the preflight, then answer about the internal `--round`;
+    the user typed ROUND, so the answer names ROUND, before the configuration or the preflight."""
+    import os
+
+    for cmd in (["make", "resume", "ROUND=abc"], ["make", "rehearse", "RESUME=1", "ROUND=-1"]):
+        env = {k: v for k, v in toolkit_env.items() if k not in ("MAKEFLAGS", "MFLAGS")}
+        res = subprocess.run(cmd, cwd=ROOT, env={**env, "PATH": os.environ["PATH"]}, capture_output=True,
+                             text=True, timeout=120)
+        out = res.stdout + res.stderr
+        assert res.returncode != 0, out
+        bad = cmd[-1].split("=", 1)[1]
+        assert f"ROUND={bad!r} is not a round number" in res.stderr, out
+        assert "--round" not in out and "preflight" not in out and "rehearsal:" not in out, out
