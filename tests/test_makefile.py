@@ -78,3 +78,22 @@ def test_a_round_that_is_not_a_number_is_named_before_anything_starts(toolkit_en
         bad = cmd[-1].split("=", 1)[1]
         assert f"ROUND={bad!r} is not a round number" in res.stderr, out
         assert "--round" not in out and "preflight" not in out and "rehearsal:" not in out, out
+
+
+def test_the_menu_never_cuts_a_knob_description_mid_sentence():
+    """`make` showed each knob's first comment line: 13 of them stopped mid-sentence ("...; past
+    that, groups with equal"). Each description now runs to the end of a sentence (or of its doc)."""
+    from pyhelpers.config.load import read_knobs
+
+    menu = subprocess.run([str(ROOT / "bin" / "menu")], capture_output=True, text=True, timeout=60, check=True).stdout
+    lines = {ln.split()[0]: ln for ln in menu.splitlines() if ln.startswith("    ") and ln.split()}
+    cut = []
+    for name, knob in read_knobs().items():
+        line = lines[name]
+        start = line.find(knob.doc[:20])
+        assert start > 0, (name, line)
+        shown = line[start:].rstrip()
+        assert knob.doc.startswith(shown), (name, shown)
+        if shown != knob.doc and not shown.endswith((".", ".)", "?", ":")):
+            cut.append(f"{name}: {shown}")
+    assert not cut, cut
