@@ -97,3 +97,44 @@ def test_the_menu_never_cuts_a_knob_description_mid_sentence():
         if shown != knob.doc and not shown.endswith((".", ".)", "?", ":")):
             cut.append(f"{name}: {shown}")
     assert not cut, cut
+
+
+def test_setup_says_it_is_still_installing_while_pip_is_silent(tmp_path):
+    """pip prints nothing for minutes while it installs the collected packages: setup prints a
+    line every SHOPSIMRL_SETUP_HEARTBEAT seconds meanwhile, so the step does not look hung."""
+    import os
+    import selectors
+    import sys
+    import time
+
+    root = tmp_path / "clone"
+    for rel in ("bin/setup", "bin/lib.sh", "pyhelpers/procs/venv_users.py", "env/requirements.txt", "pyproject.toml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, root / rel)
+    (root / "env" / "system-packages.txt").write_text("")
+    gate = tmp_path / "pip-may-finish"
+    venv_python = root / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    # A stand-in for the venv's pip: silent in its install step until the test opens the gate.
+    venv_python.write_text("#!/usr/bin/env bash\n"
+                           "echo 'Collecting a==1'\necho 'Installing collected packages: a'\n"
+                           f"while [[ ! -e {gate} ]]; do sleep 0.05; done\necho 'Successfully installed a-1'\n")
+    venv_python.chmod(0o755)
+    setup = subprocess.Popen([str(root / "bin" / "setup")], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHON": sys.executable, "SHOPSIMRL_SETUP_HEARTBEAT": "0.2"})
+    seen, deadline = [], time.monotonic() + 60  # (a bound on a hang, not a timing assertion)
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(setup.stderr, selectors.EVENT_READ)
+            while time.monotonic() < deadline and not any("still installing" in ln for ln in seen):
+                if sel.select(timeout=1):
+                    line = setup.stderr.readline()
+                    if not line:
+                        break
+                    seen.append(line)
+    finally:
+        gate.touch()
+        out, err = setup.communicate(timeout=60)
+    assert any("pip: still installing the collected packages (" in ln for ln in seen), seen
+    assert setup.returncode == 0, "".join(seen) + err
+    assert "setup: done" in out
