@@ -60,6 +60,19 @@ def test_train_save_on_system_disk_is_refused(toolkit_env, tmp_path):
     assert "TRAIN_SAVE=" in r.stderr and "is on the system disk" in r.stderr and "M2" in r.stderr
 
 
+def test_train_save_on_system_disk_names_the_knob_to_change_and_the_rehearsal(toolkit_env, tmp_path):
+    """A fresh machine's first `make train` stops here: TRAIN_SAVE's default follows DATA_DISK, so
+    that is the knob to set, and a machine without a data disk or GPUs can still rehearse."""
+    env = {k: v for k, v in toolkit_env.items() if k != "TRAIN_SAVE"}
+    r = run_pyhelpers(["config", "check"], {**env, "SYSTEM_DISK": "/", "DATA_DISK": str(tmp_path / "data")})
+    assert r.returncode == 1
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("error: TRAIN_SAVE="))
+    assert "set DATA_DISK to where the data disk is mounted" in line and "`make rehearse`" in line, line
+    explicit = run_pyhelpers(["config", "check"], {**toolkit_env, "SYSTEM_DISK": "/", "TRAIN_SAVE": str(tmp_path / "x")})
+    line = next(ln for ln in explicit.stderr.splitlines() if ln.startswith("error: TRAIN_SAVE="))
+    assert "set TRAIN_SAVE to a directory on the data disk" in line and "DATA_DISK to" not in line, line
+
+
 def test_batch_and_length_rules(toolkit_env):
     env = {**toolkit_env, "GLOBAL_BATCH_SIZE": "48", "OVER_SAMPLING_GROUPS": "8", "SHOPSIM_SLOTS": "16",
            "ROLLOUT_MAX_RESPONSE_LEN": "30000", "RAY_TEMP_DIR": "/tmp/" + "x" * 60}

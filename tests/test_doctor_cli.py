@@ -116,3 +116,17 @@ def test_offline_wandb_points_at_make_wandb_sync(toolkit_env, tmp_path):
                                    timeout=120).stdout)
     secrets = next(c for c in doc["checks"] if c["name"] == "secrets")
     assert "`make wandb-sync`" in secrets["found"] and "`wandb sync`" not in secrets["found"], secrets
+
+
+def test_a_gpu_less_machine_is_pointed_at_make_rehearse(toolkit_env, tmp_path):
+    """Without GPUs or the training image, the thing to run is the rehearsal (`make rehearse`),
+    not a doctor profile that only checks for it."""
+    r = run_pyhelpers(["doctor", "--json"], _env(toolkit_env, tmp_path), timeout=120)
+    checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    for name in ("gpus", "conda"):
+        assert checks[name]["status"] == "FAIL", checks[name]
+        assert "`make rehearse`" in checks[name]["fix"], checks[name]["fix"]
+        assert "`make doctor PROFILE=rehearse`" not in checks[name]["fix"], checks[name]["fix"]
+    text = run_pyhelpers(["doctor"], _env(toolkit_env, tmp_path), timeout=120).stdout
+    assert "doctor: no GPU or training image here? `make rehearse` runs the whole run on stand-ins" \
+        in text.splitlines()[-2:-1], text

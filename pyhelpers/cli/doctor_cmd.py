@@ -57,6 +57,10 @@ def doctor(ctx, as_json, profile, verbose, fresh_run):
             click.echo("\n".join(r.lines(details=verbose or r.status in ("FAIL", "WARN"))))
         summary = ", ".join(f"{v} {k}" for k, v in n.items())
         tail = " — fix the FAIL lines, then run `make doctor` again" if n["FAIL"] else ""
+        if profile == "full" and any(r.name in ("gpus", "conda") and r.status == "FAIL" for r in results):
+            # What a machine without GPUs or the training image can run instead (before the verdict,
+            # which stays the last line: bin/train logs it).
+            click.echo("doctor: no GPU or training image here? `make rehearse` runs the whole run on stand-ins")
         click.echo(f"doctor: {summary}{tail}")
     ctx.exit(1 if n["FAIL"] else 0)
 

@@ -140,7 +140,7 @@ def _strings(cfg: Config, knobs) -> list[Problem]:
     return out
 
 
-def _disks(cfg: Config) -> list[Problem]:
+def _disks(cfg: Config, knobs) -> list[Problem]:
     system = cfg.path("SYSTEM_DISK")
     if not system.exists():
         return [_err("SYSTEM_DISK", f"SYSTEM_DISK={str(system)!r} does not exist "
@@ -150,10 +150,16 @@ def _disks(cfg: Config) -> list[Problem]:
     if dev == sys_dev and cfg.get("DOCTOR_PROFILE") != "rehearse":
         # (Under the rehearse profile the checkpoints are a few KB of stand-in files; make doctor
         # reports the rule as SKIP there.)
+        # A fresh machine's first `make train` stops here: name the knob the user actually sets.
+        follows = cfg.sources.get("TRAIN_SAVE") == "env/defaults.env" and "${DATA_DISK}" in knobs["TRAIN_SAVE"].default
+        fix = (f"mount the data disk at DATA_DISK={cfg['DATA_DISK']}, or set DATA_DISK to where the data disk is "
+               "mounted (TRAIN_SAVE follows it; `df -h` lists the disks)" if follows else
+               "set TRAIN_SAVE to a directory on the data disk"
+               + (", or mount the data disk first" if found != cfg.path("TRAIN_SAVE") else ""))
         return [_err("TRAIN_SAVE", f"TRAIN_SAVE={cfg['TRAIN_SAVE']!r} is on the system disk (its nearest existing "
                      f"directory {str(found)!r} shares a device with SYSTEM_DISK={str(system)!r}); checkpoints "
-                     f"would fill it (M2: set TRAIN_SAVE to a directory on the data disk"
-                     + (", or mount the data disk first" if found != cfg.path("TRAIN_SAVE") else "") + ")")]
+                     f"would fill it (M2: {fix}; no data disk or GPUs on this machine? `make rehearse` runs the "
+                     "whole run on stand-ins)")]
     return []
 
 
@@ -263,6 +269,6 @@ def check(cfg: Config) -> list[Problem]:
     knobs = read_knobs(cfg.root / "env" / "defaults.env")
     problems = [_err(".env", f"{e}") for e in cfg.env_errors]
     ints, typed = _types(cfg, knobs)
-    problems += typed + _arithmetic(ints) + _strings(cfg, knobs) + _disks(cfg) + _writable_dir(cfg, "RUNS_DIR")
+    problems += typed + _arithmetic(ints) + _strings(cfg, knobs) + _disks(cfg, knobs) + _writable_dir(cfg, "RUNS_DIR")
     problems += _exposure(cfg) + _undeclared(cfg, knobs)
     return sorted(problems, key=lambda p: p.level != "error")
