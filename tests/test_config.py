@@ -128,6 +128,17 @@ def test_runs_dir_that_cannot_be_created_or_written_is_one_line(toolkit_env, tmp
     assert not (tmp_path / "runs").exists()  # the check creates nothing
 
 
+def test_run_commands_name_a_runs_dir_that_is_a_file_in_one_line(toolkit_env, tmp_path):
+    """make status / logs / stop read under RUNS_DIR without `make check` first: a file there gave
+    a NotADirectoryError traceback."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for cmd in (["run", "status"], ["run", "logs"], ["run", "stop"]):
+        r = run_pyhelpers(cmd, {**toolkit_env, "RUNS_DIR": str(a_file)})
+        assert r.returncode == 1 and "Traceback" not in r.stderr, (cmd, r.stdout + r.stderr)
+        assert f"RUNS_DIR={str(a_file)!r} is a file (set RUNS_DIR to a directory" in r.stderr, (cmd, r.stderr)
+
+
 def test_a_non_loopback_shopsim_host_is_refused_unless_exposed_on_purpose(toolkit_env):
     for host in ("0.0.0.0", "10.0.0.5", "::"):
         r = run_pyhelpers(["config", "check"], {**toolkit_env, "SHOPSIM_HOST": host})

@@ -223,16 +223,26 @@ def _fs_type(path: Path) -> str:
     return kind
 
 
+def not_a_directory(cfg: Config, name: str) -> str:
+    """Why directory knob `name` can never be a directory (it, or its nearest existing part, is a
+    file), as one line with the fix; '' when it can. Read-only commands (make status) refuse this too."""
+    want = cfg.path(name)
+    _, found = device_of(want)
+    if found.is_dir():
+        return ""
+    what = "is a file" if found == want else f"cannot be created: {str(found)!r} is a file, not a directory"
+    return f"{name}={cfg[name]!r} {what} (set {name} to a directory, or leave it at its default)"
+
+
 def _writable_dir(cfg: Config, name: str) -> list[Problem]:
     """A directory knob the run creates and writes: its nearest existing part must be a directory
     this user can write on a real filesystem (a file or /proc/... would fail later, in a traceback)."""
+    if why := not_a_directory(cfg, name):
+        return [_err(name, why)]
     want = cfg.path(name)
     _, found = device_of(want)
     fix = f"set {name} to a directory you can write (on the data disk), or leave it at its default"
     shown = f"{name}={cfg[name]!r}"
-    if not found.is_dir():
-        what = "is a file" if found == want else f"cannot be created: {str(found)!r} is a file, not a directory"
-        return [_err(name, f"{shown} {what} ({fix})")]
     kind = _fs_type(found.resolve())
     if kind in _PSEUDO_FS:
         return [_err(name, f"{shown} cannot be created: {str(found)!r} is on the kernel's {kind} filesystem ({fix})")]
