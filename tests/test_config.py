@@ -218,3 +218,18 @@ def test_a_lowercase_knob_in_dotenv_is_refused_like_a_typo(toolkit_env, tmp_path
     assert r.returncode == 1, r.stderr
     assert "num_gpus" in r.stderr and "did you mean NUM_GPUS?" in r.stderr
     assert "did you mean TP_SIZE?" in r.stderr
+
+
+def test_a_typo_on_the_make_command_line_is_refused_too(toolkit_env):
+    """`make train ROUDNS=3` (the README's `make KNOB=value`) passed ROUDNS to nobody; the
+    Makefile's own variables (ROUND, SERVICE, PROFILE...) are not typos."""
+    import subprocess
+
+    env = {k: v for k, v in toolkit_env.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    typo = subprocess.run(["make", "check", "ROUDNS=3"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert typo.returncode != 0, typo.stdout + typo.stderr
+    assert "error: ROUDNS on the make command line is not a knob; did you mean ROUNDS?" in typo.stderr, typo.stderr
+    for fine in ("ROUNDS=3", "ROUND=1", "SERVICE=slime", "PROFILE=rehearse", "ROUDNS=3 EXTRA_VARS=ROUDNS"):
+        r = subprocess.run(["make", "check", *fine.split()], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and "config ok" in r.stdout, (fine, r.stderr)

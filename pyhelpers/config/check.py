@@ -197,6 +197,14 @@ def _undeclared(cfg: Config, knobs) -> list[Problem]:
             why = "knob names are upper case; " if meant == name.upper() else ""
             out.append(_err(name, f"{name} in {cfg.env_file} is not a knob; did you mean {meant}? ({why}rename it; "
                                   f"if it is a variable of your own, add it to EXTRA_VARS in the same file)"))
+    # `make train ROUDNS=3`: the Makefile's own variables (ROUND, SERVICE, PROFILE...) are not typos.
+    makefile = cfg.root / "Makefile"
+    own = set(re.findall(r"\$\(([A-Z_]+)\)", makefile.read_text())) if makefile.is_file() else set()
+    for name in cfg.make_vars:
+        meant = None if name in knobs or name in own or name in extra else meant_knob(name, knobs)
+        if meant:
+            out.append(_err(name, f"{name} on the make command line is not a knob; did you mean {meant}? (rename "
+                                  f"it; if it is a variable of your own, add EXTRA_VARS={name})"))
     return out
 
 
