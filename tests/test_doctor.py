@@ -9,6 +9,7 @@ Each test breaks one thing and reads what the doctor says.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -134,9 +135,11 @@ def test_gpu_less_machine_fails_with_fixes_and_no_traceback(toolkit_env, tmp_pat
     r = subprocess.run([str(ROOT / "bin/doctor")], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert "Traceback" not in r.stdout + r.stderr
-    for line in r.stdout.splitlines():
-        if line.startswith(("FAIL", "SKIP")):
-            assert "(fix: " in line, line
+    lines = r.stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(("FAIL", "SKIP")):  # its fix: on a line of its own, among the wrapped ones below
+            block = [line] + list(itertools.takewhile(lambda x: x.startswith(" "), lines[i + 1:]))
+            assert any(ln.strip().startswith("fix: ") for ln in block), block
     assert "FAIL  conda" in r.stdout and "SKIP  versions" in r.stdout and "SKIP  arch" in r.stdout
     assert "NUM_GPUS='x' is not a whole number" in r.stdout
 

@@ -103,6 +103,7 @@ class Config:
     root: Path
     env_file: Path
     undeclared: tuple[str, ...] = field(default=())
+    make_vars: tuple[str, ...] = field(default=())  # names given as `make NAME=value` (from MAKEFLAGS)
     env_errors: tuple[str, ...] = field(default=())  # `.env:LINE: ...` for statements it cannot parse
 
     def __getitem__(self, name: str) -> str:
@@ -209,6 +210,16 @@ def _expand(values: dict[str, str]) -> dict[str, str]:
     raise ToolkitError("knob references form a cycle", ", ".join(loops), "remove the ${...} loop")
 
 
+def make_command_line_names(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The NAME of each `make NAME=value` on the command line: make passes them to its recipes in
+    MAKEFLAGS, after ` -- `, separated by unescaped spaces (an escaped one is `\\ `)."""
+    flags = environ.get("MAKEFLAGS", "")
+    if " -- " not in f" {flags} ":
+        return ()
+    assignments = re.split(r"(?<!\\) ", f" {flags} ".split(" -- ", 1)[1])
+    return tuple(a.split("=", 1)[0] for a in assignments if re.match(r"[A-Za-z_][A-Za-z0-9_]*=", a))
+
+
 def env_file_path(root: Path, environ: Mapping[str, str]) -> Path:
     """The project's .env (SHOPSIMRL_ENV_FILE points elsewhere, for tests and rehearsals)."""
     return Path(environ.get("SHOPSIMRL_ENV_FILE") or root / ".env")
@@ -232,4 +243,5 @@ def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
         if name in environ:
             values[name], sources[name] = environ[name], "environment"
     undeclared = tuple(sorted(set(dotenv) - set(knobs)))
-    return Config(_expand(values), sources, root=root, env_file=env_file, undeclared=undeclared, env_errors=env_errors)
+    return Config(_expand(values), sources, root=root, env_file=env_file, undeclared=undeclared, env_errors=env_errors,
+                  make_vars=make_command_line_names(environ))

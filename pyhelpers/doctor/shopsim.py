@@ -3,6 +3,7 @@ which ports the run opens on which addresses."""
 
 from __future__ import annotations
 
+from pyhelpers.config.check import is_loopback
 from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
 from pyhelpers.launch import ray_ports
 from pyhelpers.procs import groups as procs
@@ -20,8 +21,8 @@ def _held_by_us(port: int, ours: set[int]) -> bool:
     holders = ports.who_holds_port(port)
     return bool(holders) and all(h.pid in ours for h in holders)
 
+
 PACK_API = "shop_env/shop_env/pack_api.py"
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def check_shopsim(ctx: Context) -> list[Result]:
@@ -66,7 +67,7 @@ def check_exposure(ctx: Context) -> list[Result]:
                 if knob != "SHOPSIM_PORT":  # a foreign holder of SHOPSIM_PORT fails shopsim-port already
                     held.append(f"{knob}={port}")
         lines.append(f"{what}: {host}:{port} ({knob}) {state}")
-        if knob == "SHOPSIM_PORT" and host not in LOOPBACK:
+        if knob == "SHOPSIM_PORT" and not is_loopback(host):
             public.append(f"SHOPSIM_HOST={host}")
     base = cfg.int("RAY_PORT")
     ray_line = (f"Ray: dashboard + job API 127.0.0.1:{cfg['RAY_DASHBOARD_PORT']}, GCS and the rest 127.0.0.1:"
@@ -77,8 +78,9 @@ def check_exposure(ctx: Context) -> list[Result]:
     found = (f"the run opens {', '.join(f'{h}:{cfg[k]}' for _, h, k in opened)}; Ray's ports are all on "
              "127.0.0.1 and require the run's token (ShadowRay, CVE-2023-48022)")
     if public:
-        return [result("exposure", WARN, f"{', '.join(public)} exposes ShopSimulator to the network; " + found,
-                       fix="set SHOPSIM_HOST=127.0.0.1", details=lines)]
+        return [result("exposure", WARN, f"{', '.join(public)} exposes ShopSimulator to the network "
+                       "(SHOPSIM_EXPOSE_TO_NETWORK=1); " + found,
+                       fix="unless that is meant, set SHOPSIM_HOST=127.0.0.1 and SHOPSIM_EXPOSE_TO_NETWORK=0", details=lines)]
     if held:
         return [result("exposure", WARN, f"{', '.join(held)} already in use; " + found,
                        fix="stop what holds them (a leftover run: `make stop`) or choose other ports", details=lines)]
