@@ -199,9 +199,39 @@ def test_fake_shopsim_protocol_details(world):
     bad = _post(url, {"action": "dance", "env_idx": e})["result"]
     assert bad["error"].startswith("Unknown action type")
     assert _post(url, {"action": "release_one", "env_idx": e})["result"]["message"].endswith("released")
-    req = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "text/plain"})
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        assert json.loads(resp.read()) == {"result": {"error": "No JSON data provided"}}
+
+
+def _raw_post(url: str, body: bytes, ctype: str | None) -> tuple[int, str, str]:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": ctype} if ctype else {})
+    if ctype is None:
+        req.remove_header("Content-type")  # urllib adds a form type by default
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.headers.get("Content-Type", ""), resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Content-Type", ""), exc.read().decode()
+
+
+@pytest.mark.parametrize("body, ctype, status, shows", [
+    # Werkzeug 2.1.2 request.py:569-571,611-614 + Flask 2.1.2 wrappers.py:126-133 (the fork's pins)
+    (b"{}", "text/plain", 400, "<title>400 Bad Request</title>"),
+    (b'{"action": "release_one"}', None, 400, "<title>400 Bad Request</title>"),
+    (b'{"action": "release_one"}', "text/json", 400, "<title>400 Bad Request</title>"),
+    (b"{", "application/json", 400, "<title>400 Bad Request</title>"),
+    (b"", "application/json", 400, "<title>400 Bad Request</title>"),
+    # pack_api.py:65 `data.get` on a list/string/number, outside its try: Flask's 500 page
+    (b"[1, 2]", "application/json", 500, "<title>500 Internal Server Error</title>"),
+    (b'"reset"', "application/json", 500, "<title>500 Internal Server Error</title>"),
+    (b"7", "application/json", 500, "<title>500 Internal Server Error</title>"),
+    # pack_api.py:60-63: JSON null is "No JSON data provided" (HTTP 200, as every pack_api answer)
+    (b"null", "application/json", 200, '{"result": {"error": "No JSON data provided"}}'),
+    (b'{"action": "release_one"}', "application/json; charset=utf-8", 200, "No valid environment index provided"),
+    (b'{"action": "release_one"}', "application/vnd.shop+json", 200, "No valid environment index provided"),
+])
+def test_fake_shopsim_answers_a_bad_body_as_flask_does(world, body, ctype, status, shows):
+    code, got_type, text = _raw_post(world["shop"].url + p.API_PATH, body, ctype)
+    assert (code, shows in text) == (status, True), text
+    assert got_type.startswith("text/html" if status != 200 else "application/json")
 
 
 def test_fake_shopsim_over_after_history_and_prices_fixed_by_seed(world, tmp_path):

@@ -371,3 +371,51 @@ def test_a_slot_from_before_a_restart_never_reaches_the_new_simulators_env(fixtu
     view = run(go())
     assert view["counts"]["interact"] == 0, "the old episode acted in the other episode's env"
     assert view["counts"]["release_one"] == 0 and len(view["taken"]) == 1  # only the other episode's
+
+
+FLASK_400 = ("<!doctype html>\n<html lang=en>\n<title>400 Bad Request</title>\n<h1>Bad Request</h1>\n<p>The browser "
+             "(or proxy) sent a request that this server could not understand.</p>\n")
+FLASK_415 = ("<!doctype html>\n<html lang=en>\n<title>415 Unsupported Media Type</title>\n<h1>Unsupported Media "
+             "Type</h1>\n<p>Did not attempt to load JSON data because the request Content-Type was not "
+             "&#39;application/json&#39;.</p>\n")
+FLASK_500 = ("<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n<h1>Internal Server Error"
+             "</h1>\n<p>The server encountered an internal error and was unable to complete your request.</p>\n")
+
+
+@pytest.mark.parametrize("status, page, names", [
+    (400, FLASK_400, "did not read the request body as JSON"),
+    (415, FLASK_415, "did not read the request body as JSON"),
+    (500, FLASK_500, "JSON that is not an object"),
+])
+def test_the_client_names_what_flask_answers_for_a_body_it_cannot_use(status, page, names):
+    """What pack_api's Flask answers when the body is not a JSON object reaches the user as what
+    it means, not as "HTTP 400 from …: <!doctype html>"."""
+    import httpx
+
+    def answer(request):
+        return httpx.Response(status, text=page, headers={"Content-Type": "text/html; charset=utf-8"})
+
+    async def go():
+        async with ShopSimClient("http://127.0.0.1:9", transport=httpx.MockTransport(answer)) as c:
+            with pytest.raises(p.HTTPStatusError) as err:
+                await c.reset(3)
+            return str(err.value)
+    msg = run(go())
+    assert f"HTTP {status}" in msg and names in msg and "<!doctype" not in msg, msg
+
+
+def test_the_client_names_no_json_data_provided():
+    """Werkzeug 2.0.3 (env/conda/shopsim.yml) hands pack_api None for a body without a JSON
+    Content-Type: pack_api.py:60-63 answers 200 "No JSON data provided"."""
+    import httpx
+
+    def answer(request):
+        return httpx.Response(200, json={"result": {"error": "No JSON data provided"}})
+
+    async def go():
+        async with ShopSimClient("http://127.0.0.1:9", transport=httpx.MockTransport(answer)) as c:
+            with pytest.raises(p.ShopSimError) as err:
+                await c.reset(3)
+            return str(err.value)
+    msg = run(go())
+    assert "No JSON data provided" in msg and "Content-Type" in msg, msg

@@ -140,8 +140,8 @@ class ShopSimClient:
         except httpx.HTTPError as exc:
             raise TransportError(f"{type(exc).__name__}: {exc} ({self.url})", action=action) from exc
         if resp.status_code != 200:
-            raise p.HTTPStatusError(f"HTTP {resp.status_code} from {self.url}: {resp.text[:200]}",
-                                    status=resp.status_code, action=action)
+            raise p.HTTPStatusError(p.http_status_message(resp.status_code, resp.headers.get("Content-Type", ""),
+                                                          resp.text, self.url), status=resp.status_code, action=action)
         try:
             return resp.json(), resp.headers.get(p.INSTANCE_HEADER)
         except ValueError as exc:
