@@ -272,7 +272,7 @@ class Pool:
         self.free: set[int] = set(range(len(envs)))
         self.lock = threading.Lock()
         self.counts = {"reset": 0, "reset_error": 0, "interact": 0, "release_one": 0, "release_all": 0,
-                       "no_slot": 0, "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
+                       "no_slot": 0, "bad_slot": 0, "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
 
     def handle(self, data) -> dict:
         if not isinstance(data, dict):
@@ -308,6 +308,9 @@ class Pool:
                         self.counts["no_slot"] += 1
                     return {"error": NO_SLOT}
                 env_idx = got
+            if not 0 <= env_idx < len(self.envs):  # test-only count; upstream raises IndexError at envs[env_idx]
+                with self.lock:
+                    self.counts["bad_slot"] += 1
             env = self.envs[env_idx]
             with env.lock:
                 result = self._run(env, env_idx, action, data)
