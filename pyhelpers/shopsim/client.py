@@ -171,6 +171,10 @@ class ShopSimClient:
                 "free list holds slot numbers beyond its pool (another client's release_one of such a number, "
                 "pack_api.py:81-83; restart ShopSimulator to clear it); a slot was taken",
                 action="reset", server_message=p.BAD_INDEX_ERROR) from None
+        except NoSlotError as exc:  # not "nothing taken": the first reset may have popped a real slot
+            raise ShopSimError(f"server error: {p.BAD_INDEX_ERROR}, then no free slot for a second reset of task "
+                               f"{task_idx} (sent because a slot number beyond the pool answers the same): the first "
+                               "may have taken a slot", action="reset", server_message=exc.server_message) from exc
         except BaseException:
             self.unknown_slots += 1  # the first failure may have popped a real slot
             raise
