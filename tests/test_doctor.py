@@ -517,6 +517,22 @@ def test_shopsim_dir_and_a_held_port(machine, tmp_path):
     assert got["shopsim-port"].status == "FAIL" and f"pid {os.getpid()}" in got["shopsim-port"].found
 
 
+def test_reset_retry_knobs_are_named_idle_under_a_custom_launcher(machine):
+    """SHOPSIM_RESET_RETRIES/DELAY reach pack_api only through the project's launcher, which sets
+    its MAX_RETRIES/RETRY_DELAY_SECONDS; upstream's unmodified server keeps 5 x 5 s
+    (pack_api.py:23-24), so a custom launcher leaves the user's values without effect."""
+    custom = {**machine, "SHOPSIM_LAUNCHER": "python3 /opt/serve_shopsim.py",
+              "SHOPSIM_RESET_RETRIES": "12", "SHOPSIM_RESET_DELAY": "2.5"}
+    got = one(custom, runner.shopsim.check_shopsim)["shopsim-retries"]
+    assert got.status == "WARN", got
+    assert "SHOPSIM_RESET_RETRIES=12" in got.found and "SHOPSIM_RESET_DELAY=2.5" in got.found
+    assert "5 x 5 s" in got.found and "SHOPSIM_LAUNCHER" in got.fix
+    upstream = {**custom, "SHOPSIM_RESET_RETRIES": "5", "SHOPSIM_RESET_DELAY": "5"}
+    assert one(upstream, runner.shopsim.check_shopsim)["shopsim-retries"].status == "PASS"
+    ours = {**custom, "SHOPSIM_LAUNCHER": ""}
+    assert one(ours, runner.shopsim.check_shopsim)["shopsim-retries"].status == "PASS"
+
+
 def test_every_ray_port_taken_by_another_fails_naming_the_holder(machine):
     base = int(machine["RAY_PORT"])
     assert one(machine, runner.ray_ports.check_ray_ports)["ray-ports"].status == "PASS"

@@ -182,3 +182,13 @@ def test_a_fresh_rehearsal_refused_by_its_preflight_keeps_the_previous_one(tmp_p
     assert res.returncode == 1 and "DOCTOR_SKIP names unknown check(s): no-such-check" in res.stdout
     assert (run.run_dir / "report" / "index.html").read_text() == "the last good rehearsal's report"
     assert (run.save_dir / "REHEARSAL").is_file()
+
+
+def test_the_final_bank_is_called_the_final_bank_not_a_round_that_never_runs(reference):
+    """A bank's `round` is the round it is injected into: the final bank of a 2-round run says 2,
+    a round the run never has. Its line must name it as what it is."""
+    out = reference.result.stdout
+    final = [line for line in out.splitlines() if "skillbank-final.json" in line and "sha256" in line]
+    assert final, out[-3000:]
+    assert all(f"round {ROUNDS}:" not in line for line in final), final
+    assert any(f"final bank (after round {ROUNDS - 1}, the last)" in line for line in final), final

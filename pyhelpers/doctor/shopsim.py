@@ -34,6 +34,7 @@ def check_shopsim(ctx: Context) -> list[Result]:
         out.append(result("shopsim-dir", FAIL, f"{api} is missing (SHOPSIM_DIR={ctx.cfg['SHOPSIM_DIR']})",
                           fix="clone ShopAgent-Team/ShopSimulator into SHOPSIM_DIR (or copy it from the old machine), "
                           "or set SHOPSIM_DIR to the checkout"))
+    out.append(_reset_retries(ctx))
     host, port = ctx.cfg["SHOPSIM_HOST"], ctx.cfg.int("SHOPSIM_PORT")
     if ports.port_free(host, port):
         out.append(result("shopsim-port", PASS, f"{host}:{port} is free (SHOPSIM_PORT)"))
@@ -46,6 +47,28 @@ def check_shopsim(ctx: Context) -> list[Result]:
                           fix="if it is a simulator left from an earlier run: `make stop`; otherwise stop that "
                           "process or set SHOPSIM_PORT to a free port"))
     return out
+
+
+# pack_api.py:23-24 at the fork's 1487f67: constants, read by no environment variable.
+UPSTREAM_RETRIES, UPSTREAM_DELAY_S = 5, 5.0
+
+
+def _reset_retries(ctx: Context) -> Result:
+    """SHOPSIM_RESET_RETRIES/DELAY act only through the project's launcher, which overwrites
+    pack_api's MAX_RETRIES/RETRY_DELAY_SECONDS; a custom SHOPSIM_LAUNCHER running upstream's server
+    keeps its constants, so other values would only make the user believe them."""
+    retries, delay = ctx.cfg.int("SHOPSIM_RESET_RETRIES"), ctx.cfg.float("SHOPSIM_RESET_DELAY")
+    knobs = f"SHOPSIM_RESET_RETRIES={ctx.cfg['SHOPSIM_RESET_RETRIES']}, SHOPSIM_RESET_DELAY={ctx.cfg['SHOPSIM_RESET_DELAY']}"
+    if not ctx.cfg.get("SHOPSIM_LAUNCHER"):
+        return result("shopsim-retries", PASS, f"{knobs}: set in pack_api by the project's launcher")
+    if (retries, delay) == (UPSTREAM_RETRIES, UPSTREAM_DELAY_S):
+        return result("shopsim-retries", PASS, f"{knobs}: the same as upstream pack_api's constants")
+    return result("shopsim-retries", WARN,
+                  f"{knobs} take effect only through the project's launcher: upstream's pack_api waits "
+                  f"{UPSTREAM_RETRIES} x {UPSTREAM_DELAY_S:g} s for a free slot whatever they say (MAX_RETRIES, "
+                  "RETRY_DELAY_SECONDS, pack_api.py:23-24)",
+                  fix="make SHOPSIM_LAUNCHER set pack_api.MAX_RETRIES/RETRY_DELAY_SECONDS from those two variables "
+                  "(it gets both in its environment), leave SHOPSIM_LAUNCHER empty, or set them to 5 and 5")
 
 
 def check_exposure(ctx: Context) -> list[Result]:

@@ -48,6 +48,7 @@ LEFT_BEHIND = (
     ("slime-job.json", "the old machine's Ray job id", "the train stage submits a new job"),
     ("ray/", "the old machine's Ray token (a secret) and session list", "the Ray head makes a new token"),
     ("report/", "the report", "make report"),
+    (".matplotlib/", "matplotlib's font cache (the report's)", "nothing: make report builds it again"),
     ("rounds/*/slime.yaml", "the rounds' plugin configuration (old paths)", "the train stage writes it again"),
     ("rounds/*/plugin.started", "a job's start marker", "the next job writes it"),
     ("wandb/data/", "W&B's staging cache", "nothing"),

@@ -29,7 +29,8 @@ slime/backends/megatron_utils/checkpoint.py):
    and resumed before the next; every sample is checked as slime's trainer would (token/mask/logprob lengths,
    a float reward); W&B logs rollout/* (with the function's metrics) on rollout/step and train/*
    on train/step when --use-wandb.
-6. Save when (rollout_id + 1) % --save-interval == 0 or at the last rollout, in slime's order
+6. Save when (rollout_id + 1) % --save-interval == 0 or at the last rollout (slime's
+   should_run_periodic_action with --num-rollout; --num-epoch and its per-epoch saves are refused), in slime's order
    (train.py:71-80): iter_XXXXXXX/ and then the tracker (tests/fakes/megatron_layout.py), --save-hf
    (HF weights without the visual tower, as slime's saver), then the data source's state.
 
@@ -122,6 +123,16 @@ def parse(argv: list[str]) -> Namespace:
                     no_load_optim=False, no_save_optim=False, start_rollout_id=None, colocate=False,
                     rollout_global_dataset=True)
     args = Namespace(**{**defaults, **values})
+    # slime/utils/arguments.py:1993-2005: one of the two sets the rollout count. With --num-epoch
+    # slime also saves at every pass over the data (num_rollout_per_epoch, slime/ray/
+    # placement_group.py:239-243, utils/misc.py:127-128), which this stand-in does not model.
+    if getattr(args, "num_rollout", None) is None:
+        if getattr(args, "num_epoch", None) is None:
+            sys.exit("fake slime: AssertionError: num_epoch is not set, but num_rollout is not set, please set "
+                     "--num-rollout or --num-epoch")
+        print("fake slime: --num-epoch is not modelled (slime then also saves at every pass over the data, "
+              "slime/utils/misc.py:127-128); the toolkit passes --num-rollout", file=sys.stderr)
+        sys.exit(2)
     # store_false flags of slime's parser (slime/utils/arguments.py:1004-1015)
     args.rewards_normalization = not values.get("disable_rewards_normalization", False)
     args.grpo_std_normalization = not values.get("disable_grpo_std_normalization", False)
