@@ -66,15 +66,22 @@ def for_user(cfg: Config, user: str, environ: Mapping[str, str] | None = None) -
     return env
 
 
+def job_netrc_entry(cfg: Config, run_dir: Path) -> dict[str, str]:
+    """The job's runtime env entry naming its W&B netrc, {"NETRC": path}; {} when there is no key
+    to hand (none set, or W&B disabled: wandb then finds the user's own ~/.netrc, or needs none)."""
+    if not cfg.get("WANDB_API_KEY") or cfg.get("WANDB_MODE") == "disabled":
+        return {}
+    return {"NETRC": str(layout.job_netrc(run_dir))}
+
+
 def job_netrc(cfg: Config, run_dir: Path) -> dict[str, str]:
-    """Write the slime job's W&B netrc (0600, whole before it is visible) and return the runtime
-    env entry naming it, {"NETRC": path}; {} when there is no key to hand (none set, or W&B
-    disabled: wandb then finds the user's own ~/.netrc, or needs nothing)."""
-    key = cfg.get("WANDB_API_KEY")
-    path = layout.job_netrc(run_dir)
-    if not key or cfg.get("WANDB_MODE") == "disabled":
+    """Write the slime job's W&B netrc (0600, whole before it is visible) and return its runtime
+    env entry (job_netrc_entry)."""
+    entry = job_netrc_entry(cfg, run_dir)
+    if not entry:
         remove_job_netrc(run_dir)
         return {}
+    key, path = cfg["WANDB_API_KEY"], layout.job_netrc(run_dir)
     # wandb asks for the key of the host it talks to: WANDB_BASE_URL (.env or the environment the
     # job inherits), else W&B's cloud.
     base = cfg.get("WANDB_BASE_URL") or os.environ.get("WANDB_BASE_URL") or WANDB_HOST_DEFAULT
@@ -88,7 +95,7 @@ def job_netrc(cfg: Config, run_dir: Path) -> dict[str, str]:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    return {"NETRC": str(path)}
+    return entry
 
 
 def remove_job_netrc(run_dir: Path) -> None:
