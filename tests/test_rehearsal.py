@@ -141,16 +141,16 @@ def test_a_secret_reaches_only_the_processes_that_use_it(reference):
         for pid, line in sorted(held.items()):
             if not _uses(name, line):
                 wrong.setdefault(name, {}).setdefault("  <- ".join(line[:2]), []).append(pid)
-    # slime's W&B loggers found the key in the job's 0600 netrc (NETRC, a path in the job's runtime
-    # env), which went with the job.
-    slime_log = (reference.run.run_dir / "logs" / "slime-log.log").read_text(errors="replace")
-    for who in ("train.py", "the RolloutManager"):
-        assert f"W&B key of {who}: the netrc file NETRC names" in slime_log, who
-    assert not (reference.run.run_dir / "ray" / "job-netrc").exists()
     assert wrong == {}, "\n".join(
         f"{name} is in the environment of {sum(map(len, who.values()))} process(es) that do not use it:\n"
         + "\n".join(f"  {cmd}  (pid {', '.join(map(str, pids))})" for cmd, pids in sorted(who.items()))
         for name, who in wrong.items())
+    # slime's W&B loggers found the key in the job's 0600 netrc (NETRC, a path in the job's runtime
+    # env), which went with the job.
+    slime_log = (reference.run.run_dir / "logs" / "slime-log.log").read_text(errors="replace")
+    for who in ("train.py", "the RolloutManager"):
+        assert f"W&B key of {who}: the netrc file NETRC names" in slime_log, f"{who} found no W&B key in the job's netrc"
+    assert not (reference.run.run_dir / "ray" / "job-netrc").exists()
 
 
 def test_status_plan_and_logs_of_a_finished_rehearsal(reference):
