@@ -20,6 +20,7 @@ times per round, each restart an event in events.jsonl.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -177,8 +178,6 @@ def log_wandb(cfg, lay: RunLayout, poll: float = 0.2) -> list[str]:
     """The run's last W&B logging, waited for: `pyhelpers run log-wandb` as service wandb-log (a
     child, so that the W&B key is in its environment only, not in the driver's), once a background
     one has finished. Returns the lines it wrote; fails with its log's tail when it fails."""
-    import time
-
     while alive(lay, "wandb-log"):  # the last evaluation's logger: the same work, under the same lock
         time.sleep(poll)
     log = lay.logs / "wandb-log.log"
