@@ -138,10 +138,14 @@ class Config:
         p = Path(os.path.expanduser(self.values[name]))
         return p if p.is_absolute() else self.root / p
 
+    def is_secret(self, name: str) -> bool:
+        """name is a secret: by the naming rule, or listed in this configuration's SECRET_VARS."""
+        extra = frozenset(s.strip() for s in self.values.get("SECRET_VARS", "").split(",") if s.strip())
+        return is_secret(name, extra)
+
     @property
     def secret_names(self) -> frozenset[str]:
-        extra = frozenset(s.strip() for s in self.values.get("SECRET_VARS", "").split(",") if s.strip())
-        return frozenset(n for n in self.values if is_secret(n, extra))
+        return frozenset(n for n in self.values if self.is_secret(n))
 
     def public(self) -> dict[str, str]:
         """Values with every secret replaced by '***' (or '' when unset): safe to print or save."""
@@ -172,12 +176,14 @@ class Config:
     def cuda_visible_devices(self) -> str:
         return ",".join(str(i) for i in range(max(self.int("NUM_GPUS"), 0)))
 
-    def process_env(self) -> dict[str, str]:
-        """The environment every process of the run gets: each value (secrets included) and the
-        derived ones. Set by the process that parsed the configuration (`run loop`) for what it
-        starts -- outside programs (conda through bin/in-env, W&B, the simulator's launcher) read
-        some knobs from the environment."""
-        return {**self.values, **self.derived()}
+    def process_env(self, secrets: bool = False) -> dict[str, str]:
+        """The environment every process of the run gets: each value and the derived ones, no
+        secret unless asked (a secret reaches only the process that uses it:
+        pyhelpers/launch/secret_env.py). Set by the process that parsed the configuration (`run
+        loop`) for what it starts -- outside programs (conda through bin/in-env, W&B, the
+        simulator's launcher) read some knobs from the environment."""
+        values = self.values if secrets else {k: v for k, v in self.values.items() if not self.is_secret(k)}
+        return {**values, **self.derived()}
 
     def derived(self) -> dict[str, str]:
         return {

@@ -264,10 +264,41 @@ def maybe_crash(rollout_id: int) -> None:
     os._exit(1)
 
 
+def wandb_key(who: str) -> None:
+    """Where wandb finds its API key in this process, said in the job's log (never the key): slime
+    passes none (no --wandb-key), so wandb.init looks in WANDB_API_KEY, then in the netrc file that
+    NETRC names, else ~/.netrc, for the host of WANDB_BASE_URL (wandb 0.31.0
+    sdk/lib/wbauth/authenticate.py:171-200, wbnetrc.py:194-216). Each process of slime that logs
+    to W&B does: train.py (init_tracking), the RolloutManager and the Megatron actors
+    (init_tracking(primary=False): slime/ray/rollout.py:402, backends/megatron_utils/actor.py:83).
+    Online without a key, wandb.init fails -- so does the stand-in, before logging anything."""
+    import netrc
+    from urllib.parse import urlsplit
+
+    if os.environ.get("WANDB_API_KEY"):
+        found = "WANDB_API_KEY in its environment"
+    else:
+        path = Path(os.environ.get("NETRC") or "~/.netrc").expanduser()
+        host = urlsplit(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").netloc
+        try:
+            entry = netrc.netrc(str(path)).authenticators(host) if path.is_file() else None
+        except (OSError, netrc.NetrcParseError):
+            entry = None
+        found = (f"the netrc file {'NETRC names' if os.environ.get('NETRC') else '~/.netrc'} (machine {host})"
+                 if entry and entry[2] else None)
+    if found is None and os.environ.get("WANDB_MODE") != "offline":
+        print("wandb.errors.errors.UsageError: No API key configured. Use `wandb login` to log in.",
+              file=sys.stderr, flush=True)
+        os._exit(1)
+    log(f"W&B key of {who}: {found or 'none (offline: none needed)'}")
+
+
 def wandb_run(args: Namespace):
     if not args.use_wandb:
         return None
     import wandb
+
+    wandb_key("train.py")
 
     config = {k: v for k, v in sorted(vars(args).items()) if isinstance(v, (str, int, float, bool, type(None)))}
     run = wandb.init(project=args.wandb_project, group=args.wandb_group, name=args.wandb_group,
@@ -298,6 +329,8 @@ class RolloutManager:
         self.engine = SGLangEngine(f"http://{args.sglang_router_ip}:{args.sglang_router_port}")
         if args.colocate:
             self.engine.release_memory_occupation()
+        if args.use_wandb:  # slime/ray/rollout.py:402: init_tracking(args, primary=False)
+            wandb_key("the RolloutManager")
 
     def load(self, rollout_id: int) -> None:
         self.data_source.load(rollout_id)
