@@ -76,7 +76,7 @@ convert-base: setup ## HF_MODEL -> TORCH_DIST_MODEL with slime's converter (M18;
 	@bin/convert-base
 
 .PHONY: smoke
-smoke: setup ## The memo's 1-GPU TP=1 smoke on the real stack: a few steps, checkpoint + HF export, no eval
+smoke: setup ## A 1-GPU TP=1 smoke (M1) on the real stack: a few steps, checkpoint + HF export, no eval
 	@bin/smoke
 
 .PHONY: migrate-pack

@@ -27,6 +27,12 @@ log() {
   printf '%(%H:%M:%S)T %-8s %s\n' -1 "${0##*/}" "$*" >&2
 }
 
+# check_round VALUE RESUME_CMD: die naming the make variable ROUND (the user typed that, not
+# --round) unless VALUE is a round number; before anything reads the configuration or starts.
+check_round() {
+  [[ "$1" =~ ^[0-9]+$ ]] || die "ROUND='$1' is not a round number: \`$2 ROUND=N\` takes the 0-based round the run stands at, or leave ROUND out"
+}
+
 # need_venv: fail with the fix when `make setup` has not run.
 need_venv() {
   [[ -x "$VENV_PY" ]] || die "the toolkit's virtualenv is missing: $ROOT/.venv (run: make setup)"

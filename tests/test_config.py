@@ -60,6 +60,19 @@ def test_train_save_on_system_disk_is_refused(toolkit_env, tmp_path):
     assert "TRAIN_SAVE=" in r.stderr and "is on the system disk" in r.stderr and "M2" in r.stderr
 
 
+def test_train_save_on_system_disk_names_the_knob_to_change_and_the_rehearsal(toolkit_env, tmp_path):
+    """A fresh machine's first `make train` stops here: TRAIN_SAVE's default follows DATA_DISK, so
+    that is the knob to set, and a machine without a data disk or GPUs can still rehearse."""
+    env = {k: v for k, v in toolkit_env.items() if k != "TRAIN_SAVE"}
+    r = run_pyhelpers(["config", "check"], {**env, "SYSTEM_DISK": "/", "DATA_DISK": str(tmp_path / "data")})
+    assert r.returncode == 1
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("error: TRAIN_SAVE="))
+    assert "set DATA_DISK to where the data disk is mounted" in line and "`make rehearse`" in line, line
+    explicit = run_pyhelpers(["config", "check"], {**toolkit_env, "SYSTEM_DISK": "/", "TRAIN_SAVE": str(tmp_path / "x")})
+    line = next(ln for ln in explicit.stderr.splitlines() if ln.startswith("error: TRAIN_SAVE="))
+    assert "set TRAIN_SAVE to a directory on the data disk" in line and "DATA_DISK to" not in line, line
+
+
 def test_batch_and_length_rules(toolkit_env):
     env = {**toolkit_env, "GLOBAL_BATCH_SIZE": "48", "OVER_SAMPLING_GROUPS": "8", "SHOPSIM_SLOTS": "16",
            "ROLLOUT_MAX_RESPONSE_LEN": "30000", "RAY_TEMP_DIR": "/tmp/" + "x" * 60}
@@ -80,11 +93,62 @@ def test_ray_takes_ray_port_and_the_ports_above_it(toolkit_env):
     assert run_pyhelpers(["config", "check"], {**toolkit_env, "RAY_PORT": "16380"}).returncode == 0
 
 
-def test_typo_in_dotenv_is_a_warning_with_suggestion(toolkit_env, tmp_path):
-    (tmp_path / ".env").write_text("NUM_GPU=2\n")
+def test_typo_in_dotenv_is_refused_with_suggestion(toolkit_env, tmp_path):
+    """ROUDNS=3 would leave ROUNDS at its default: the run trains 5 rounds. A name a typo away
+    from a knob is refused before anything starts, naming the knob meant."""
+    (tmp_path / ".env").write_text("NUM_GPU=2\nROUDNS=3\n")
     r = run_pyhelpers(["config", "check"], toolkit_env)
-    assert r.returncode == 0
-    assert "did you mean NUM_GPUS?" in r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "config ok" not in r.stdout
+    assert "error: NUM_GPU in" in r.stderr and "did you mean NUM_GPUS?" in r.stderr
+    assert "error: ROUDNS in" in r.stderr and "did you mean ROUNDS?" in r.stderr
+    assert "EXTRA_VARS" in r.stderr  # the way to keep a deliberate one
+
+
+def test_a_deliberate_extra_variable_is_declared_in_extra_vars(toolkit_env, tmp_path):
+    """A variable of the user's own whose name happens to be near a knob's passes once listed in
+    EXTRA_VARS; one far from every knob (a proxy) needs nothing."""
+    (tmp_path / ".env").write_text("ROUDNS=3\nHTTPS_PROXY=http://127.0.0.1:3128\nEXTRA_VARS=ROUDNS\n")
+    r = run_pyhelpers(["config", "check"], toolkit_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ROUDNS" not in r.stderr and "HTTPS_PROXY" not in r.stderr
+    (tmp_path / ".env").write_text("EXTRA_VARS=ROUDNS,NOT_IN_ENV\n")  # a listed name that is absent: harmless
+    assert run_pyhelpers(["config", "check"], toolkit_env).returncode == 0
+
+
+def test_runs_dir_that_cannot_be_created_or_written_is_one_line(toolkit_env, tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for bad in (a_file, a_file / "runs", "/proc/shopsimrl-runs"):
+        r = run_pyhelpers(["config", "check"], {**toolkit_env, "RUNS_DIR": str(bad)})
+        assert r.returncode == 1, (bad, r.stdout + r.stderr)
+        assert "Traceback" not in r.stderr
+        line = [ln for ln in r.stderr.splitlines() if ln.startswith("error: RUNS_DIR=")]
+        assert len(line) == 1 and "set RUNS_DIR to" in line[0], (bad, r.stderr)
+    assert not (tmp_path / "runs").exists()  # the check creates nothing
+
+
+def test_run_commands_name_a_runs_dir_that_is_a_file_in_one_line(toolkit_env, tmp_path):
+    """make status / logs / stop read under RUNS_DIR without `make check` first: a file there gave
+    a NotADirectoryError traceback."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for cmd in (["run", "status"], ["run", "logs"], ["run", "stop"]):
+        r = run_pyhelpers(cmd, {**toolkit_env, "RUNS_DIR": str(a_file)})
+        assert r.returncode == 1 and "Traceback" not in r.stderr, (cmd, r.stdout + r.stderr)
+        assert f"RUNS_DIR={str(a_file)!r} is a file (set RUNS_DIR to a directory" in r.stderr, (cmd, r.stderr)
+
+
+def test_a_non_loopback_shopsim_host_is_refused_unless_exposed_on_purpose(toolkit_env):
+    for host in ("0.0.0.0", "10.0.0.5", "::"):
+        r = run_pyhelpers(["config", "check"], {**toolkit_env, "SHOPSIM_HOST": host})
+        assert r.returncode == 1, (host, r.stdout + r.stderr)
+        assert f"SHOPSIM_HOST={host!r}" in r.stderr and "SHOPSIM_EXPOSE_TO_NETWORK=1" in r.stderr, r.stderr
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"):
+        assert run_pyhelpers(["config", "check"], {**toolkit_env, "SHOPSIM_HOST": host}).returncode == 0, host
+    exposed = run_pyhelpers(["config", "check"], {**toolkit_env, "SHOPSIM_HOST": "0.0.0.0",
+                                                  "SHOPSIM_EXPOSE_TO_NETWORK": "1"})
+    assert exposed.returncode == 0, exposed.stderr
 
 
 def test_secrets_are_masked_and_left_out_of_export(toolkit_env, tmp_path):
@@ -148,9 +212,24 @@ def test_a_malformed_dotenv_line_is_an_error_naming_the_file_and_line(toolkit_en
     assert "python-dotenv could not parse" not in r.stderr  # the library's warning names no file
 
 
-def test_a_lowercase_knob_in_dotenv_is_a_warning_like_a_typo(toolkit_env, tmp_path):
+def test_a_lowercase_knob_in_dotenv_is_refused_like_a_typo(toolkit_env, tmp_path):
     (tmp_path / ".env").write_text("num_gpus=2\nTP_SZIE=1\n")
     r = run_pyhelpers(["config", "check"], toolkit_env)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr
     assert "num_gpus" in r.stderr and "did you mean NUM_GPUS?" in r.stderr
     assert "did you mean TP_SIZE?" in r.stderr
+
+
+def test_a_typo_on_the_make_command_line_is_refused_too(toolkit_env):
+    """`make train ROUDNS=3` (the README's `make KNOB=value`) passed ROUDNS to nobody; the
+    Makefile's own variables (ROUND, SERVICE, PROFILE...) are not typos."""
+    import subprocess
+
+    env = {k: v for k, v in toolkit_env.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    typo = subprocess.run(["make", "check", "ROUDNS=3"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert typo.returncode != 0, typo.stdout + typo.stderr
+    assert "error: ROUDNS on the make command line is not a knob; did you mean ROUNDS?" in typo.stderr, typo.stderr
+    for fine in ("ROUNDS=3", "ROUND=1", "SERVICE=slime", "PROFILE=rehearse", "ROUDNS=3 EXTRA_VARS=ROUDNS"):
+        r = subprocess.run(["make", "check", *fine.split()], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and "config ok" in r.stdout, (fine, r.stderr)

@@ -9,6 +9,7 @@ Each test breaks one thing and reads what the doctor says.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -134,9 +135,11 @@ def test_gpu_less_machine_fails_with_fixes_and_no_traceback(toolkit_env, tmp_pat
     r = subprocess.run([str(ROOT / "bin/doctor")], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert "Traceback" not in r.stdout + r.stderr
-    for line in r.stdout.splitlines():
-        if line.startswith(("FAIL", "SKIP")):
-            assert "(fix: " in line, line
+    lines = r.stdout.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(("FAIL", "SKIP")):  # its fix: on a line of its own, among the wrapped ones below
+            block = [line] + list(itertools.takewhile(lambda x: x.startswith(" "), lines[i + 1:]))
+            assert any(ln.strip().startswith("fix: ") for ln in block), block
     assert "FAIL  conda" in r.stdout and "SKIP  versions" in r.stdout and "SKIP  arch" in r.stdout
     assert "NUM_GPUS='x' is not a whole number" in r.stdout
 
@@ -512,6 +515,22 @@ def test_shopsim_dir_and_a_held_port(machine, tmp_path):
         got = one(machine, runner.shopsim.check_shopsim)
     assert got["shopsim-dir"].status == "FAIL" and "pack_api.py" in got["shopsim-dir"].found
     assert got["shopsim-port"].status == "FAIL" and f"pid {os.getpid()}" in got["shopsim-port"].found
+
+
+def test_reset_retry_knobs_are_named_idle_under_a_custom_launcher(machine):
+    """SHOPSIM_RESET_RETRIES/DELAY reach pack_api only through the project's launcher, which sets
+    its MAX_RETRIES/RETRY_DELAY_SECONDS; upstream's unmodified server keeps 5 x 5 s
+    (pack_api.py:23-24), so a custom launcher leaves the user's values without effect."""
+    custom = {**machine, "SHOPSIM_LAUNCHER": "python3 /opt/serve_shopsim.py",
+              "SHOPSIM_RESET_RETRIES": "12", "SHOPSIM_RESET_DELAY": "2.5"}
+    got = one(custom, runner.shopsim.check_shopsim)["shopsim-retries"]
+    assert got.status == "WARN", got
+    assert "SHOPSIM_RESET_RETRIES=12" in got.found and "SHOPSIM_RESET_DELAY=2.5" in got.found
+    assert "5 x 5 s" in got.found and "SHOPSIM_LAUNCHER" in got.fix
+    upstream = {**custom, "SHOPSIM_RESET_RETRIES": "5", "SHOPSIM_RESET_DELAY": "5"}
+    assert one(upstream, runner.shopsim.check_shopsim)["shopsim-retries"].status == "PASS"
+    ours = {**custom, "SHOPSIM_LAUNCHER": ""}
+    assert one(ours, runner.shopsim.check_shopsim)["shopsim-retries"].status == "PASS"
 
 
 def test_every_ray_port_taken_by_another_fails_naming_the_holder(machine):

@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 import pytest
@@ -15,7 +16,7 @@ from fakes.procs import _post, start_fake_sglang, start_fake_shopsim, stop
 from fakes.shop_fixture import write_shop_fixture
 from support.tokenizer import build_tokenizer
 
-from pyhelpers.policy.prompt_builder import PromptBuilder
+from pyhelpers.policy.prompt_builder import PromptBuilder, Transcript
 from pyhelpers.policy.sglang_client import SGLangClient, SGLangRejected, parse_generate
 from pyhelpers.shopsim import protocol as p
 from pyhelpers.shopsim.client import ShopSimClient
@@ -101,6 +102,42 @@ def test_generate_shape_and_determinism(world):
     asyncio.run(over_budget())
 
 
+def test_fake_sglang_takes_exactly_what_the_real_scheduler_takes(world):
+    """SGLang 0.5.15.post1 with --context-length L: a prompt of L - 6 tokens or more is aborted with
+    HTTP 400 (tp_worker.py:455-465, managers/utils.py:177-192), prompt + max_new_tokens == L is
+    accepted (tokenizer_manager.py:973-997) and generation stops at L - 2 - prompt tokens
+    (scheduler.py:1905-1916); the prompt builder's budget asks for exactly that much."""
+    L = 6000
+    tok = world["tok"]
+    tr = PromptBuilder(tok).start(instruction=world["fx"]["tasks"][0]["instruction"])
+    ids0 = tr.token_ids
+    pad = tok.encode(" ", add_special_tokens=False)[0]
+
+    def prompt(n):
+        return ids0 + [pad] * (n - len(ids0))
+
+    refused = _generate_status(world["sg"].url, {"input_ids": prompt(L - 6), "sampling_params": {"max_new_tokens": 1}})
+    assert refused[0] == 400 and "Input length (5994 tokens) exceeds the maximum allowed length (5994 tokens)" \
+        in refused[1]["error"]["message"]
+    code, out = _generate_status(world["sg"].url, {"input_ids": prompt(L - 7), "sampling_params": {"max_new_tokens": 7}})
+    assert code == 200 and len(out["output_ids"]) == 5
+    assert out["meta_info"]["finish_reason"] == {"type": "length", "length": 5}
+    long = prompt(L - 7)
+    budget = PromptBuilder.max_new_tokens(Transcript(prompt_len=len(long), token_ids=long), L, 4096)
+    code, out = _generate_status(world["sg"].url, {"input_ids": long, "sampling_params": {"max_new_tokens": budget}})
+    assert code == 200 and len(out["output_ids"]) == budget  # what the budget asked for, not less
+
+
+def _generate_status(url, body):
+    req = urllib.request.Request(url + "/generate", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
 def test_generate_text_keeps_the_stop_token_under_slimes_sampling_params(world):
     """SGLang trims the matched stop token from `text` unless no_stop_trim (sglang
     detokenizer_manager.py:171-200) and drops special tokens unless skip_special_tokens=False
@@ -164,9 +201,39 @@ def test_fake_shopsim_protocol_details(world):
     bad = _post(url, {"action": "dance", "env_idx": e})["result"]
     assert bad["error"].startswith("Unknown action type")
     assert _post(url, {"action": "release_one", "env_idx": e})["result"]["message"].endswith("released")
-    req = urllib.request.Request(url, data=b"{}", headers={"Content-Type": "text/plain"})
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        assert json.loads(resp.read()) == {"result": {"error": "No JSON data provided"}}
+
+
+def _raw_post(url: str, body: bytes, ctype: str | None) -> tuple[int, str, str]:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": ctype} if ctype else {})
+    if ctype is None:
+        req.remove_header("Content-type")  # urllib adds a form type by default
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.headers.get("Content-Type", ""), resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Content-Type", ""), exc.read().decode()
+
+
+@pytest.mark.parametrize("body, ctype, status, shows", [
+    # Werkzeug 2.1.2 request.py:569-571,611-614 + Flask 2.1.2 wrappers.py:126-133 (the fork's pins)
+    (b"{}", "text/plain", 400, "<title>400 Bad Request</title>"),
+    (b'{"action": "release_one"}', None, 400, "<title>400 Bad Request</title>"),
+    (b'{"action": "release_one"}', "text/json", 400, "<title>400 Bad Request</title>"),
+    (b"{", "application/json", 400, "<title>400 Bad Request</title>"),
+    (b"", "application/json", 400, "<title>400 Bad Request</title>"),
+    # pack_api.py:65 `data.get` on a list/string/number, outside its try: Flask's 500 page
+    (b"[1, 2]", "application/json", 500, "<title>500 Internal Server Error</title>"),
+    (b'"reset"', "application/json", 500, "<title>500 Internal Server Error</title>"),
+    (b"7", "application/json", 500, "<title>500 Internal Server Error</title>"),
+    # pack_api.py:60-63: JSON null is "No JSON data provided" (HTTP 200, as every pack_api answer)
+    (b"null", "application/json", 200, '{"result": {"error": "No JSON data provided"}}'),
+    (b'{"action": "release_one"}', "application/json; charset=utf-8", 200, "No valid environment index provided"),
+    (b'{"action": "release_one"}', "application/vnd.shop+json", 200, "No valid environment index provided"),
+])
+def test_fake_shopsim_answers_a_bad_body_as_flask_does(world, body, ctype, status, shows):
+    code, got_type, text = _raw_post(world["shop"].url + p.API_PATH, body, ctype)
+    assert (code, shows in text) == (status, True), text
+    assert got_type.startswith("text/html" if status != 200 else "application/json")
 
 
 def test_fake_shopsim_over_after_history_and_prices_fixed_by_seed(world, tmp_path):

@@ -265,3 +265,41 @@ def test_report_at_zero_variance_says_why_instead_of_none_pairs():
     text = gate_report(summary, {})
     assert "None" not in text, text
     assert "variance 0.000" in text and "every pair difference was the same" in text, text
+
+
+def test_balance_bounds_can_fail_at_every_pair_count():
+    """3.5/sqrt(n) reaches 1 at n = 12 pairs (and the share bound 3*sqrt(0.25/n) reaches 0.5 at
+    n = 9): a bound a correlation or share cannot exceed is a check that cannot fail. There the
+    check flags what is still implausible: identical or complementary codes, a skill always or
+    never on (docs/gate.md §6)."""
+    from pyhelpers.gate.estimate import balance
+
+    rng = np.random.default_rng(0)
+    for n in (4, 8, 12, 20, 48):
+        X = rng.choice([-1.0, 1.0], size=(n, 3))
+        X[:, 1] = X[:, 0]  # a hash bug: two skills share one code
+        X[: n // 2, 2], X[n // 2:, 2] = 1.0, -1.0
+        got = balance(X, ["a", "b", "c"])
+        assert not got["ok"] and any("a and b correlate 1.00" in p for p in got["problems"]), (n, got)
+        assert got["corr_bound"] < 1.0 or got["corr_rule"] == "identical or complementary codes", (n, got)
+        X[:, 1] = -X[:, 0]
+        assert not balance(X, ["a", "b", "c"])["ok"], n
+        X[:, 1] = 1.0  # always on
+        on = balance(X, ["a", "b", "c"])
+        assert any("skill b on in 100%" in p for p in on["problems"]), (n, on)
+
+
+def test_the_balance_line_never_prints_a_bound_a_correlation_cannot_exceed():
+    from pyhelpers.gate.estimate import balance
+
+    X = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]] * 3, dtype=float)  # 12 pairs, uncorrelated
+    bal = balance(X, ["a", "b"])
+    assert bal["ok"]
+    line = next(x for x in gate_report_balance_line(bal))
+    assert "≤ 1.01" not in line and "identical or complementary" in line, line
+
+
+def gate_report_balance_line(bal):
+    from pyhelpers.gate.report import balance_line
+
+    yield balance_line(bal)

@@ -62,3 +62,79 @@ def test_setup_never_reinstalls_under_processes_running_from_the_venv(tmp_path):
     finally:
         os.killpg(live.pid, signal.SIGKILL)
         live.wait()
+
+
+def test_a_round_that_is_not_a_number_is_named_before_anything_starts(toolkit_env):
+    """`make resume ROUND=abc` used to run the preflight, then answer about the internal `--round`;
+    the user typed ROUND, so the answer names ROUND, before the configuration or the preflight."""
+    import os
+
+    for cmd in (["make", "resume", "ROUND=abc"], ["make", "rehearse", "RESUME=1", "ROUND=-1"]):
+        env = {k: v for k, v in toolkit_env.items() if k not in ("MAKEFLAGS", "MFLAGS")}
+        res = subprocess.run(cmd, cwd=ROOT, env={**env, "PATH": os.environ["PATH"]}, capture_output=True,
+                             text=True, timeout=120)
+        out = res.stdout + res.stderr
+        assert res.returncode != 0, out
+        bad = cmd[-1].split("=", 1)[1]
+        assert f"ROUND={bad!r} is not a round number" in res.stderr, out
+        assert "--round" not in out and "preflight" not in out and "rehearsal:" not in out, out
+
+
+def test_the_menu_never_cuts_a_knob_description_mid_sentence():
+    """`make` showed each knob's first comment line: 13 of them stopped mid-sentence ("...; past
+    that, groups with equal"). Each description now runs to the end of a sentence (or of its doc)."""
+    from pyhelpers.config.load import read_knobs
+
+    menu = subprocess.run([str(ROOT / "bin" / "menu")], capture_output=True, text=True, timeout=60, check=True).stdout
+    lines = {ln.split()[0]: ln for ln in menu.splitlines() if ln.startswith("    ") and ln.split()}
+    cut = []
+    for name, knob in read_knobs().items():
+        line = lines[name]
+        start = line.find(knob.doc[:20])
+        assert start > 0, (name, line)
+        shown = line[start:].rstrip()
+        assert knob.doc.startswith(shown), (name, shown)
+        if shown != knob.doc and not shown.endswith((".", ".)", "?", ":")):
+            cut.append(f"{name}: {shown}")
+    assert not cut, cut
+
+
+def test_setup_says_it_is_still_installing_while_pip_is_silent(tmp_path):
+    """pip prints nothing for minutes while it installs the collected packages: setup prints a
+    line every SHOPSIMRL_SETUP_HEARTBEAT seconds meanwhile, so the step does not look hung."""
+    import os
+    import selectors
+    import sys
+    import time
+
+    root = tmp_path / "clone"
+    for rel in ("bin/setup", "bin/lib.sh", "pyhelpers/procs/venv_users.py", "env/requirements.txt", "pyproject.toml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, root / rel)
+    (root / "env" / "system-packages.txt").write_text("")
+    gate = tmp_path / "pip-may-finish"
+    venv_python = root / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    # A stand-in for the venv's pip: silent in its install step until the test opens the gate.
+    venv_python.write_text("#!/usr/bin/env bash\n"
+                           "echo 'Collecting a==1'\necho 'Installing collected packages: a'\n"
+                           f"while [[ ! -e {gate} ]]; do sleep 0.05; done\necho 'Successfully installed a-1'\n")
+    venv_python.chmod(0o755)
+    setup = subprocess.Popen([str(root / "bin" / "setup")], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHON": sys.executable, "SHOPSIMRL_SETUP_HEARTBEAT": "0.2"})
+    seen, deadline = [], time.monotonic() + 60  # (a bound on a hang, not a timing assertion)
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(setup.stderr, selectors.EVENT_READ)
+            while time.monotonic() < deadline and not any("still installing" in ln for ln in seen):
+                if sel.select(timeout=1):
+                    line = setup.stderr.readline()
+                    if not line:
+                        break
+                    seen.append(line)
+    finally:
+        gate.touch()
+        out, err = setup.communicate(timeout=60)
+    assert any("pip: still installing the collected packages (" in ln for ln in seen), seen
+    assert setup.returncode == 0, "".join(seen) + err
+    assert "setup: done" in out

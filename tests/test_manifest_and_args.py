@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -195,3 +196,37 @@ def test_runtime_env_sets_nccl_nvls_from_the_gpu_topology(toolkit_env, monkeypat
     for k, v in environ.items():
         monkeypatch.setenv(k, v)
     assert launch_args.runtime_env(config.load())["env_vars"]["NCCL_NVLS_ENABLE"] == want
+
+
+def test_slime_saves_once_per_round_because_the_rollout_count_is_given(toolkit_env):
+    """slime 624b824 also saves at every pass over the training data, but only when --num-epoch sets
+    the rollout count: with --num-rollout, num_rollout_per_epoch stays None (slime/ray/placement_group.py
+    :239-243) and should_run_periodic_action saves at --save-interval and the last rollout only
+    (slime/utils/misc.py:107-128). The disk plan counts one checkpoint per round on that."""
+    from pyhelpers.config.load import load
+    from pyhelpers.launch import slime_args
+    from pyhelpers.run.layout import RunLayout
+
+    cfg = load(toolkit_env)
+    lay = RunLayout(Path(toolkit_env["RUNS_DIR"]) / "r", Path(toolkit_env["RUNS_DIR"]) / "s",
+                    cfg.int("STEPS_PER_ROUND"))
+    argv = slime_args.slime_train(cfg, lay, 1, [])
+    assert "--num-epoch" not in argv and argv[argv.index("--num-rollout") + 1] == str(2 * cfg.int("STEPS_PER_ROUND"))
+    assert argv[argv.index("--save-interval") + 1] == cfg["STEPS_PER_ROUND"]
+
+
+def test_the_slime_stand_in_refuses_to_count_rollouts_by_epoch(tmp_path):
+    """The stand-in saves by slime's rule for --num-rollout; --num-epoch (per-epoch saves) is not
+    modelled, so it is refused rather than run with another save schedule."""
+    import subprocess
+    import sys
+
+    from conftest import FAKES
+
+    train = FAKES / "slime_stub" / "train.py"
+    res = subprocess.run([sys.executable, str(train), "--num-epoch", "2", "--save-interval", "2",
+                          "--rollout-batch-size", "4"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "misc.py:127-128" in res.stderr, res.stderr[-2000:]
+    res = subprocess.run([sys.executable, str(train), "--save-interval", "2"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode != 0 and "num_epoch is not set, but num_rollout is not set" in res.stderr, res.stderr[-2000:]

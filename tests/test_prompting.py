@@ -70,7 +70,8 @@ def test_budget(tok):
     tr = b.start(instruction="买杯子")
     with pytest.raises(ContextBudgetError):
         b.start(instruction="买杯子", max_context_len=tr.prompt_len)
-    assert b.max_new_tokens(tr, tr.prompt_len + 100, 4096) == 100
+    # SGLang 0.5.15.post1 generates at most context - 2 - prompt tokens (scheduler.py:1905-1916)
+    assert b.max_new_tokens(tr, tr.prompt_len + 100, 4096) == 98
     assert b.max_new_tokens(tr, tr.prompt_len + 100, 40) == 40
     assert b.max_new_tokens(tr, tr.prompt_len, 40) == 0
     ids, lps = _respond(tok, "Thought: x\nAction: search[杯子]")
@@ -80,6 +81,29 @@ def test_budget(tok):
         b.add_observation(tr, "很长的页面 " * 50, max_context_len=used + 10)
     assert len(tr.token_ids) == used  # refused without changing the transcript
     b.add_observation(tr, "短页面", max_context_len=used + 1000)
+
+
+def test_budget_keeps_the_margins_sglang_enforces(tok):
+    """SGLang 0.5.15.post1 accepts prompt + max_new_tokens == context length at the tokenizer
+    manager (tokenizer_manager.py:973-997), but its scheduler aborts a prompt of context - 6 tokens
+    or more (tp_worker.py:455-465, managers/utils.py:177) and generates at most context - 2 - prompt
+    tokens (scheduler.py:1905-1916). The budget must ask for no more than that."""
+    b = PromptBuilder(tok)
+    tr = b.start(instruction="买杯子")
+    n = tr.prompt_len
+    assert b.max_new_tokens(tr, n + 50, 4096) == 48
+    assert b.max_new_tokens(tr, n + 7, 4096) == 5       # the last prompt length SGLang accepts
+    assert b.max_new_tokens(tr, n + 6, 4096) == 0       # SGLang would abort this prompt
+    with pytest.raises(ContextBudgetError):
+        b.start(instruction="买杯子", max_context_len=n + 6)
+    b.start(instruction="买杯子", max_context_len=n + 7)
+    ids, lps = _respond(tok, "Thought: x\nAction: search[杯子]")
+    b.add_response(tr, ids, lps)
+    obs, _ = b.observation_tokens(tr, "短页面")
+    used = len(tr.token_ids)
+    with pytest.raises(ContextBudgetError):
+        b.add_observation(tr, "短页面", max_context_len=used + len(obs) + 6)
+    b.add_observation(tr, "短页面", max_context_len=used + len(obs) + 7)
 
 
 def test_misuse_and_unstable_templates_raise(tok, tmp_path):

@@ -117,6 +117,42 @@ def test_no_secret_on_any_command_line_or_in_any_file(reference):
     assert list(reference.run.round_dir(0).glob("candidates/*.json"))
 
 
+# Who may hold a secret in its environment (architecture §3, pyhelpers/launch/secret_env.py): the
+# toolkit's processes that use it -- for W&B's key, with what W&B starts under them (wandb-core,
+# wandb-symon); the analyst keeps DashScope's key to itself.
+USERS = {"WANDB_API_KEY": ("pyhelpers analyst run", "pyhelpers run log-wandb"),
+         "DASHSCOPE_API_KEY": ("pyhelpers analyst run",),
+         "the Ray token": ()}  # Ray's processes read it from its 0600 file (RAY_AUTH_TOKEN_PATH)
+WITH_CHILDREN = {"WANDB_API_KEY"}
+
+
+def _uses(name: str, line: list[str]) -> bool:
+    """line: a holder's command, then its parent's, …"""
+    return any(user in cmd for cmd in (line if name in WITH_CHILDREN else line[:1]) for user in USERS[name])
+
+
+def test_a_secret_reaches_only_the_processes_that_use_it(reference):
+    watch = reference.environ
+    assert watch.scans > 20 and len(watch.members) > 15  # the watch saw the rehearsal's processes
+    # The analyst (DashScope's user) was seen with its key: the scan finds a holder when there is one.
+    assert any("pyhelpers analyst run" in line[0] for line in watch.holders.get("DASHSCOPE_API_KEY", {}).values())
+    wrong: dict[str, dict[str, list[int]]] = {}  # secret -> "command <- parent's" -> pids holding it
+    for name, held in watch.holders.items():
+        for pid, line in sorted(held.items()):
+            if not _uses(name, line):
+                wrong.setdefault(name, {}).setdefault("  <- ".join(line[:2]), []).append(pid)
+    assert wrong == {}, "\n".join(
+        f"{name} is in the environment of {sum(map(len, who.values()))} process(es) that do not use it:\n"
+        + "\n".join(f"  {cmd}  (pid {', '.join(map(str, pids))})" for cmd, pids in sorted(who.items()))
+        for name, who in wrong.items())
+    # slime's W&B loggers found the key in the job's 0600 netrc (NETRC, a path in the job's runtime
+    # env), which went with the job.
+    slime_log = (reference.run.run_dir / "logs" / "slime-log.log").read_text(errors="replace")
+    for who in ("train.py", "the RolloutManager"):
+        assert f"W&B key of {who}: the netrc file NETRC names" in slime_log, f"{who} found no W&B key in the job's netrc"
+    assert not (reference.run.run_dir / "ray" / "job-netrc").exists()
+
+
 def test_status_plan_and_logs_of_a_finished_rehearsal(reference):
     env = reference.env
     st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
@@ -182,3 +218,13 @@ def test_a_fresh_rehearsal_refused_by_its_preflight_keeps_the_previous_one(tmp_p
     assert res.returncode == 1 and "DOCTOR_SKIP names unknown check(s): no-such-check" in res.stdout
     assert (run.run_dir / "report" / "index.html").read_text() == "the last good rehearsal's report"
     assert (run.save_dir / "REHEARSAL").is_file()
+
+
+def test_the_final_bank_is_called_the_final_bank_not_a_round_that_never_runs(reference):
+    """A bank's `round` is the round it is injected into: the final bank of a 2-round run says 2,
+    a round the run never has. Its line must name it as what it is."""
+    out = reference.result.stdout
+    final = [line for line in out.splitlines() if "skillbank-final.json" in line and "sha256" in line]
+    assert final, out[-3000:]
+    assert all(f"round {ROUNDS}:" not in line for line in final), final
+    assert any(f"final bank (after round {ROUNDS - 1}, the last)" in line for line in final), final

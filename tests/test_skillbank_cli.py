@@ -184,3 +184,15 @@ def test_compile_errors_are_one_line_with_the_file(tmp_path, toolkit_env):
     assert res.exit_code == 1 and "file not found" in res.output
     res = _cli("skillbank", "show", tmp_path / "c.json")
     assert res.exit_code == 1 and "file not found" in res.output
+
+
+def test_change_summary_names_the_final_bank():
+    from pathlib import Path
+
+    from pyhelpers.skills.steps import change_summary
+
+    old = {"round": 1, "skills": [], "tokenizer": {"name": "t"}}
+    new = {"round": 2, "skills": [], "tokenizer": {"name": "t"}}
+    line = change_summary(old, new, out=Path("skillbank-final.json"), sha="abc", label="final bank (after round 1, the last)")
+    assert line.startswith("final bank (after round 1, the last): ") and "round 2" not in line
+    assert change_summary(old, new, out=Path("skillbank.json"), sha="abc").startswith("round 2: ")

@@ -112,19 +112,64 @@ def _convert(src, out, origin, *extra):
                            "--origin-hf-dir", str(origin), *extra], capture_output=True, text=True, timeout=60)
 
 
+def _logged_convert(lay, src, out, origin, *extra, env=None):
+    """The converter run as the export stage runs it: its output appended to logs/convert.log after
+    the spawn's start line (procs.spawn)."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import FAKES
+
+    tool = FAKES / "slime_stub" / "tools" / "convert_torch_dist_to_hf.py"
+    argv = [sys.executable, str(tool), "--input-dir", str(src), "--output-dir", str(out), "--origin-hf-dir",
+            str(origin), *extra]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})})
+    lay.logs.mkdir(parents=True, exist_ok=True)
+    with open(lay.logs / stages.LOG, "a") as log:
+        log.write(f"==> 2026-01-01T00:00:00 start convert: {' '.join(argv)}\n{res.stdout}{res.stderr}")
+    return res
+
+
 def test_an_export_without_the_visual_tower_is_refused_and_the_full_one_flipped(lay, base_model):
     """The converter writes only what Megatron holds; Qwen3.5's visual tower comes from the original
     HF dir with -a. An export is complete only with every weight name of the original's index."""
     write_checkpoint(lay.megatron, 1)
     plan = stages.prepare_export(lay, 0, origin=base_model)
-    assert _convert(plan.source, plan.staging, base_model).returncode == 0  # no -a
+    assert _logged_convert(lay, plan.source, plan.staging, base_model).returncode == 0  # no -a
     with pytest.raises(ToolkitError, match=r"2 weight\(s\) of the original model missing.*model\.visual"):
         stages.finish_export(lay, 0, origin=base_model)
     assert ck.hf_target(lay.hf_link) is None
     plan = stages.prepare_export(lay, 0, origin=base_model)
-    assert _convert(plan.source, plan.staging, base_model, *stages.CONVERTER_FLAGS).returncode == 0
+    assert _logged_convert(lay, plan.source, plan.staging, base_model, *stages.CONVERTER_FLAGS).returncode == 0
     target, _ = stages.finish_export(lay, 0, origin=base_model)
     assert ck.weight_names(target).keys() >= set(VISUAL_WEIGHTS)
+
+
+def test_a_converter_that_copied_the_language_model_from_the_original_is_refused(lay, base_model):
+    """With -a every weight the converter did not write comes from the original, so "nothing of
+    the original missing" holds even when it wrote none of the trained weights: the export would be
+    the base model. Every weight it reports adding ("add NAME from origin hf checkpoint", slime
+    tools/convert_torch_dist_to_hf.py:133) must be one the trained model does not hold."""
+    write_checkpoint(lay.megatron, 1)
+    plan = stages.prepare_export(lay, 0, origin=base_model)
+    broken = _logged_convert(lay, plan.source, plan.staging, base_model, *stages.CONVERTER_FLAGS,
+                             env={"FAKE_CONVERT_NO_LANGUAGE": "1"})
+    assert broken.returncode == 0 and "add model.language_model.norm.weight from origin hf checkpoint" in broken.stdout
+    with pytest.raises(ToolkitError, match=r"3 weight\(s\) the trained model holds.*model\.language_model"):
+        stages.finish_export(lay, 0, origin=base_model)
+    assert ck.hf_target(lay.hf_link) is None and not lay.hf_dir(1).exists()
+
+
+def test_an_export_whose_log_does_not_say_what_was_added_is_refused(lay, base_model):
+    """No "add ..." line for the visual tower, which only the original can supply: the log cannot
+    tell trained weights from copied ones (another converter, or another log), so no flip."""
+    write_checkpoint(lay.megatron, 1)
+    plan = stages.prepare_export(lay, 0, origin=base_model)
+    assert _convert(plan.source, plan.staging, base_model, *stages.CONVERTER_FLAGS).returncode == 0  # log not kept
+    with pytest.raises(ToolkitError, match=r"does not say .*model\.visual"):
+        stages.finish_export(lay, 0, origin=base_model)
+    assert ck.hf_target(lay.hf_link) is None
 
 
 def test_slimes_save_hf_export_lacks_the_visual_tower_so_it_is_converted(lay, base_model):

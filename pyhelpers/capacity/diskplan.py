@@ -13,6 +13,13 @@ rotation runs right after training (architecture §4):
 
     save     new checkpoint + old checkpoint + old HF export
     export   checkpoint + old HF export + new HF export
+
+One checkpoint per round, also when the training split holds fewer than STEPS_PER_ROUND x
+ROLLOUT_GROUPS tasks: slime 624b824 saves at every pass over the data only when --num-epoch sets
+the rollout count (num_rollout_per_epoch, slime/ray/placement_group.py:239-243; utils/misc.py:
+107-128). The toolkit passes --num-rollout (launch/slime_args.py), so slime saves at --save-interval
+= STEPS_PER_ROUND and at the last rollout only, and its data source just reshuffles at the end of
+a pass (rollout/data_source.py:90-101). tests/test_manifest_and_args.py keeps it so.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -58,6 +59,8 @@ def run(round_dir, drain, use_wandb, wandb_dir, round_no):
         raise ToolkitError("DASHSCOPE_API_KEY is not set", cfg.sources.get("DASHSCOPE_API_KEY", ".env"),
                            f"put DASHSCOPE_API_KEY=sk-... in {cfg.env_file} (never on a command line), "
                            "or set ANALYST_ENABLED=0")
+    # Held in memory from here: what this process starts (wandb's own processes) does not need it.
+    os.environ.pop("DASHSCOPE_API_KEY", None)
     settings = sidecar.Settings.from_config(cfg, round_dir, round_no)
 
     logs.setup(key)

@@ -9,9 +9,13 @@ import click
 def ctx():
     """(config, run layout) of the current configuration; a bad knob raises, naming it."""
     from pyhelpers.config import load as config_mod
+    from pyhelpers.config.check import not_a_directory
+    from pyhelpers.errors import ToolkitError
     from pyhelpers.run.layout import from_config
 
     cfg = config_mod.load()
+    if why := not_a_directory(cfg, "RUNS_DIR"):  # every run command reads under it: one line, not a traceback
+        raise ToolkitError(why)
     return cfg, from_config(cfg)
 
 

@@ -70,14 +70,16 @@ BASH_READS = frozenset({"RUN_NAME", "ROUNDS", "STEPS_PER_ROUND", "MODEL_ARGS_SCR
 
 @config.command("export")
 @click.option("--with-secrets", is_flag=True,
-              help="Include secret values (only for the driver's eval; never redirect this to a file).")
+              help="Include secret values (for a shell that runs a key's user itself; never redirect this "
+                   "to a file). bin/train does not: the driver reads the keys from .env.")
 def config_export(with_secrets):
     """Print a validated `export NAME='value'` block for bash to eval (no re-parsing in bash): the
     derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries and the knobs bash reads
     (BASH_READS); the other knobs are parsed by the Python bash starts, from the same sources.
 
     Secrets are left out unless --with-secrets; their values then travel only through the pipe
-    into the driver's environment, never through argv or a file.
+    into the shell's environment, never through argv or a file. The run's scripts leave them out:
+    every process a shell exports them to holds them (pyhelpers/launch/secret_env.py).
 
     \b
     Example:
@@ -87,9 +89,7 @@ def config_export(with_secrets):
     _problems_or_exit(cfg)
     secrets, knobs = cfg.secret_names, config_mod.read_knobs()
     lines = []
-    for name, value in cfg.process_env().items():
-        if name in secrets and not with_secrets:
-            continue
+    for name, value in cfg.process_env(secrets=with_secrets).items():
         if name in knobs and name not in BASH_READS and name not in secrets:
             continue  # the Python that bash starts parses it from the sources itself, once
         lines.append(f"export {name}={shlex.quote(value)}")

@@ -9,12 +9,8 @@ import click
 
 from pyhelpers.config import load as config_mod
 from pyhelpers.doctor import hooks
-from pyhelpers.doctor.base import PROFILES
+from pyhelpers.doctor.base import PROFILES, wrap
 from pyhelpers.errors import ToolkitError
-
-
-def _line(r) -> list[str]:
-    return [r.line()] + [f"      | {d}" for d in r.details]
 
 
 @click.group(invoke_without_command=True)
@@ -55,13 +51,16 @@ def doctor(ctx, as_json, profile, verbose, fresh_run):
         click.echo(json.dumps({"profile": profile, "ok": not n["FAIL"], "counts": n,
                                "checks": [r.as_dict() for r in results]}, indent=2))
     else:
-        click.echo(f"doctor: profile {profile}, run {cfg.run_name}, configuration from env/defaults.env < "
-                   f"{cfg.env_file} < environment")
+        click.echo("\n".join(wrap(f"doctor: profile {profile}, run {cfg.run_name}, configuration from "
+                                  f"env/defaults.env < {cfg.env_file} < environment", rest="  ")))
         for r in results:
-            lines = _line(r)
-            click.echo("\n".join(lines if verbose or r.status in ("FAIL", "WARN") else lines[:1]))
+            click.echo("\n".join(r.lines(details=verbose or r.status in ("FAIL", "WARN"))))
         summary = ", ".join(f"{v} {k}" for k, v in n.items())
         tail = " — fix the FAIL lines, then run `make doctor` again" if n["FAIL"] else ""
+        if profile == "full" and any(r.name in ("gpus", "conda") and r.status == "FAIL" for r in results):
+            # What a machine without GPUs or the training image can run instead (before the verdict,
+            # which stays the last line: bin/train logs it).
+            click.echo("doctor: no GPU or training image here? `make rehearse` runs the whole run on stand-ins")
         click.echo(f"doctor: {summary}{tail}")
     ctx.exit(1 if n["FAIL"] else 0)
 

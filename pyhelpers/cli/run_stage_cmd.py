@@ -13,7 +13,7 @@ from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err as _echo
 from pyhelpers.cli.run_cmd import run
 from pyhelpers.errors import Stopped, ToolkitError
-from pyhelpers.launch import services
+from pyhelpers.launch import secret_env, services
 from pyhelpers.loop import loop as driver
 from pyhelpers.loop.console import Console
 from pyhelpers.loop.stages import NAMES as STAGES
@@ -38,13 +38,11 @@ def run_loop(stop_before, model_args):
     Example:
       pyhelpers run loop -- "${MODEL_ARGS[@]}"
     """
-    # lazy: tracking.pending (evaluate.round, wandb_log: ~105 ms) only for this command
-    from pyhelpers.tracking import pending as wandb_pending
-
     procs.die_with_parent()
     driver.install_signal_handlers()
     cfg, lay = _ctx()
     os.environ.update(cfg.process_env())  # what bin/train's shell exported before: for the children
+    secret_env.drop_all(cfg)  # a key the shell exported is ours alone now: only its users get it (at spawn)
     # From here on library output (transformers, wandb, Ray) goes to logs/driver.log only.
     console = Console.take_over(lay.logs / "driver.log", rewrite=hints.for_run(bool(rehearsal.is_rehearsal(lay))))
     say = console.say
@@ -56,7 +54,7 @@ def run_loop(stop_before, model_args):
         if end == "stopped-before":
             say(f"stopping before {stop_before}, as asked")
             return
-        for line in wandb_pending.log_all(cfg, lay):
+        for line in services.log_wandb(cfg, lay):
             say(line)
         _final_report(cfg, lay, say)
         for line in runstatus.summary_lines(cfg, lay):

@@ -1,12 +1,13 @@
 """Validation of a resolved configuration, before any side effect (architecture §3).
 
 Each rule returns Problems that name the variable, its value and the fix. The checks are pure
-apart from stat() on paths (which device a path lives on); nothing is created or changed.
+apart from stat() on paths (which device a path lives on, whether it can be written) and reading
+/proc/self/mounts; nothing is created or changed.
 """
 
 from __future__ import annotations
 
-import difflib
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -139,7 +140,7 @@ def _strings(cfg: Config, knobs) -> list[Problem]:
     return out
 
 
-def _disks(cfg: Config) -> list[Problem]:
+def _disks(cfg: Config, knobs) -> list[Problem]:
     system = cfg.path("SYSTEM_DISK")
     if not system.exists():
         return [_err("SYSTEM_DISK", f"SYSTEM_DISK={str(system)!r} does not exist "
@@ -149,24 +150,136 @@ def _disks(cfg: Config) -> list[Problem]:
     if dev == sys_dev and cfg.get("DOCTOR_PROFILE") != "rehearse":
         # (Under the rehearse profile the checkpoints are a few KB of stand-in files; make doctor
         # reports the rule as SKIP there.)
+        # A fresh machine's first `make train` stops here: name the knob the user actually sets.
+        follows = cfg.sources.get("TRAIN_SAVE") == "env/defaults.env" and "${DATA_DISK}" in knobs["TRAIN_SAVE"].default
+        fix = (f"mount the data disk at DATA_DISK={cfg['DATA_DISK']}, or set DATA_DISK to where the data disk is "
+               "mounted (TRAIN_SAVE follows it; `df -h` lists the disks)" if follows else
+               "set TRAIN_SAVE to a directory on the data disk"
+               + (", or mount the data disk first" if found != cfg.path("TRAIN_SAVE") else ""))
         return [_err("TRAIN_SAVE", f"TRAIN_SAVE={cfg['TRAIN_SAVE']!r} is on the system disk (its nearest existing "
                      f"directory {str(found)!r} shares a device with SYSTEM_DISK={str(system)!r}); checkpoints "
-                     f"would fill it (M2: set TRAIN_SAVE to a directory on the data disk"
-                     + (", or mount the data disk first" if found != cfg.path("TRAIN_SAVE") else "") + ")")]
+                     f"would fill it (M2: {fix}; no data disk or GPUs on this machine? `make rehearse` runs the "
+                     "whole run on stand-ins)")]
     return []
 
 
+def typo_distance(a: str, b: str) -> int:
+    """Edits (insert, delete, substitute, swap two neighbours) turning a into b: ROUDNS -> ROUNDS is 1."""
+    prev2, prev = None, list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if prev2 is not None and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def meant_knob(name: str, knobs) -> str | None:
+    """The knob a .env name is a typo of: the same letters in another case, or one edit away (two
+    for names of 10 characters or more); None when it is far from every knob."""
+    if name.upper() in knobs:
+        return name.upper()
+    near = [(typo_distance(name, k), k) for k in knobs if abs(len(k) - len(name)) <= 2]
+    near = [(d, k) for d, k in near if d <= (2 if len(k) >= 10 else 1)]
+    return min(near)[1] if near else None
+
+
 def _undeclared(cfg: Config, knobs) -> list[Problem]:
+    """A .env name a typo away from a knob would leave the knob at its default without a word
+    (ROUDNS=3: the run trains ROUNDS=5): refused, unless EXTRA_VARS declares it deliberate."""
     out = []
+    extra = {n.strip() for n in cfg.get("EXTRA_VARS").split(",") if n.strip()}
     for name in cfg.undeclared:
-        if name.upper() in knobs:  # knob names are upper case: `num_gpus=2` would be silently ignored
-            close, why = [name.upper()], "knob names are upper case; "
-        else:
-            close, why = difflib.get_close_matches(name, list(knobs), n=1, cutoff=0.8), ""
-        if close:
-            out.append(Problem("warning", name, f"{name} in {cfg.env_file} is not a knob; did you mean "
-                                                f"{close[0]}? ({why}rename it, or it has no effect)"))
+        meant = meant_knob(name, knobs)
+        if meant and name not in extra:
+            why = "knob names are upper case; " if meant == name.upper() else ""
+            out.append(_err(name, f"{name} in {cfg.env_file} is not a knob; did you mean {meant}? ({why}rename it; "
+                                  f"if it is a variable of your own, add it to EXTRA_VARS in the same file)"))
+    # `make train ROUDNS=3`: the Makefile's own variables (ROUND, SERVICE, PROFILE...) are not typos.
+    makefile = cfg.root / "Makefile"
+    own = set(re.findall(r"\$\(([A-Z_]+)\)", makefile.read_text())) if makefile.is_file() else set()
+    for name in cfg.make_vars:
+        meant = None if name in knobs or name in own or name in extra else meant_knob(name, knobs)
+        if meant:
+            out.append(_err(name, f"{name} on the make command line is not a knob; did you mean {meant}? (rename "
+                                  f"it; if it is a variable of your own, add EXTRA_VARS={name})"))
     return out
+
+
+# Filesystems a directory of runs cannot live on, whatever their mode bits say (root may "write" /proc).
+_PSEUDO_FS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs",
+                        "securityfs", "configfs", "pstore", "bpf", "efivarfs", "fusectl", "mqueue", "hugetlbfs"})
+
+
+def _fs_type(path: Path) -> str:
+    """The filesystem type of the mount holding path (/proc/self/mounts), '' when unknown."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return ""
+    best, kind = "", ""
+    for line in mounts:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        point = parts[1].replace("\\040", " ")
+        inside = str(path) == point or str(path).startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, parts[2]
+    return kind
+
+
+def not_a_directory(cfg: Config, name: str) -> str:
+    """Why directory knob `name` can never be a directory (it, or its nearest existing part, is a
+    file), as one line with the fix; '' when it can. Read-only commands (make status) refuse this too."""
+    want = cfg.path(name)
+    _, found = device_of(want)
+    if found.is_dir():
+        return ""
+    what = "is a file" if found == want else f"cannot be created: {str(found)!r} is a file, not a directory"
+    return f"{name}={cfg[name]!r} {what} (set {name} to a directory, or leave it at its default)"
+
+
+def _writable_dir(cfg: Config, name: str) -> list[Problem]:
+    """A directory knob the run creates and writes: its nearest existing part must be a directory
+    this user can write on a real filesystem (a file or /proc/... would fail later, in a traceback)."""
+    if why := not_a_directory(cfg, name):
+        return [_err(name, why)]
+    want = cfg.path(name)
+    _, found = device_of(want)
+    fix = f"set {name} to a directory you can write (on the data disk), or leave it at its default"
+    shown = f"{name}={cfg[name]!r}"
+    kind = _fs_type(found.resolve())
+    if kind in _PSEUDO_FS:
+        return [_err(name, f"{shown} cannot be created: {str(found)!r} is on the kernel's {kind} filesystem ({fix})")]
+    readonly = bool(os.statvfs(found).f_flag & os.ST_RDONLY)
+    if readonly or not os.access(found, os.W_OK | os.X_OK):
+        why = "a read-only filesystem" if readonly else "a directory this user cannot write"
+        verb = "is" if found == want else f"cannot be created: {str(found)!r} is"
+        return [_err(name, f"{shown} {verb} {why} ({fix})")]
+    return []
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _exposure(cfg: Config) -> list[Problem]:
+    """ShopSimulator answers anyone who reaches it (no authentication): loopback only, unless the
+    user says so with the knob that names what it exposes."""
+    host = cfg.get("SHOPSIM_HOST")
+    if host and not is_loopback(host) and not cfg.flag("SHOPSIM_EXPOSE_TO_NETWORK"):
+        return [_err("SHOPSIM_HOST", f"SHOPSIM_HOST={host!r} is not a loopback address: ShopSimulator has no "
+                     f"authentication, so anyone reaching it could drive its environments (set "
+                     f"SHOPSIM_HOST=127.0.0.1, or SHOPSIM_EXPOSE_TO_NETWORK=1 to expose it on purpose)")]
+    return []
 
 
 def check(cfg: Config) -> list[Problem]:
@@ -174,5 +287,6 @@ def check(cfg: Config) -> list[Problem]:
     knobs = read_knobs(cfg.root / "env" / "defaults.env")
     problems = [_err(".env", f"{e}") for e in cfg.env_errors]
     ints, typed = _types(cfg, knobs)
-    problems += typed + _arithmetic(ints) + _strings(cfg, knobs) + _disks(cfg) + _undeclared(cfg, knobs)
+    problems += typed + _arithmetic(ints) + _strings(cfg, knobs) + _disks(cfg, knobs) + _writable_dir(cfg, "RUNS_DIR")
+    problems += _exposure(cfg) + _undeclared(cfg, knobs)
     return sorted(problems, key=lambda p: p.level != "error")

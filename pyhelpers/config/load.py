@@ -103,6 +103,7 @@ class Config:
     root: Path
     env_file: Path
     undeclared: tuple[str, ...] = field(default=())
+    make_vars: tuple[str, ...] = field(default=())  # names given as `make NAME=value` (from MAKEFLAGS)
     env_errors: tuple[str, ...] = field(default=())  # `.env:LINE: ...` for statements it cannot parse
 
     def __getitem__(self, name: str) -> str:
@@ -137,10 +138,14 @@ class Config:
         p = Path(os.path.expanduser(self.values[name]))
         return p if p.is_absolute() else self.root / p
 
+    def is_secret(self, name: str) -> bool:
+        """name is a secret: by the naming rule, or listed in this configuration's SECRET_VARS."""
+        extra = frozenset(s.strip() for s in self.values.get("SECRET_VARS", "").split(",") if s.strip())
+        return is_secret(name, extra)
+
     @property
     def secret_names(self) -> frozenset[str]:
-        extra = frozenset(s.strip() for s in self.values.get("SECRET_VARS", "").split(",") if s.strip())
-        return frozenset(n for n in self.values if is_secret(n, extra))
+        return frozenset(n for n in self.values if self.is_secret(n))
 
     def public(self) -> dict[str, str]:
         """Values with every secret replaced by '***' (or '' when unset): safe to print or save."""
@@ -171,12 +176,14 @@ class Config:
     def cuda_visible_devices(self) -> str:
         return ",".join(str(i) for i in range(max(self.int("NUM_GPUS"), 0)))
 
-    def process_env(self) -> dict[str, str]:
-        """The environment every process of the run gets: each value (secrets included) and the
-        derived ones. Set by the process that parsed the configuration (`run loop`) for what it
-        starts -- outside programs (conda through bin/in-env, W&B, the simulator's launcher) read
-        some knobs from the environment."""
-        return {**self.values, **self.derived()}
+    def process_env(self, secrets: bool = False) -> dict[str, str]:
+        """The environment every process of the run gets: each value and the derived ones, no
+        secret unless asked (a secret reaches only the process that uses it:
+        pyhelpers/launch/secret_env.py). Set by the process that parsed the configuration (`run
+        loop`) for what it starts -- outside programs (conda through bin/in-env, W&B, the
+        simulator's launcher) read some knobs from the environment."""
+        values = self.values if secrets else {k: v for k, v in self.values.items() if not self.is_secret(k)}
+        return {**values, **self.derived()}
 
     def derived(self) -> dict[str, str]:
         return {
@@ -209,6 +216,16 @@ def _expand(values: dict[str, str]) -> dict[str, str]:
     raise ToolkitError("knob references form a cycle", ", ".join(loops), "remove the ${...} loop")
 
 
+def make_command_line_names(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The NAME of each `make NAME=value` on the command line: make passes them to its recipes in
+    MAKEFLAGS, after ` -- `, separated by unescaped spaces (an escaped one is `\\ `)."""
+    flags = environ.get("MAKEFLAGS", "")
+    if " -- " not in f" {flags} ":
+        return ()
+    assignments = re.split(r"(?<!\\) ", f" {flags} ".split(" -- ", 1)[1])
+    return tuple(a.split("=", 1)[0] for a in assignments if re.match(r"[A-Za-z_][A-Za-z0-9_]*=", a))
+
+
 def env_file_path(root: Path, environ: Mapping[str, str]) -> Path:
     """The project's .env (SHOPSIMRL_ENV_FILE points elsewhere, for tests and rehearsals)."""
     return Path(environ.get("SHOPSIMRL_ENV_FILE") or root / ".env")
@@ -232,4 +249,5 @@ def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
         if name in environ:
             values[name], sources[name] = environ[name], "environment"
     undeclared = tuple(sorted(set(dotenv) - set(knobs)))
-    return Config(_expand(values), sources, root=root, env_file=env_file, undeclared=undeclared, env_errors=env_errors)
+    return Config(_expand(values), sources, root=root, env_file=env_file, undeclared=undeclared, env_errors=env_errors,
+                  make_vars=make_command_line_names(environ))

@@ -8,7 +8,9 @@ once and cached on the Context, errors included.
 
 from __future__ import annotations
 
+import re
 import subprocess
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,23 @@ from pyhelpers.config.load import Config, is_secret
 PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
 STATUSES = (PASS, WARN, FAIL, SKIP)
 PROFILES = ("full", "rehearse")
+# `make doctor` wraps its lines here: a 439-character line cannot be read in a terminal pane
+# (tests/test_doctor_cli.py bounds it). A word longer than a line (a deep path) stays whole, on a
+# line of its own, so it can still be copied.
+WIDTH = 100
+HANG = " " * 23  # under the text after "FAIL  system-disk      "
+
+
+_COMMAND = re.compile(r"`[^`]*`")
+_KEEP = "\x00"  # stands for a space inside a `command` while wrapping: a command is never split
+
+
+def wrap(text: str, first: str = "", rest: str = HANG, width: int = WIDTH) -> list[str]:
+    """text as lines of at most width characters: the first starts with `first`, the others with `rest`."""
+    text = _COMMAND.sub(lambda m: m.group(0).replace(" ", _KEEP), text)
+    lines = textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest,
+                          break_long_words=False, break_on_hyphens=False) or [first]
+    return [ln.replace(_KEEP, " ") for ln in lines]
 
 
 @dataclass(frozen=True)
@@ -32,8 +51,18 @@ class Result:
     details: tuple[str, ...] = ()
 
     def line(self) -> str:
-        """The one line `make doctor` prints for it."""
+        """The whole result on one line (for logs and messages; `make doctor` prints lines())."""
         return f"{self.status}  {self.name:<16} {self.found}" + (f"  (fix: {self.fix})" if self.fix else "")
+
+    def lines(self, details: bool = True) -> list[str]:
+        """What `make doctor` prints for it, wrapped to WIDTH: the status line, `fix: ...` under
+        it, then the detail lines (when details)."""
+        out = wrap(self.found, first=f"{self.status}  {self.name:<16} ")
+        if self.fix:
+            out += wrap(f"fix: {self.fix}", first=HANG)
+        for d in self.details if details else ():
+            out += wrap(d, first="      | ", rest="      |   ")
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "found": self.found, "fix": self.fix,

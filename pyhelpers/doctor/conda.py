@@ -47,7 +47,7 @@ def check_conda(ctx: Context) -> list[Result]:
     if not sh.is_file():
         return [result("conda", FAIL, f"conda not found: {sh} is missing (CONDA_ROOT={ctx.cfg['CONDA_ROOT']})",
                        fix="set CONDA_ROOT to your conda install (the dir holding etc/profile.d/conda.sh); "
-                       "on a machine without the training image use `make doctor PROFILE=rehearse`")]
+                       "on a machine without the training image, `make rehearse` runs the whole run on stand-ins")]
     found, missing = [], []
     for knob, what in (("SLIME_ENV", "training, M4"), ("SHOPSIM_ENV", "ShopSimulator, M6")):
         prefix = env_prefix(ctx, knob)

@@ -41,9 +41,17 @@ def check_system_disk(ctx: Context) -> list[Result]:
     details = [f"SYSTEM_DISK={system}: {diskplan.gb(free)} free (conda envs live there, M2)"] + \
         [f"on another disk: {w}" for w in ok]
     if bad:
+        data = ctx.cfg["DATA_DISK"]
+        if device_of(ctx.path("DATA_DISK"))[0] == sys_dev:  # never suggest the value just refused
+            fix = (f"M2: DATA_DISK={data} is on the system disk too: mount the data disk there, or set DATA_DISK "
+                   "to where it is mounted (`df -h` lists the disks); TRAIN_SAVE and MODELS_DIR follow DATA_DISK "
+                   "unless .env sets them")
+        else:
+            fix = f"M2: set these to directories on the data disk (DATA_DISK={data} is on it)"
+        if any(b.startswith("RUNS_DIR=") for b in bad):
+            fix += "; RUNS_DIR does not follow DATA_DISK: set it in .env too (e.g. RUNS_DIR=<data disk>/runs)"
         return [result("system-disk", FAIL, "on the system disk (SYSTEM_DISK=" + str(system) + "): " + "; ".join(bad),
-                       fix="M2: set these to directories on the data disk (e.g. DATA_DISK=/root/autodl-tmp), "
-                       "or mount the data disk first", details=details)]
+                       fix=fix, details=details)]
     return [result("system-disk", PASS, ", ".join(WEIGHT_DIRS) + f" are not on SYSTEM_DISK={system}'s device",
                    details=details)]
 

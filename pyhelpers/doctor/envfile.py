@@ -67,7 +67,8 @@ def check_secrets(ctx: Context) -> list[Result]:
     found, bad, fixes = [], [], []
     mode = cfg.get("WANDB_MODE")
     if mode in ("offline", "disabled"):
-        found.append(f"W&B: WANDB_MODE={mode}, no key needed (upload later with `wandb sync`)")
+        later = "upload later with `make wandb-sync`" if mode == "offline" else "nothing is logged"
+        found.append(f"W&B: WANDB_MODE={mode}, no key needed ({later})")
     elif cfg.get("WANDB_API_KEY"):
         found.append(f"W&B: WANDB_API_KEY set (from {cfg.sources.get('WANDB_API_KEY')})")
     elif netrc_has(ctx.environ.get("HOME", ""), "api.wandb.ai"):

@@ -15,8 +15,8 @@ from pyhelpers.doctor.base import FAIL, PASS, WARN, CheckError, Context, Result,
 
 QUERY = ["--query-gpu=index,name,compute_cap,memory.total", "--format=csv,noheader,nounits"]
 APPS = ["--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"]
-NO_GPU_FIX = ("install the NVIDIA driver or set NVIDIA_SMI=/path/to/nvidia-smi; on a machine without GPUs "
-              "rehearse instead: `make doctor PROFILE=rehearse`")
+NO_GPU_FIX = ("install the NVIDIA driver or set NVIDIA_SMI=/path/to/nvidia-smi; on a machine without GPUs, "
+              "`make rehearse` runs the whole run on stand-ins instead")
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
     ("models", ("model-hf", "model-torch-dist"), models.check_models, ()),
     ("data", ("train-tasks", "val-tasks"), data.check_data, ()),
     ("run-files", ("run-files",), runfiles.check_run_files, ()),
-    ("shopsim", ("shopsim-dir", "shopsim-port"), shopsim.check_shopsim, ()),
+    ("shopsim", ("shopsim-dir", "shopsim-retries", "shopsim-port"), shopsim.check_shopsim, ()),
     ("ray-ports", ("ray-ports",), ray_ports.check_ray_ports, ()),
     ("exposure", ("exposure",), shopsim.check_exposure, ()),
 )

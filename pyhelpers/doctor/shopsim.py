@@ -3,6 +3,7 @@ which ports the run opens on which addresses."""
 
 from __future__ import annotations
 
+from pyhelpers.config.check import is_loopback
 from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
 from pyhelpers.launch import ray_ports
 from pyhelpers.procs import groups as procs
@@ -20,8 +21,8 @@ def _held_by_us(port: int, ours: set[int]) -> bool:
     holders = ports.who_holds_port(port)
     return bool(holders) and all(h.pid in ours for h in holders)
 
+
 PACK_API = "shop_env/shop_env/pack_api.py"
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def check_shopsim(ctx: Context) -> list[Result]:
@@ -33,6 +34,7 @@ def check_shopsim(ctx: Context) -> list[Result]:
         out.append(result("shopsim-dir", FAIL, f"{api} is missing (SHOPSIM_DIR={ctx.cfg['SHOPSIM_DIR']})",
                           fix="clone ShopAgent-Team/ShopSimulator into SHOPSIM_DIR (or copy it from the old machine), "
                           "or set SHOPSIM_DIR to the checkout"))
+    out.append(_reset_retries(ctx))
     host, port = ctx.cfg["SHOPSIM_HOST"], ctx.cfg.int("SHOPSIM_PORT")
     if ports.port_free(host, port):
         out.append(result("shopsim-port", PASS, f"{host}:{port} is free (SHOPSIM_PORT)"))
@@ -45,6 +47,28 @@ def check_shopsim(ctx: Context) -> list[Result]:
                           fix="if it is a simulator left from an earlier run: `make stop`; otherwise stop that "
                           "process or set SHOPSIM_PORT to a free port"))
     return out
+
+
+# pack_api.py:23-24 at the fork's 1487f67: constants, read by no environment variable.
+UPSTREAM_RETRIES, UPSTREAM_DELAY_S = 5, 5.0
+
+
+def _reset_retries(ctx: Context) -> Result:
+    """SHOPSIM_RESET_RETRIES/DELAY act only through the project's launcher, which overwrites
+    pack_api's MAX_RETRIES/RETRY_DELAY_SECONDS; a custom SHOPSIM_LAUNCHER running upstream's server
+    keeps its constants, so other values would only make the user believe them."""
+    retries, delay = ctx.cfg.int("SHOPSIM_RESET_RETRIES"), ctx.cfg.float("SHOPSIM_RESET_DELAY")
+    knobs = f"SHOPSIM_RESET_RETRIES={ctx.cfg['SHOPSIM_RESET_RETRIES']}, SHOPSIM_RESET_DELAY={ctx.cfg['SHOPSIM_RESET_DELAY']}"
+    if not ctx.cfg.get("SHOPSIM_LAUNCHER"):
+        return result("shopsim-retries", PASS, f"{knobs}: set in pack_api by the project's launcher")
+    if (retries, delay) == (UPSTREAM_RETRIES, UPSTREAM_DELAY_S):
+        return result("shopsim-retries", PASS, f"{knobs}: the same as upstream pack_api's constants")
+    return result("shopsim-retries", WARN,
+                  f"{knobs} take effect only through the project's launcher: upstream's pack_api waits "
+                  f"{UPSTREAM_RETRIES} x {UPSTREAM_DELAY_S:g} s for a free slot whatever they say (MAX_RETRIES, "
+                  "RETRY_DELAY_SECONDS, pack_api.py:23-24)",
+                  fix="make SHOPSIM_LAUNCHER set pack_api.MAX_RETRIES/RETRY_DELAY_SECONDS from those two variables "
+                  "(it gets both in its environment), leave SHOPSIM_LAUNCHER empty, or set them to 5 and 5")
 
 
 def check_exposure(ctx: Context) -> list[Result]:
@@ -66,7 +90,7 @@ def check_exposure(ctx: Context) -> list[Result]:
                 if knob != "SHOPSIM_PORT":  # a foreign holder of SHOPSIM_PORT fails shopsim-port already
                     held.append(f"{knob}={port}")
         lines.append(f"{what}: {host}:{port} ({knob}) {state}")
-        if knob == "SHOPSIM_PORT" and host not in LOOPBACK:
+        if knob == "SHOPSIM_PORT" and not is_loopback(host):
             public.append(f"SHOPSIM_HOST={host}")
     base = cfg.int("RAY_PORT")
     ray_line = (f"Ray: dashboard + job API 127.0.0.1:{cfg['RAY_DASHBOARD_PORT']}, GCS and the rest 127.0.0.1:"
@@ -77,8 +101,9 @@ def check_exposure(ctx: Context) -> list[Result]:
     found = (f"the run opens {', '.join(f'{h}:{cfg[k]}' for _, h, k in opened)}; Ray's ports are all on "
              "127.0.0.1 and require the run's token (ShadowRay, CVE-2023-48022)")
     if public:
-        return [result("exposure", WARN, f"{', '.join(public)} exposes ShopSimulator to the network; " + found,
-                       fix="set SHOPSIM_HOST=127.0.0.1", details=lines)]
+        return [result("exposure", WARN, f"{', '.join(public)} exposes ShopSimulator to the network "
+                       "(SHOPSIM_EXPOSE_TO_NETWORK=1); " + found,
+                       fix="unless that is meant, set SHOPSIM_HOST=127.0.0.1 and SHOPSIM_EXPOSE_TO_NETWORK=0", details=lines)]
     if held:
         return [result("exposure", WARN, f"{', '.join(held)} already in use; " + found,
                        fix="stop what holds them (a leftover run: `make stop`) or choose other ports", details=lines)]

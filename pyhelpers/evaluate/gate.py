@@ -81,7 +81,8 @@ def _nothing_gated(plan: Plan) -> RoundEstimate:
     return RoundEstimate(round=plan.round, skills=[], n_pairs=0, n_pairs_planned=0, df=0, estimable=False,
                          reason="no skills gated", arms={"off": dict(empty), "on": dict(empty)},
                          balance={"n": 0, "on_share": {}, "share_bound": None, "max_abs_corr": None,
-                                  "corr_bound": None, "ok": True, "problems": []})
+                                  "corr_bound": None, "corr_rule": None, "share_rule": None, "ok": True,
+                                  "problems": []})
 
 
 def infra_block(recs: Sequence[Mapping]) -> dict:

@@ -96,21 +96,38 @@ def _arm(plan: Plan, outcomes: Mapping[str, object], arm: str) -> dict:
     return {"mean": mean, "sd": sd, "n": n}
 
 
+SHARE_Z, CORR_Z = 3.0, 3.5
+EXACT_CORR = "identical or complementary codes"
+EXACT_SHARE = "a skill always or never on"
+
+
 def balance(X: np.ndarray, skills: list[str]) -> dict:
     """Each skill on in about half the pairs; codes nearly uncorrelated (a hash bug detector).
 
     Share bound 0.5 ± 3·sqrt(0.25/n); correlation bound 3.5/sqrt(n) (under independence a code
     correlation is ≈ N(0, 1/n), so 28 pairs of skills exceed 3.5/sqrt(n) by chance ~1% of rounds).
+    Below 13 pairs the correlation bound is >= 1 and below 10 the share bound is >= 0.5: no value
+    could exceed them. There the check flags only what independent fair codes almost never give
+    and a hash bug does: |corr| = 1 (chance 2·2^-n per skill pair: 1.4% of rounds with 8 skills at
+    n = 12) and a share of 0 or 1 (2·2^-n per skill). docs/gate.md §6 derives both.
     """
     n = X.shape[0]
     if n == 0:
         return {"n": 0, "on_share": {}, "share_bound": None, "max_abs_corr": None, "corr_bound": None,
-                "ok": True, "problems": []}
+                "corr_rule": None, "share_rule": None, "ok": True, "problems": []}
     share = {s: float(np.mean(X[:, j] > 0)) for j, s in enumerate(skills)}
-    share_bound = 3.0 * math.sqrt(0.25 / n)
-    corr_bound = 3.5 / math.sqrt(n)
-    problems = [f"skill {s} on in {v:.0%} of {n} pairs (expected 50% ± {share_bound:.0%})"
-                for s, v in share.items() if abs(v - 0.5) > share_bound]
+    share_bound = SHARE_Z * math.sqrt(0.25 / n)
+    corr_bound = CORR_Z / math.sqrt(n)
+    share_rule = EXACT_SHARE if share_bound >= 0.5 else None
+    corr_rule = EXACT_CORR if corr_bound >= 1.0 else None
+    share_bound, corr_bound = min(share_bound, 0.5), min(corr_bound, 1.0)
+
+    def share_off(v: float) -> bool:
+        return v in (0.0, 1.0) if share_rule else abs(v - 0.5) > share_bound
+
+    expected = "not always or never" if share_rule else f"50% ± {share_bound:.0%}"
+    problems = [f"skill {s} on in {v:.0%} of {n} pairs (expected {expected})"
+                for s, v in share.items() if share_off(v)]
     max_corr, worst = 0.0, None
     if len(skills) >= 2 and n >= 3:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -120,11 +137,12 @@ def balance(X: np.ndarray, skills: list[str]) -> dict:
             for j in range(i + 1, len(skills)):
                 if abs(c[i, j]) > max_corr:
                     max_corr, worst = abs(float(c[i, j])), (skills[i], skills[j])
-        if max_corr > corr_bound:
+        if (max_corr >= 1.0 - 1e-9) if corr_rule else (max_corr > corr_bound):
             problems.append(f"mask codes of {worst[0]} and {worst[1]} correlate {max_corr:.2f} "
-                            f"(bound {corr_bound:.2f})")
+                            f"({'codes identical or complementary' if corr_rule else f'bound {corr_bound:.2f}'})")
     return {"n": n, "on_share": share, "share_bound": share_bound, "max_abs_corr": max_corr,
-            "corr_bound": corr_bound, "ok": not problems, "problems": problems}
+            "corr_bound": corr_bound, "corr_rule": corr_rule, "share_rule": share_rule, "ok": not problems,
+            "problems": problems}
 
 
 def additivity(arms: dict, beta: np.ndarray, cov: np.ndarray) -> dict | None:

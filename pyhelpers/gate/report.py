@@ -90,8 +90,7 @@ def gate_report(summary: Mapping, titles: Mapping[str, str] | None = None) -> st
         lines.append(f"MDE: not available ({summary['reason'] or 'nothing estimated'}).")
     bal = summary["balance"] or {}
     if bal.get("n"):
-        lines.append(f"Balance: {'ok' if bal['ok'] else 'PROBLEM'} (on-share within 0.5 ± {bal['share_bound']:.2f}, "
-                     f"max |corr| {bal['max_abs_corr']:.2f} ≤ {bal['corr_bound']:.2f})")
+        lines.append(balance_line(bal))
     add = summary["additivity"]
     if add:
         lines.append(f"Additivity: all-on − all-off {_pts(add['observed'])} vs sum of effects {_pts(add['predicted'])}"
@@ -103,3 +102,13 @@ def gate_report(summary: Mapping, titles: Mapping[str, str] | None = None) -> st
     lines.append(f"Decisions: {c['accept']} accept, {c['reject']} reject, {c['retire']} retire, {c['keep']} keep.")
     lines += [f"WARNING: {w}" for w in summary["warnings"]]
     return "\n".join(lines) + "\n"
+
+
+def balance_line(bal: dict) -> str:
+    """The balance check in words. Below 13 pairs (10 for the share) the normal bounds reach values
+    no correlation or share can exceed; the line then says what the check flags instead."""
+    share = ("no skill always or never on" if bal.get("share_rule")
+             else f"on-share within 0.5 ± {bal['share_bound']:.2f}")
+    corr = (f"max |corr| {bal['max_abs_corr']:.2f}; at {bal['n']} pairs only identical or complementary codes "
+            "are flagged" if bal.get("corr_rule") else f"max |corr| {bal['max_abs_corr']:.2f} ≤ {bal['corr_bound']:.2f}")
+    return f"Balance: {'ok' if bal['ok'] else 'PROBLEM'} ({share}, {corr})"

@@ -20,11 +20,12 @@ times per round, each restart an event in events.jsonl.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_auth, ray_ports, ray_sessions
+from pyhelpers.launch import ray_auth, ray_ports, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs, ready
@@ -160,11 +161,37 @@ def background_argv(name: str) -> list[str]:
     return [sys.executable, "-m", "pyhelpers", "run", BACKGROUND[name]]
 
 
-def run_in_background(lay: RunLayout, name: str) -> None:
+def _background_env(cfg, name: str) -> dict[str, str] | None:
+    """wandb-log gets the W&B key (secret_env.USERS); the others inherit the driver's environment,
+    which holds no secret."""
+    return secret_env.for_user(cfg, name) if name in secret_env.USERS else None
+
+
+def run_in_background(cfg, lay: RunLayout, name: str) -> None:
     """Background service `name` (BACKGROUND) unless one runs: `make stop` and `make resume` find it
     by its pidfile."""
     if not alive(lay, name):
-        procs.start(name, background_argv(name), pids_dir=lay.pids, logs_dir=lay.logs)
+        procs.start(name, background_argv(name), pids_dir=lay.pids, logs_dir=lay.logs, env=_background_env(cfg, name))
+
+
+def log_wandb(cfg, lay: RunLayout, poll: float = 0.2) -> list[str]:
+    """The run's last W&B logging, waited for: `pyhelpers run log-wandb` as service wandb-log (a
+    child, so that the W&B key is in its environment only, not in the driver's), once a background
+    one has finished. Returns the lines it wrote; fails with its log's tail when it fails."""
+    while alive(lay, "wandb-log"):  # the last evaluation's logger: the same work, under the same lock
+        time.sleep(poll)
+    log = lay.logs / "wandb-log.log"
+    start_at = log.stat().st_size if log.exists() else 0
+    _, child = procs.spawn("wandb-log", background_argv("wandb-log"), pids_dir=lay.pids, logs_dir=lay.logs,
+                           env=_background_env(cfg, "wandb-log"))
+    rc = child.wait()
+    with open(log, "rb") as fh:
+        fh.seek(start_at)
+        lines = fh.read().decode("utf-8", "replace").splitlines()
+    if rc != 0:
+        raise ToolkitError(f"logging to W&B failed (exit {rc}): " + " | ".join(lines[-3:]), str(log),
+                           "fix the cause, then `make resume` logs what W&B still lacks")
+    return [line for line in lines if line.startswith("W&B ")]  # its own; wandb's chatter stays in the log
 
 
 def stop(cfg, lay: RunLayout, *names: str) -> list[str]:

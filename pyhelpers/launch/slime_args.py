@@ -1,7 +1,8 @@
 """Command lines of every program the driver launches, built from the configuration.
 
 One builder per program; each checks its flags against pyhelpers.launch.slime_flags. No secret is ever
-placed on a command line: the key reaches slime through the Ray head's environment.
+placed on a command line: the W&B key reaches slime's processes through a 0600 file
+(pyhelpers/launch/secret_env.py).
 """
 
 from __future__ import annotations
@@ -63,12 +64,14 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
     return slime_flags.check(argv, slime_flags.SLIME_TRAIN_FLAGS, "slime train.py")
 
 
-def runtime_env(cfg: Config) -> dict:
-    """The job's runtime env: import paths and slime's NCCL setting, never a secret (Ray shows it
-    in the job's info; the job inherits the Ray head's environment, which carries WANDB_API_KEY)."""
+def runtime_env(cfg: Config, key_files: dict[str, str] | None = None) -> dict:
+    """The job's runtime env: import paths, slime's NCCL setting and key_files (NETRC: the path of
+    the job's W&B netrc, secret_env.job_netrc), never a secret -- Ray stores it in its GCS and shows
+    it in the job's info; the Ray head and so the job inherit no secret either."""
     pythonpath = ":".join([str(cfg.path("MEGATRON_DIR")), str(cfg.root), str(cfg.path("SLIME_DIR"))])
     return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1",
-                         "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg["NVIDIA_SMI"], os.environ)}}
+                         "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg["NVIDIA_SMI"], os.environ),
+                         **(key_files or {})}}
 
 
 def slime_entrypoint(cfg: Config, model_args: list[str], slime_args: list[str]) -> str:

@@ -80,7 +80,7 @@ class Loop:
         """Called by the inject stage: notify, then the report (`make report` reads the run's
         files) in the background, off the loop's path."""
         self.notifier.send("round-done", self._round_headline(r), round=r)
-        services.run_in_background(self.lay, "report")
+        services.run_in_background(self.cfg, self.lay, "report")
 
     def _round_headline(self, r: int) -> str:
         row = next((x for x in runstatus.results(self.cfg, self.lay) if x["round"] == r), {})

@@ -87,7 +87,7 @@ def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -
     destination path is wrong."""
     results = run_checks(cfg, environ, profile, only=ENV_CHECKS)
     for r in results:
-        echo(r.line())
+        echo("\n".join(r.lines(details=False)))
     failed = [r.name for r in results if r.status == "FAIL"]
     if failed:
         raise ToolkitError(f"this machine is not ready: {', '.join(failed)}", "make doctor",

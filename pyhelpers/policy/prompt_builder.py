@@ -33,6 +33,13 @@ from typing import Any
 from pyhelpers.policy.system_prompt import PROMPT_VERSION, SYSTEM_PROMPT
 from pyhelpers.shopsim.protocol import Action, extract_action, intended_action  # noqa: F401  (re-exported)
 
+# What SGLang 0.5.15.post1 takes for --context-length L (= ROLLOUT_MAX_CONTEXT_LEN). Its tokenizer
+# manager accepts prompt + max_new_tokens == L (tokenizer_manager.py:973-997), but the scheduler
+# aborts (HTTP 400) a prompt of max_req_input_len = L - 1 - 5 tokens or more (tp_worker.py:455-465,
+# managers/utils.py:177) and cuts max_new_tokens to max_req_len - prompt - 1 = L - 2 - prompt
+# (scheduler.py:1905-1916). A budget of L - prompt would be silently shortened by 2 tokens.
+SGLANG_PROMPT_MARGIN = 6   # a prompt must stay below L - 6 tokens
+SGLANG_TOTAL_MARGIN = 2    # prompt + generated tokens stay within L - 2
 PLACEHOLDER = "QZXPLACEHOLDERXZQ"
 # The first page of an episode as upstream's agent shows it (single_eval/agent.py): reset returns
 # no page text, only the instruction; the search box is the one thing on the index page.
@@ -49,6 +56,11 @@ class TemplateError(PromptError):
 
 class ContextBudgetError(PromptError):
     """The tokens would exceed the episode's context budget (ROLLOUT_MAX_CONTEXT_LEN)."""
+
+
+def fits_prompt(n_tokens: int, max_context_len: int) -> bool:
+    """SGLang takes a prompt of n_tokens and can generate at least one token after it."""
+    return n_tokens < max_context_len - SGLANG_PROMPT_MARGIN
 
 
 @dataclass(frozen=True)
@@ -104,7 +116,10 @@ class Transcript:
         return sum(1 for s in self.segments if s.kind == "response")
 
     def budget_left(self, max_context_len: int) -> int:
-        return max_context_len - len(self.token_ids)
+        """Tokens SGLang will still generate after this transcript (0: it would refuse the prompt)."""
+        if not fits_prompt(len(self.token_ids), max_context_len):
+            return 0
+        return max_context_len - SGLANG_TOTAL_MARGIN - len(self.token_ids)
 
     def _append(self, kind: str, ids: list[int], mask: int, logprobs: list[float], text: str) -> None:
         start = len(self.token_ids)
@@ -194,8 +209,9 @@ class PromptBuilder:
             raise TemplateError("the generation prompt does not open an assistant turn the way the "
                                 "template renders one")
         ids = self.encode(prompt)
-        if max_context_len is not None and len(ids) >= max_context_len:
-            raise ContextBudgetError(f"initial prompt has {len(ids)} tokens, budget {max_context_len} "
+        if max_context_len is not None and not fits_prompt(len(ids), max_context_len):
+            raise ContextBudgetError(f"initial prompt has {len(ids)} tokens, budget {max_context_len} less "
+                                     f"SGLang's {SGLANG_PROMPT_MARGIN}-token margin "
                                      "(shorten the skills block: SKILL_TOKEN_BUDGET, or raise ROLLOUT_MAX_CONTEXT_LEN)")
         tr = Transcript(messages=[dict(m) for m in messages], prompt_len=len(ids), template_head=head,
                         gen_prompt=prompt[len(head):])
@@ -235,17 +251,18 @@ class PromptBuilder:
 
     def add_observation(self, tr: Transcript, observation: str, *, max_context_len: int | None = None) -> int:
         """Append an observation (loss mask 0). With max_context_len, refuse (ContextBudgetError,
-        tr unchanged) when the result would not leave room for at least one generated token."""
+        tr unchanged) when SGLang would refuse the result as a prompt (fits_prompt)."""
         ids, text = self.observation_tokens(tr, observation)
-        if max_context_len is not None and len(tr.token_ids) + len(ids) >= max_context_len:
+        if max_context_len is not None and not fits_prompt(len(tr.token_ids) + len(ids), max_context_len):
             raise ContextBudgetError(f"observation of {len(ids)} tokens exceeds the context budget "
-                                     f"({len(tr.token_ids)} used of {max_context_len})")
+                                     f"({len(tr.token_ids)} used of {max_context_len}, less SGLang's "
+                                     f"{SGLANG_PROMPT_MARGIN}-token margin)")
         tr._append("observation", ids, mask=0, logprobs=[0.0] * len(ids), text=text)
         tr.messages.append({"role": self.observation_role, "content": observation})
         return len(ids)
 
     @staticmethod
     def max_new_tokens(tr: Transcript, max_context_len: int, max_response_len: int) -> int:
-        """max_new_tokens for the next /generate: ROLLOUT_MAX_RESPONSE_LEN, capped by what is left
-        of ROLLOUT_MAX_CONTEXT_LEN (0 = the budget is spent: stop the episode)."""
+        """max_new_tokens for the next /generate: ROLLOUT_MAX_RESPONSE_LEN, capped by what SGLang will
+        generate within ROLLOUT_MAX_CONTEXT_LEN (budget_left; 0 = the budget is spent: stop the episode)."""
         return max(0, min(max_response_len, tr.budget_left(max_context_len)))

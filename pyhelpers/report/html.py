@@ -11,8 +11,7 @@ from pyhelpers.jsonfiles import write_bytes_atomic
 from pyhelpers.report.data import Tables
 
 SECTIONS = (
-    ("val", "Bare validation", "Full success, strict and loose score per round with 95% intervals; the dashed "
-                               "line is the base model's (BASELINE_VAL=1)."),
+    ("val", "Bare validation", "Full success, strict and loose score per round with 95% intervals."),
     ("gate", "Gate", "Each tested skill's effect on success with its simultaneous interval, coloured by the "
                      "decision (accept, reject, retire, keep); dashed: ± the round's minimum detectable effect."),
     ("bank", "SkillBank", "Skills by status in the bank each round starts with, and the tokens its active skills "
@@ -21,6 +20,15 @@ SECTIONS = (
                              "when present); dotted lines mark round boundaries."),
     ("timeline", "Timeline", "Each stage of each round over time; x marks a restart or a failure."),
 )
+
+
+def _val_baseline(t: Tables) -> str:
+    """What the val figure's dashed line is, or why there is none (val_plot draws it exactly when
+    the baseline's summary is there)."""
+    if any(r["round"] == "baseline" and r.get("status") == "ok" for r in t.val):
+        return " The dashed line is the base model's success (its val, BASELINE_VAL=1)."
+    return (" There is no baseline line: the base model was not evaluated in this run (BASELINE_VAL=1 before "
+            "the first round does that).")
 
 
 def _pct(x) -> str:
@@ -55,6 +63,7 @@ def write(path: Path, run: str, t: Tables, pngs: dict[str, Path], csvs: dict[str
             f"<p>{t.rounds} round(s); written {time.strftime('%Y-%m-%d %H:%M:%S %z')} from the run's own files. "
             "Data: " + ", ".join(f'<a href="{p.name}">{p.name}</a>' for p in csvs.values()) + ".</p>", notes]
     for key, title, what in SECTIONS:
+        what += _val_baseline(t) if key == "val" else ""
         body.append(f"<h2>{title}</h2><p>{what}</p><img src=\"{pngs[key].name}\" alt=\"{title}\">")
         if key == "val":
             body.append(_val_table(t))

@@ -52,7 +52,7 @@ def val_plot(plt, t: Tables, path: Path) -> Path:
         lo = [y - _num(r.get(f"{key}_low")) if r.get(f"{key}_low") is not None else 0 for y, r in zip(ys, rows, strict=False)]
         hi = [_num(r.get(f"{key}_high")) - y if r.get(f"{key}_high") is not None else 0 for y, r in zip(ys, rows, strict=False)]
         ax.errorbar([x + dx for x in xs], ys, yerr=[lo, hi], fmt="o-", color=color, capsize=3, label=key)
-    base = next((r for r in t.val if r["round"] == "baseline"), None)
+    base = next((r for r in t.val if r["round"] == "baseline" and r.get("status") == "ok"), None)
     if base:
         ax.axhline(base["success"], color="#2e7d32", ls="--", lw=1, label="baseline success")
     for r in rows:
@@ -127,6 +127,10 @@ def training_plot(plt, t: Tables, steps_per_round: int, path: Path) -> Path:
         ax.plot([row["step"] for row in t.train], [_num(row.get(key)) for row in t.train], ".-", color="#6a1b9a")
         ax.set_title(f"{key} (W&B)", fontsize=9)
         ax.set_xlabel("optimizer step", fontsize=8)
+    from matplotlib.ticker import MaxNLocator
+
+    for ax in flat[:n]:  # steps are whole numbers: never a tick at 0.5
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     for ax in flat[:len(panels)]:
         for r in range(1, t.rounds):
             ax.axvline(r * steps_per_round - 0.5, color="#9e9e9e", ls=":", lw=1)
@@ -163,8 +167,10 @@ def timeline_plot(plt, t: Tables, path: Path) -> Path:
     return _save(plt, fig, path)
 
 
-def draw_all(t: Tables, steps_per_round: int, out: Path) -> dict[str, Path]:
-    plt = _plt(out / ".matplotlib")
+def draw_all(t: Tables, steps_per_round: int, out: Path, cache_dir: Path) -> dict[str, Path]:
+    """The five figures into `out`; matplotlib's font cache in `cache_dir` (not in `out`, which is
+    the report a user copies away)."""
+    plt = _plt(cache_dir)
     return {"val": val_plot(plt, t, out / "val.png"), "gate": gate_plot(plt, t, out / "gate.png"),
             "bank": bank_plot(plt, t, out / "bank.png"),
             "training": training_plot(plt, t, steps_per_round=steps_per_round, path=out / "training.png"),

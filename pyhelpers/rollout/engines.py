@@ -26,18 +26,38 @@ import httpx
 log = logging.getLogger(__name__)
 
 
-def requests_in(load: Any) -> int:
+# The key names slime's own idle check reads, in its order (slime 624b824
+# backends/sglang_utils/server_control.py:12-29, num_requests_from_load).
+TOTAL_KEYS = ("num_reqs", "num_total_reqs", "total_reqs")
+RUNNING_KEYS = ("num_running_reqs", "total_running_reqs")
+WAITING_KEYS = ("num_waiting_reqs", "total_waiting_reqs")
+
+
+def requests_in(load: Any) -> int | None:
     """Requests an engine still holds, from a /v1/loads answer (SGLang 0.5.15: {"loads": [per DP
-    rank: num_running_reqs, num_waiting_reqs, ...]}; older engines: num_reqs)."""
+    rank: num_running_reqs, num_waiting_reqs, ...]}; other versions: one of slime's other key
+    names). None when the answer has a shape none of those names fits: unlike slime's
+    num_requests_from_load, which counts such an answer as 0 requests (idle), an unknown shape
+    proves nothing, and releasing the memory of an engine that is not idle kills the job."""
     if isinstance(load, list):
-        return sum(requests_in(x) for x in load)
+        counts = [requests_in(x) for x in load]
+        return None if not counts or None in counts else sum(counts)  # type: ignore[arg-type]
     if not isinstance(load, dict):
-        return 0
+        return None
     if "loads" in load:
         return requests_in(load["loads"])
-    if isinstance(load.get("num_reqs"), int):
-        return load["num_reqs"]
-    return sum(v for v in (load.get("num_running_reqs"), load.get("num_waiting_reqs")) if isinstance(v, int))
+    for key in TOTAL_KEYS:
+        if _count(load.get(key)):
+            return load[key]
+    running = next((load[k] for k in RUNNING_KEYS if k in load), None)
+    waiting = next((load[k] for k in WAITING_KEYS if k in load), None)
+    if not (_count(running) or _count(waiting)):
+        return None
+    return (running if _count(running) else 0) + (waiting if _count(waiting) else 0)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 async def _workers(http: httpx.AsyncClient, router: str) -> list[str]:
@@ -56,14 +76,20 @@ async def _until_idle(http: httpx.AsyncClient, url: str, deadline: float, interv
             await http.post(f"{url}/abort_request", json={"abort_all": True})
             resp = await http.get(f"{url}/v1/loads?include=core")
             resp.raise_for_status()
-            left = requests_in(resp.json())
+            answer = resp.json()
         except (httpx.HTTPError, ValueError) as exc:
             log.warning("engine %s: abort or load query failed (%s)", url, exc)
             return False
-        if left <= 0:
+        left = requests_in(answer)
+        if left is not None and left <= 0:
             return True
         if time.monotonic() >= deadline:
-            log.warning("engine %s still holds %d request(s) after aborting for the step's end", url, left)
+            if left is None:
+                log.warning("engine %s: /v1/loads answered %.200s, in which none of slime's key names (%s) "
+                            "says how many requests it holds: not counted as idle", url, answer,
+                            ", ".join(TOTAL_KEYS + RUNNING_KEYS + WAITING_KEYS))
+            else:
+                log.warning("engine %s still holds %d request(s) after aborting for the step's end", url, left)
             return False
         await asyncio.sleep(interval)
         interval = min(1.0, interval * 2)

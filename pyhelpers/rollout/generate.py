@@ -16,8 +16,9 @@ The Sample slime gets back (fields of slime.utils.types.Sample):
 - status: COMPLETED (done / over), TRUNCATED (max_turns / context_budget), ABORTED (slime's abort),
   FAILED (ShopSimulator or SGLang failure, or a timeout). ABORTED and FAILED samples also get
   remove_sample=True: not the policy's doing, so never trained on (their loss mask becomes 0 in
-  slime) -- they still count in the group's reward mean/std with 0.0 (documented in
-  docs/training.md). A response with no token at all gets one masked pad token, because slime
+  slime) and counted nowhere: groups.normalized_rewards takes the group's reward mean/std over
+  its trained episodes only and gives removed ones advantage 0 (docs/training.md, "Removed
+  episodes"). A response with no token at all gets one masked pad token, because slime
   slices responses as tokens[-response_length:] and a length of 0 would take the whole sequence.
 - metadata["shopsim"]: task_id, termination, turns, strict, loose, success, skills_shown, error.
 """

@@ -46,6 +46,14 @@ def record_id(round_: int, rollout_id: int, group: int, index: int) -> str:
     return f"r{round_}-s{rollout_id}-g{group}-i{index}"
 
 
+def played_by(rollout_id: int) -> int:
+    """The checkpoint iteration whose weights played step `rollout_id`: slime trains step k after
+    playing it and saves the result as iteration k (slime 624b824 train.py:53-80, save_model(rollout_id)
+    -> megatron_utils/model.py save(iteration)), then pushes those weights to the engines for step
+    k+1. So step k is played by iteration k-1; -1 = the weights of the base model (no step yet)."""
+    return rollout_id - 1
+
+
 def spool_path(rt: Runtime, rid: str) -> Path:
     return rt.settings.spool_dir / f"{rid}.json"
 
@@ -53,7 +61,7 @@ def spool_path(rt: Runtime, rid: str) -> Path:
 def spool_record(rt: Runtime, rid: str, rollout_id: int, group: int, index: int, task: dict,
                  failed: Episode, retried: Episode | None) -> dict:
     s = rt.settings
-    policy: dict[str, Any] = {"iteration": rollout_id}  # the weights slime used for this step
+    policy: dict[str, Any] = {"iteration": played_by(rollout_id)}
     if s.policy_model:
         policy["model"] = s.policy_model
     return {"schema_version": 1, "id": rid, "round": s.round, "rollout_id": rollout_id, "group": group,

@@ -258,6 +258,60 @@ def hf_problems(path: Path, origin: Path | None = None) -> list[str]:
     return problems
 
 
+# What slime's converter prints for each tensor -a copies from --origin-hf-dir (slime 624b824
+# tools/convert_torch_dist_to_hf.py:133).
+ADDED_LINE = re.compile(r"^add (\S+) from origin hf checkpoint$", re.M)
+# Weights of Qwen3.5's HF checkpoint that slime's Megatron model does not hold, so the converter can
+# only copy them from the original: the visual tower (hf_checkpoint_saver.py:78 leaves it out),
+# the multi-token-prediction head and, when the embeddings are tied, lm_head.
+ONLY_FROM_ORIGIN = ("model.visual.", "visual.")
+NOT_TRAINED = (*ONLY_FROM_ORIGIN, "mtp.", "model.mtp.")
+
+
+def added_from_origin(log_text: str) -> set[str]:
+    """The tensor names a converter run reported copying from the original HF dir."""
+    return set(ADDED_LINE.findall(log_text))
+
+
+def ties_embeddings(origin: Path) -> bool:
+    """config.json's tie_word_embeddings (top level or text_config; transformers' default False)."""
+    try:
+        cfg = json.loads((Path(origin) / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
+    return bool(cfg.get("tie_word_embeddings", text.get("tie_word_embeddings", False)))
+
+
+def trained_model_holds(name: str, tied: bool) -> bool:
+    return not (name.startswith(NOT_TRAINED) or (tied and name == "lm_head.weight"))
+
+
+def origin_copy_problems(added: set[str] | None, origin: Path) -> list[str]:
+    """Why a conversion's copies from the original are not only what the trained model lacks:
+    with -a, "nothing of the original missing" holds even for a converter that wrote none of the
+    trained weights (the export would be the base model), so every copied tensor must be one the
+    trained model does not hold, and the log must list the visual tower, which only the original
+    can supply (else it cannot tell trained weights from copied ones). added None: no log of it."""
+    try:
+        only_origin = sorted(n for n in weight_names(origin) if n.startswith(ONLY_FROM_ORIGIN))
+    except (OSError, ValueError) as exc:
+        return [f"cannot read the original model's weight names in {origin}: {exc}"]
+    if added is None:
+        added = set()
+    tied = ties_embeddings(origin)
+    trained = sorted(n for n in added if trained_model_holds(n, tied))
+    if trained:
+        return [f"the converter copied {len(trained)} weight(s) the trained model holds from the original model, "
+                f"e.g. {trained[0]}: the export would hold the base model's weights there"]
+    unlisted = [n for n in only_origin if n not in added]
+    if unlisted:
+        return [f"the converter's log does not say it copied {unlisted[0]} from the original model (slime's "
+                "converter prints 'add NAME from origin hf checkpoint'): trained and copied weights cannot be told "
+                "apart"]
+    return []
+
+
 def hf_target(link: Path) -> Path | None:
     """The directory the `hf` symlink points at (resolved against its parent), or None."""
     link = Path(link)

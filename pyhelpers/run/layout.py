@@ -50,6 +50,12 @@ def ray_token(run_dir: Path) -> Path:
     return Path(run_dir) / "ray" / "auth-token"
 
 
+def job_netrc(run_dir: Path) -> Path:
+    """The slime job's W&B key as a netrc file (a secret: 0600, there only while a job runs;
+    pyhelpers/launch/secret_env.py)."""
+    return Path(run_dir) / "ray" / "job-netrc"
+
+
 def ray_sessions(run_dir: Path) -> Path:
     """The Ray sessions this run's head created, one name a line (pyhelpers/launch/ray_sessions.py)."""
     return Path(run_dir) / "ray" / "sessions"

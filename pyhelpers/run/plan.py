@@ -13,7 +13,7 @@ import shlex
 
 from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_ports, services
+from pyhelpers.launch import ray_ports, secret_env, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.loop.stages import NAMES as STAGES
 from pyhelpers.run import state as runstate
@@ -55,7 +55,7 @@ def launches(cfg, lay: RunLayout, pos: runstate.Position,
     margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
     out.append(("slime job", train.job_entrypoint(cfg, lay, r=r, model_args=margs),
                 f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
-                f"{json.dumps(launch_args.runtime_env(cfg), sort_keys=True)}; MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}"))
+                f"{json.dumps(launch_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)}; MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}"))
     if cfg.flag("ANALYST_ENABLED"):
         out.append(("analyst", shlex.join(train.analyst_argv(lay, r)),
                     f"its model: {cfg['ANALYST_MODEL']} at {cfg['ANALYST_BASE_URL']}"))

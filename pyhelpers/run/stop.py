@@ -13,7 +13,7 @@ do first (bin/train, holding the run lock). It removes the marker of a stop that
 command started; a stop that lands while it starts keeps its marker, and the loop refuses.
 
 `cleanup()` (also what the driver runs at exit, and `make resume` runs first for orphans): stop
-the recorded slime job through Ray, every pidfile group in reverse start order (TERM, grace,
+the recorded slime job through Ray (and remove its W&B netrc), every pidfile group in reverse start order (TERM, grace,
 KILL), then every process still referencing the run's Ray temp dir (Ray's workers live in their
 own process groups), also by TERM then KILL. Nothing is ever signalled by name.
 """
@@ -29,13 +29,14 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
 from pyhelpers.run import lock as runlock
-from pyhelpers.run.layout import RunLayout
+from pyhelpers.run.layout import RunLayout, job_netrc
 
 
 def cleanup(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job) -> list[str]:
     """Stop the job (stop_job(): a line to print), every recorded service (reverse order) and
     Ray's stragglers. Lines to print."""
     lines = [stop_job()]
+    job_netrc(lay.run_dir).unlink(missing_ok=True)  # the job's W&B key goes with the job (a killed driver's too)
     lines += [r.message for r in procs.stop_all(lay.pids, grace)]
     if Path(ray_temp_dir).exists():
         lines += [r.message for r in procs.stop_marked(ray_temp_dir, grace)]

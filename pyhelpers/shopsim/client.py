@@ -91,6 +91,7 @@ class ShopSimClient:
         self.held: set[int] = set()  # env_idx of the slots episode_slot holds now
         self.pool_size = pool_size
         self.unknown_slots = 0  # failed resets that may have taken a slot whose number is unknown
+        self.pool_errors = 0  # resets that popped a slot number beyond the server's pool (see reset)
         self._active = 0  # episode slots between their reset and the end of their release
 
     # ------------------------------------------------------------------ plumbing
@@ -140,8 +141,8 @@ class ShopSimClient:
         except httpx.HTTPError as exc:
             raise TransportError(f"{type(exc).__name__}: {exc} ({self.url})", action=action) from exc
         if resp.status_code != 200:
-            raise p.HTTPStatusError(f"HTTP {resp.status_code} from {self.url}: {resp.text[:200]}",
-                                    status=resp.status_code, action=action)
+            raise p.HTTPStatusError(p.http_status_message(resp.status_code, resp.headers.get("Content-Type", ""),
+                                                          resp.text, self.url), status=resp.status_code, action=action)
         try:
             return resp.json(), resp.headers.get(p.INSTANCE_HEADER)
         except ValueError as exc:
@@ -150,7 +151,40 @@ class ShopSimClient:
     # ------------------------------------------------------------------ the five requests
     async def reset(self, task_idx: int) -> p.ResetResult:
         """Start task `task_idx` in a slot the server picks. NoSlotError when the pool is exhausted.
-        The caller owns the returned slot (env_idx, of simulator `instance`); prefer episode_slot()."""
+        The caller owns the returned slot (env_idx, of simulator `instance`); prefer episode_slot().
+
+        pack_api answers 'list index out of range' both to a task index beyond its goal list and when
+        the slot it popped is a number beyond its pool -- one another client's release_one put in its
+        free set (pack_api.py:81-83), failing at envs[E] (:109). Only a second reset tells them apart:
+        if it starts the task, the first failure was the pool's (counted in `pool_errors`, no task
+        error); if it fails the same way, BadTaskIndex names both causes."""
+        try:
+            return await self._reset_once(task_idx)
+        except p.BadTaskIndex:
+            pass
+        try:
+            started = await self._reset_once(task_idx)
+        except p.BadTaskIndex:
+            self.unknown_slots += 1  # the first reset's pop (the caller counts the second's)
+            raise p.BadTaskIndex(
+                f"server error: {p.BAD_INDEX_ERROR}, twice: ShopSimulator has no task index {task_idx}, unless its "
+                "free list holds slot numbers beyond its pool (another client's release_one of such a number, "
+                "pack_api.py:81-83; restart ShopSimulator to clear it); a slot was taken",
+                action="reset", server_message=p.BAD_INDEX_ERROR) from None
+        except NoSlotError as exc:  # not "nothing taken": the first reset may have popped a real slot
+            raise ShopSimError(f"server error: {p.BAD_INDEX_ERROR}, then no free slot for a second reset of task "
+                               f"{task_idx} (sent because a slot number beyond the pool answers the same): the first "
+                               "may have taken a slot", action="reset", server_message=exc.server_message) from exc
+        except BaseException:
+            self.unknown_slots += 1  # the first failure may have popped a real slot
+            raise
+        self.pool_errors += 1
+        log.warning("ShopSimulator's free list held a slot number beyond its pool (another client's release_one of "
+                    "it, pack_api.py:81-83): a reset popped it and failed at envs[that number]; task %d exists and "
+                    "started in slot %d on the second reset", task_idx, started.env_idx)
+        return started
+
+    async def _reset_once(self, task_idx: int) -> p.ResetResult:
         body, instance = await self._post_tagged(p.reset_payload(task_idx), self.reset_timeout)
         return replace(p.parse_reset(body), instance=instance)
 

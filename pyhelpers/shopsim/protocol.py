@@ -23,6 +23,9 @@ API_PATH = "/api/shop_agent"
 # Exact strings pack_api answers (fork funnamer/shopSimulator @1487f67).
 NO_SLOT_ERROR = "Unable to get available environment resource, please try again later"
 PROBE_ERROR = "No valid environment index provided"
+# pack_api.py:60-63: `request.json` was None -- JSON null, or (Werkzeug < 2.1, as env/conda/shopsim.yml
+# pins) a body sent without a JSON Content-Type.
+NO_JSON_ERROR = "No JSON data provided"
 # str(IndexError) of SimServer.receive's `self.goals[idx]` (web_agent_text_env.py) when reset's idx
 # is beyond the server's goal list; raised AFTER pack_api.py:98 popped a slot, which stays taken.
 BAD_INDEX_ERROR = "list index out of range"
@@ -84,6 +87,27 @@ class HTTPStatusError(TransportError):
     def __init__(self, message: str, *, status: int, action: str = ""):
         self.status = status
         super().__init__(message, action=action)
+
+
+def http_status_message(status: int, content_type: str, text: str, url: str) -> str:
+    """What an answer other than HTTP 200 means. pack_api answers everything itself with 200 except
+    what Flask answers before or around it (Flask's HTML error pages): 400 (Werkzeug 2.1-2.2) or 415
+    (2.3 and later) when the body's Content-Type is not JSON, 400 when it does not parse, and 500 when
+    pack_api raised outside its try -- a JSON body that is not an object fails at pack_api.py:65
+    (`data.get`)."""
+    if "text/html" in (content_type or ""):
+        if status in (400, 415):
+            return (f"HTTP {status} from {url}: ShopSimulator's Flask did not read the request body as JSON "
+                    f"(Werkzeug answers {status} for a Content-Type other than application/json"
+                    f"{' or a body that does not parse' if status == 400 else ''}); this client sends a JSON "
+                    "object with that type, so something between it and pack_api changed the request (a proxy, or "
+                    "the server SHOPSIM_LAUNCHER starts)")
+        if status == 500:
+            return (f"HTTP 500 from {url}: ShopSimulator raised outside its own error handling -- pack_api does so "
+                    "for a body of JSON that is not an object (pack_api.py:65, `data.get`) and for any other "
+                    "uncaught error; the traceback is in its log (the run's shopsim log, or shop_agent.log in "
+                    "SHOPSIM_DIR/shop_env/shop_env)")
+    return f"HTTP {status} from {url}: {text[:200]}"
 
 
 # ----------------------------------------------------------------------------- payloads
@@ -222,6 +246,11 @@ def result_of(body: Any, action: str) -> dict:
         if err == BAD_INDEX_ERROR and action == "reset":
             raise BadTaskIndex(f"server error: {err} (no such task index; a slot was taken)", action=action,
                                server_message=err)
+        if err == NO_JSON_ERROR:
+            raise ProtocolError(f"server error: {err} -- pack_api got no JSON object: the body was JSON null, or "
+                                "it came without `Content-Type: application/json` (Werkzeug before 2.1 reads such a "
+                                "body as nothing); this client sends both right, so something between it and "
+                                "pack_api changed the request", action=action, server_message=err)
         if err == STALE_SLOT_ERROR:
             raise StaleSlotError("the simulator restarted since this slot was taken", action=action,
                                  server_message=err)

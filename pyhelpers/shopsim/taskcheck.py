@@ -38,7 +38,10 @@ def check_reset(task: dict, reset: ResetResult, where: str = "") -> None:
 
 
 def bad_index(task: dict, where: str = "") -> TaskError:
-    """The error for a reset the server answered 'list index out of range'."""
-    return TaskError(f"task {task['task_id']}: ShopSimulator has no task index {task['shopsim_idx']} (its reset "
-                     "answered 'list index out of range'; the slot it took is freed by the stage's clean-up)",
+    """The error for a task whose reset the server answered 'list index out of range' twice
+    (ShopSimClient.reset retries once: the same answer comes from a slot number beyond the pool)."""
+    return TaskError(f"task {task['task_id']}: ShopSimulator has no task index {task['shopsim_idx']} (two resets "
+                     "answered 'list index out of range'; the slots they took are freed by the stage's clean-up). "
+                     "If the index is right, the simulator's free list holds slot numbers beyond its pool instead "
+                     "(another client's release_one of such a number): restart ShopSimulator",
                      where, REMEDY)

@@ -61,9 +61,11 @@ def caps_from(cfg) -> Caps:
                 max_gate_rounds=cfg.int("GATE_MAX_ROUNDS"))
 
 
-def change_summary(old: dict, new: dict, *, out: Path, sha: str) -> str:
-    """One line: the new bank's skills by status, what changed, where it was written."""
+def change_summary(old: dict, new: dict, *, out: Path, sha: str, label: str | None = None) -> str:
+    """One line: the new bank's skills by status, what changed, where it was written. `label`
+    names the bank (default "round N", the round it is injected into; the final bank is injected
+    into no round, so its writer names it)."""
     d = diff_banks(old, new)
-    return (f"round {new['round']}: {len(new['skills'])} skills ({bank_mod.status_line(new)}); {len(d['added'])} added, "
+    return (f"{label or 'round ' + str(new['round'])}: {len(new['skills'])} skills ({bank_mod.status_line(new)}); {len(d['added'])} added, "
             f"{len(d['status_changes'])} status changes; tokens by {new['tokenizer']['name']}; "
             f"{out} sha256 {sha}")

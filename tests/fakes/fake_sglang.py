@@ -222,6 +222,16 @@ class Model:
                 f"tokens. You requested a total of {n_in + max_new} tokens: {n_in} tokens from the input "
                 f"messages and {max_new} tokens for the completion. Please reduce the number of tokens in "
                 "the input messages or the completion to fit within the limit.")}}
+        # The scheduler's checks (what the tokenizer manager let through): max_req_len = L - 1
+        # (tp_worker.py:455-458, a KV pool large enough assumed), a prompt of max_req_len - 5 tokens or
+        # more aborted as 400 (tp_worker.py:465, managers/utils.py:177-192), max_new_tokens cut to
+        # max_req_len - prompt - 1 (scheduler.py:1905-1916).
+        max_req_len = self.context_length - 1
+        if n_in >= max_req_len - 5:
+            return 400, {"error": {"message": (
+                f"Input length ({n_in} tokens) exceeds the maximum allowed length ({max_req_len - 5} tokens). "
+                "Use a shorter input or enable --allow-auto-truncate.")}}
+        max_new = max(0, min(max_new, max_req_len - n_in - 1))
         prompt = self.tok.decode(input_ids, skip_special_tokens=False)
         action = self.policy.decide(prompt, params.get("sampling_seed"))
         ids = self.tok.encode(action, add_special_tokens=False).ids + [self.eos]

@@ -272,7 +272,7 @@ class Pool:
         self.free: set[int] = set(range(len(envs)))
         self.lock = threading.Lock()
         self.counts = {"reset": 0, "reset_error": 0, "interact": 0, "release_one": 0, "release_all": 0,
-                       "no_slot": 0, "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
+                       "no_slot": 0, "bad_slot": 0, "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
 
     def handle(self, data) -> dict:
         if not isinstance(data, dict):
@@ -308,6 +308,9 @@ class Pool:
                         self.counts["no_slot"] += 1
                     return {"error": NO_SLOT}
                 env_idx = got
+            if not 0 <= env_idx < len(self.envs):  # test-only count; upstream raises IndexError at envs[env_idx]
+                with self.lock:
+                    self.counts["bad_slot"] += 1
             env = self.envs[env_idx]
             with env.lock:
                 result = self._run(env, env_idx, action, data)
@@ -366,6 +369,28 @@ def _unit(*parts) -> float:
     return int.from_bytes(h[:8], "big") / 2 ** 64
 
 
+# Werkzeug 2.1.2's error pages (exceptions.py:107-119 get_body, :172-183 BadRequest, :710-725
+# InternalServerError): what Flask answers when pack_api never gets to answer itself.
+FLASK_PAGES = {
+    400: ("Bad Request", "The browser (or proxy) sent a request that this server could not understand."),
+    500: ("Internal Server Error", "The server encountered an internal error and was unable to complete your "
+          "request. Either the server is overloaded or there is an error in the application."),
+}
+
+
+def flask_error(code: int) -> tuple[int, bytes, str]:
+    name, text = FLASK_PAGES[code]
+    page = f"<!doctype html>\n<html lang=en>\n<title>{code} {name}</title>\n<h1>{name}</h1>\n<p>{text}</p>\n"
+    return code, page.encode(), "text/html; charset=utf-8"
+
+
+def is_json(content_type: str | None) -> bool:
+    """werkzeug sansio/request.py:538-547: the mimetype (parameters dropped, lower case) is
+    application/json or application/*+json."""
+    mt = (content_type or "").split(";")[0].strip().lower()
+    return mt == "application/json" or (mt.startswith("application/") and mt.endswith("+json"))
+
+
 def make_handler(pool: Pool, verbose: bool, instance: str | None = None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -386,12 +411,18 @@ def make_handler(pool: Pool, verbose: bool, instance: str | None = None):
             claimed = self.headers.get(INSTANCE_HEADER)
             if instance and claimed and claimed != instance:  # the fence: pack_api never sees it
                 return self._send(200, json.dumps({"result": {"error": STALE_SLOT_ERROR}}).encode())
-            data = None
-            if "json" in (self.headers.get("Content-Type") or ""):
-                try:
-                    data = json.loads(raw or b"null")
-                except ValueError:
-                    return self._send(400, b"<h1>Bad Request</h1>", "text/html")
+            # pack_api.py:60 `data = request.json` under the fork's Flask 2.1.2 + Werkzeug 2.1.2
+            # (shop_env/requirements.txt): a body whose mimetype is not JSON, or that does not parse,
+            # is Flask's 400 page (werkzeug request.py:569-571, 577-595, 608-614; flask
+            # wrappers.py:126-133); JSON null is None -> "No JSON data provided" (pack_api.py:61-63).
+            if not is_json(self.headers.get("Content-Type")):
+                return self._send(*flask_error(400))
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                return self._send(*flask_error(400))
+            if data is not None and not isinstance(data, dict):
+                return self._send(*flask_error(500))  # pack_api.py:65 `data.get`, outside its try
             out = json.dumps({"result": pool.handle(data)}, ensure_ascii=False).encode()
             self._send(200, out)
 

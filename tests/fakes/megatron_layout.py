@@ -153,11 +153,14 @@ def learned_policy(spec: dict, iteration: int | None) -> dict:
     return {**spec, "base_success": round(min(LEARN_CAP, max(base, base + LEARN_PER_STEP * (iteration + 1))), 6)}
 
 
-def write_hf_export(out: Path, origin_hf: Path, iteration: int, add_missing: bool = False) -> Path:
+def write_hf_export(out: Path, origin_hf: Path, iteration: int, add_missing: bool = False,
+                    language: bool = True, report=lambda line: None) -> Path:
     """HF weights of `iteration` as slime's exporters write them: every non-weight file of the
     origin HF dir copied (config, tokenizer, the fake policy -- learned), the weights Megatron
     holds (the origin's names that in_megatron() keeps; bytes a function of the iteration) and,
-    with add_missing (the converter's -a), every other origin tensor as it is. One shard + index."""
+    with add_missing (the converter's -a), every other origin tensor as it is, each reported as the
+    real converter prints it. One shard + index. language=False: a broken converter that writes none
+    of the trained weights (test-only), so -a copies the base model's."""
     import shutil
 
     out, origin_hf = Path(out), Path(origin_hf)
@@ -170,8 +173,11 @@ def write_hf_export(out: Path, origin_hf: Path, iteration: int, add_missing: boo
         spec = learned_policy(json.loads(policy.read_text(encoding="utf-8")), iteration)
         (out / "fake_policy.json").write_text(json.dumps(spec, ensure_ascii=False, indent=1), encoding="utf-8")
     origin = origin_weights(origin_hf) or {"model.embed_tokens.weight": b""}
-    tensors = {n: shard_bytes(iteration, 512, n) for n in origin if in_megatron(n)}
+    tensors = {n: shard_bytes(iteration, 512, n) for n in origin if in_megatron(n) and language}
     if add_missing:
-        tensors.update({n: v for n, v in origin.items() if n not in tensors})
+        for n, v in origin.items():
+            if n not in tensors:
+                report(f"add {n} from origin hf checkpoint")  # slime tools/convert_torch_dist_to_hf.py:133
+                tensors[n] = v
     _write_weights(out, {HF_WEIGHT_FILE: tensors})
     return out

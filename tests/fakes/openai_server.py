@@ -15,8 +15,8 @@ takes the next behaviour from `script` (a queue), then falls back to `default`. 
 Every request is recorded (path, headers, parsed body, monotonic arrival time), so tests can
 check the Authorization header arrived, and that it never shows up anywhere else.
 In a test:  ``with FakeOpenAI() as srv: srv.push(error(429, retry_after=1)); ... srv.base_url``.
-Standalone (rehearsals): ``python tests/fakes/openai_server.py --port-file F`` serves derive()
-on a free loopback port until TERM.
+Standalone (rehearsals): ``python tests/fakes/openai_server.py --port-file F [--expect-key-knob
+DASHSCOPE_API_KEY]`` serves derive() on a free loopback port until TERM.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import argparse
 import collections
 import hashlib
 import json
-import os
 import re
 import signal
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -225,14 +225,24 @@ class FakeOpenAI:
             pass
 
 
+def _knob(name: str) -> str:
+    """A knob's value as the toolkit resolves it: a rehearsal's key is in its .env, not in the
+    environment of the shell that starts this stand-in (pyhelpers/launch/secret_env.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from pyhelpers.config.load import load
+
+    return load().get(name)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="Fake OpenAI-compatible chat server (derive() replies).")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file", type=Path, help="write the bound port here")
-    ap.add_argument("--expect-key-env", default=None,
-                    help="answer 401 unless the Bearer key equals this environment variable's value")
+    ap.add_argument("--expect-key-knob", default=None,
+                    help="answer 401 unless the Bearer key equals this knob of the toolkit's configuration "
+                         "(.env < environment, as the analyst reads it; DashScope knows its keys)")
     args = ap.parse_args()
-    expect = os.environ.get(args.expect_key_env, "") if args.expect_key_env else None
+    expect = _knob(args.expect_key_knob) if args.expect_key_knob else None
     srv = FakeOpenAI(expect_key=expect).start(args.port)
     if args.port_file:
         args.port_file.write_text(f"{srv.port}\n")

@@ -3,7 +3,8 @@
 Built once per `make test` by whichever worker asks first (support/shared.py `once`), while a
 watch reads every process's command line for the keys and the run's Ray token; every worker then
 gets the same `view()`: env, run (support/rehearsal.Run), result (returncode, stdout), tmp, and
-what the watch saw.
+what the watches saw: secrets on any command line (CmdlineWatch), and who held each secret in
+its environment (EnvironWatch; holders' pids are strings once read back from JSON).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
-from support.rehearsal import KEYS, Run, rehearse, rehearse_env, stop_leftovers
+from support.rehearsal import DASHSCOPE_KEY, KEYS, WANDB_KEY, Run, rehearse, rehearse_env, stop_leftovers
 
 
 class CmdlineWatch:
@@ -51,20 +52,88 @@ class CmdlineWatch:
         self._thread.join()
 
 
+class EnvironWatch:
+    """Reads /proc/<pid>/environ of every process of one rehearsal every 0.1 s while it runs and
+    keeps, for each secret, who holds it: {name: {pid: [its command, its parent's, …]}}, the
+    line up to the rehearsal's first process (a secret reaches only the processes that use it,
+    architecture §3). A process is the rehearsal's when its
+    environment names the rehearsal's RUNS_DIR, or a process that is the rehearsal's is its
+    ancestor: a service started with a trimmed environment is still the driver's child."""
+
+    def __init__(self, marker: str, secrets: dict[str, str], more=lambda: {}):
+        self.marker = marker.encode()
+        self.secrets = secrets
+        self.more = more  # secrets known only once the run makes them (its Ray token)
+        self.holders: dict[str, dict[int, list[str]]] = {}
+        self.members: set[int] = set()  # every process of the rehearsal seen
+        self.scans = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        from pyhelpers.procs import procfs
+
+        while not self._stop.wait(0.1):
+            secrets = {name: value.encode() for name, value in {**self.secrets, **self.more()}.items()}
+            environ, parent = {}, {}
+            for pid in procfs.all_pids():
+                st = procfs.read_stat(pid)
+                try:
+                    environ[pid] = Path(f"/proc/{pid}/environ").read_bytes()
+                except OSError:
+                    continue
+                parent[pid] = st.ppid if st else 0
+            ours = {pid for pid, env in environ.items() if self.marker in env}
+            for pid in environ:  # and their descendants
+                chain, p = [], pid
+                while p and p not in ours and p not in chain:
+                    chain.append(p)
+                    p = parent.get(p, 0)
+                if p in ours:
+                    ours.update(chain)
+            self.members |= ours
+            for pid in ours:
+                for name, value in secrets.items():
+                    if value in environ[pid] and pid not in self.holders.get(name, {}):
+                        line, p = [], pid
+                        while p in ours and len(line) < 20:
+                            line.append(procfs.cmdline(p, 160))
+                            p = parent.get(p, 0)
+                        self.holders.setdefault(name, {})[pid] = line
+            self.scans += 1
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def build(tmp: Path, world: Path) -> dict:
     """Run the reference rehearsal in `tmp`; what every worker's view is made of (JSON)."""
     env = rehearse_env(tmp, world, tracked=False)
     token = Run(tmp / "runs").run_dir / "ray" / "auth-token"
-    with CmdlineWatch(KEYS, lambda: [t for t in [token.read_text().strip()] if t] if token.exists() else []) as watch:
+
+    def ray_token() -> list[str]:
+        return [t for t in [token.read_text().strip()] if t] if token.exists() else []
+
+    with (CmdlineWatch(KEYS, ray_token) as watch,
+          EnvironWatch(f"RUNS_DIR={env['RUNS_DIR']}", {"WANDB_API_KEY": WANDB_KEY, "DASHSCOPE_API_KEY": DASHSCOPE_KEY},
+                       lambda: {"the Ray token": t[0]} if (t := ray_token()) else {}) as environ_watch):
         res = rehearse(env)
     if res.returncode != 0:
         stop_leftovers(env)
     return {"env": env, "tmp": str(tmp), "returncode": res.returncode, "stdout": res.stdout,
-            "cmdline_hits": watch.hits, "cmdline_scans": watch.scans}
+            "cmdline_hits": watch.hits, "cmdline_scans": watch.scans,
+            "environ": {"holders": environ_watch.holders, "members": sorted(environ_watch.members),
+                        "scans": environ_watch.scans}}
 
 
 def view(info: dict) -> SimpleNamespace:
     tmp = Path(info["tmp"])
     return SimpleNamespace(env=info["env"], run=Run(tmp / "runs"), tmp=tmp,
                            result=SimpleNamespace(returncode=info["returncode"], stdout=info["stdout"]),
-                           cmdline_hits=info["cmdline_hits"], cmdline_scans=info["cmdline_scans"])
+                           cmdline_hits=info["cmdline_hits"], cmdline_scans=info["cmdline_scans"],
+                           environ=SimpleNamespace(**info["environ"]))

@@ -39,7 +39,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 def _wandb_in_background(cfg, lay: RunLayout) -> None:
     if cfg.get("WANDB_MODE") != "disabled":
-        services.run_in_background(lay, "wandb-log")
+        services.run_in_background(cfg, lay, "wandb-log")
 
 
 def builder_for(builders: dict, model_dir: str):

@@ -78,12 +78,15 @@ def prepare_export(lay: RunLayout, r: int, origin: Path | None = None) -> Export
 
 def finish_export(lay: RunLayout, r: int, origin: Path | None = None) -> tuple[Path, list[Path]]:
     """After the converter wrote the staging dir (or slime's --save-hf wrote hf-<iter>): verify
-    (complete, and with every weight name of `origin`), rename into place, flip `hf` atomically,
+    (complete, with every weight name of `origin`, and -- for a conversion -- having copied from
+    `origin` only what the trained model does not hold), rename into place, flip `hf` atomically,
     remove older exports. Returns (target, removed)."""
     it = lay.last_iteration(r)
     target, staging = lay.hf_dir(it), lay.hf_staging(it)
     if staging.exists():
         problems = ck.hf_problems(staging, origin)
+        if origin is not None and not problems:
+            problems = ck.origin_copy_problems(converter_added(lay, staging), origin)
         if problems:
             raise ToolkitError(f"the converter's output is incomplete: {problems[0]}", str(staging),
                                "see logs/convert.log; the checkpoint is untouched, run `make resume` to retry")
@@ -95,6 +98,19 @@ def finish_export(lay: RunLayout, r: int, origin: Path | None = None) -> tuple[P
         raise ToolkitError(f"HF export incomplete: {problems[0]}", str(target), "run `make resume` to retry")
     ck.flip_hf(lay.hf_link, target)
     return target, ck.remove_old_exports(lay.save_dir, target)
+
+
+def converter_added(lay: RunLayout, staging: Path) -> set[str] | None:
+    """What the last converter run into `staging` reported copying from the original HF dir, from
+    its section of logs/convert.log (procs.spawn appends each run after a "==> ... start convert:"
+    line naming its argv). None when no run into `staging` is logged."""
+    try:
+        text = (lay.logs / LOG).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    runs = [part for part in ("\n" + text).split("\n==> ")[1:]
+            if part.split("\n", 1)[0].find(f"--output-dir {staging}") >= 0]
+    return ck.added_from_origin(runs[-1]) if runs else None
 
 
 def convert_argv(cfg, lay: RunLayout, iteration: int) -> list[str]:

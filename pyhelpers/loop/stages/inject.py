@@ -39,6 +39,8 @@ def run(loop: Loop, r: int) -> None:
     out = lay.bank_out(r, cfg.int("ROUNDS"))
     old, new = inject_step(lay.compiled(r), decisions_path=decisions if decisions.is_file() else None, round_=r,
                            caps=caps_from(cfg))
-    loop.echo(change_summary(old, new, out=out, sha=bank_mod.write_bank(out, new)))
+    last = r == cfg.int("ROUNDS") - 1
+    label = f"final bank (after round {r}, the last)" if last else None  # its `round` names no round of the run
+    loop.echo(change_summary(old, new, out=out, sha=bank_mod.write_bank(out, new), label=label))
     write_record(lay, r, "inject", output=out)
     loop.round_done(r)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import rayjob, services
+from pyhelpers.launch import rayjob, secret_env, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.loop.stages import evaluate
 from pyhelpers.procs import groups as procs
@@ -111,7 +111,8 @@ def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
     port = cfg.int("RAY_DASHBOARD_PORT")
     # The head answered within RAY_START_TIMEOUT; its job agent may need part of that again.
-    rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, launch_args.runtime_env(cfg),
+    runtime_env = launch_args.runtime_env(cfg, secret_env.job_netrc(cfg, lay.run_dir))
+    rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, runtime_env,
                                             agent_wait=cfg.float("RAY_START_TIMEOUT"),
                                             head_up=lambda: services.alive(lay, "ray-head"))
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
@@ -227,7 +228,8 @@ def run(loop: Loop, r: int) -> None:
     ok = False
     try:
         if analyst:
-            procs.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs)
+            procs.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs,
+                        env=secret_env.for_user(cfg, "analyst"))
         job_id = submit(cfg, lay, r=r, model_args=loop.model_args)
         _warm_eval_builder(loop)
         echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{lay.last_iteration(r)} "
@@ -252,6 +254,7 @@ def run(loop: Loop, r: int) -> None:
             echo(stop_job(cfg, lay))
         for line in services.stop(cfg, lay, "slime-log", "analyst"):
             echo(line)
+        secret_env.remove_job_netrc(lay.run_dir)  # the job is over (or stopped): its key goes
     if analyst:  # the drain runs beside the export; compile waits for it
         loop.drains[r] = _drain_thread(loop, r)
     write_record(lay, r, "train")

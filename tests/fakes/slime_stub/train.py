@@ -29,7 +29,8 @@ slime/backends/megatron_utils/checkpoint.py):
    and resumed before the next; every sample is checked as slime's trainer would (token/mask/logprob lengths,
    a float reward); W&B logs rollout/* (with the function's metrics) on rollout/step and train/*
    on train/step when --use-wandb.
-6. Save when (rollout_id + 1) % --save-interval == 0 or at the last rollout, in slime's order
+6. Save when (rollout_id + 1) % --save-interval == 0 or at the last rollout (slime's
+   should_run_periodic_action with --num-rollout; --num-epoch and its per-epoch saves are refused), in slime's order
    (train.py:71-80): iter_XXXXXXX/ and then the tracker (tests/fakes/megatron_layout.py), --save-hf
    (HF weights without the visual tower, as slime's saver), then the data source's state.
 
@@ -122,6 +123,16 @@ def parse(argv: list[str]) -> Namespace:
                     no_load_optim=False, no_save_optim=False, start_rollout_id=None, colocate=False,
                     rollout_global_dataset=True)
     args = Namespace(**{**defaults, **values})
+    # slime/utils/arguments.py:1993-2005: one of the two sets the rollout count. With --num-epoch
+    # slime also saves at every pass over the data (num_rollout_per_epoch, slime/ray/
+    # placement_group.py:239-243, utils/misc.py:127-128), which this stand-in does not model.
+    if getattr(args, "num_rollout", None) is None:
+        if getattr(args, "num_epoch", None) is None:
+            sys.exit("fake slime: AssertionError: num_epoch is not set, but num_rollout is not set, please set "
+                     "--num-rollout or --num-epoch")
+        print("fake slime: --num-epoch is not modelled (slime then also saves at every pass over the data, "
+              "slime/utils/misc.py:127-128); the toolkit passes --num-rollout", file=sys.stderr)
+        sys.exit(2)
     # store_false flags of slime's parser (slime/utils/arguments.py:1004-1015)
     args.rewards_normalization = not values.get("disable_rewards_normalization", False)
     args.grpo_std_normalization = not values.get("disable_grpo_std_normalization", False)
@@ -253,10 +264,41 @@ def maybe_crash(rollout_id: int) -> None:
     os._exit(1)
 
 
+def wandb_key(who: str) -> None:
+    """Where wandb finds its API key in this process, said in the job's log (never the key): slime
+    passes none (no --wandb-key), so wandb.init looks in WANDB_API_KEY, then in the netrc file that
+    NETRC names, else ~/.netrc, for the host of WANDB_BASE_URL (wandb 0.31.0
+    sdk/lib/wbauth/authenticate.py:171-200, wbnetrc.py:194-216). Each process of slime that logs
+    to W&B does: train.py (init_tracking), the RolloutManager and the Megatron actors
+    (init_tracking(primary=False): slime/ray/rollout.py:402, backends/megatron_utils/actor.py:83).
+    Online without a key, wandb.init fails -- so does the stand-in, before logging anything."""
+    import netrc
+    from urllib.parse import urlsplit
+
+    if os.environ.get("WANDB_API_KEY"):
+        found = "WANDB_API_KEY in its environment"
+    else:
+        path = Path(os.environ.get("NETRC") or "~/.netrc").expanduser()
+        host = urlsplit(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").netloc
+        try:
+            entry = netrc.netrc(str(path)).authenticators(host) if path.is_file() else None
+        except (OSError, netrc.NetrcParseError):
+            entry = None
+        found = (f"the netrc file {'NETRC names' if os.environ.get('NETRC') else '~/.netrc'} (machine {host})"
+                 if entry and entry[2] else None)
+    if found is None and os.environ.get("WANDB_MODE") != "offline":
+        print("wandb.errors.errors.UsageError: No API key configured. Use `wandb login` to log in.",
+              file=sys.stderr, flush=True)
+        os._exit(1)
+    log(f"W&B key of {who}: {found or 'none (offline: none needed)'}")
+
+
 def wandb_run(args: Namespace):
     if not args.use_wandb:
         return None
     import wandb
+
+    wandb_key("train.py")
 
     config = {k: v for k, v in sorted(vars(args).items()) if isinstance(v, (str, int, float, bool, type(None)))}
     run = wandb.init(project=args.wandb_project, group=args.wandb_group, name=args.wandb_group,
@@ -287,6 +329,8 @@ class RolloutManager:
         self.engine = SGLangEngine(f"http://{args.sglang_router_ip}:{args.sglang_router_port}")
         if args.colocate:
             self.engine.release_memory_occupation()
+        if args.use_wandb:  # slime/ray/rollout.py:402: init_tracking(args, primary=False)
+            wandb_key("the RolloutManager")
 
     def load(self, rollout_id: int) -> None:
         self.data_source.load(rollout_id)

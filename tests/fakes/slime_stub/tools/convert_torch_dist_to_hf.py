@@ -10,7 +10,10 @@ unless -f/--force; one of --origin-hf-dir/--model-name is required. Output: ever
 of --origin-hf-dir copied, model-00001-of-00001.safetensors and model.safetensors.index.json
 (tests/fakes/megatron_layout.write_hf_export; bytes are a function of the iteration) holding the
 weights Megatron has -- not the visual tower -- plus, with -a/--add-missing-from-origin-hf, every
-other tensor of --origin-hf-dir (slime tools/convert_torch_dist_to_hf.py:128-140,192-194).
+other tensor of --origin-hf-dir, each printed as "add NAME from origin hf checkpoint" (slime
+tools/convert_torch_dist_to_hf.py:128-140,133,192-194).
+Test-only: FAKE_CONVERT_NO_LANGUAGE=1 writes none of the weights Megatron holds (a broken converter:
+with -a the base model's are copied instead).
 Test-only: FAKE_CONVERT_DELAY=S sleeps S seconds after writing the config, before the weights
 (a window in which a kill leaves a half-written export)."""
 
@@ -54,7 +57,8 @@ def main(argv=None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_bytes((Path(args.origin_hf_dir) / "config.json").read_bytes())
         time.sleep(delay)
-    write_hf_export(out, Path(args.origin_hf_dir), iteration, add_missing=args.add_missing_from_origin_hf)
+    write_hf_export(out, Path(args.origin_hf_dir), iteration, add_missing=args.add_missing_from_origin_hf,
+                    language=os.environ.get("FAKE_CONVERT_NO_LANGUAGE") != "1", report=lambda line: print(line, flush=True))
     print(f"fake converter: wrote {out}", flush=True)
     return 0
 
