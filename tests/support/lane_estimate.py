@@ -36,9 +36,9 @@ def estimate(lane: str, workers: int) -> str:
     durations, heavy = _load(CACHE / "durations"), set(_load(CACHE / "heavy") or [])
     if not durations or (lane == "full" and not heavy):  # never a whole run here yet
         return FIRST_RUN[lane]
-    seconds = sum(s for t, s in durations.items() if lane == "full" or t not in heavy)
+    lane_times = [s for t, s in durations.items() if lane == "full" or t not in heavy]
     # The longest test bounds the wall time from below, whatever the workers.
-    wall = max(seconds / max(workers, 1), max(durations.values(), default=0))
+    wall = max(sum(lane_times) / max(workers, 1), max(lane_times, default=0))
     return f"about {max(1, round(wall / 60))} min here (the last run's test times over {workers} workers)"
 
 

@@ -32,7 +32,6 @@ LOW = 20000  # below: well-known and registered services a developer's machine m
 PORT_KNOBS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_DASHBOARD_PORT", "RAY_PORT")
 
 _mine: set[int] = set()
-_rng = random.SystemRandom()
 
 
 def _ephemeral_low() -> int:
@@ -97,11 +96,12 @@ def _free(port: int) -> bool:
 
 def claim_block(n: int = 1) -> int:
     """The first of `n` consecutive ports, each free now and claimed by this process until it exits."""
+    rng = random.SystemRandom()
     avoid = _defaults_in_use()
     high = _ephemeral_low()
     with _locked():
         for _ in range(10_000):
-            base = _rng.randrange(LOW, high - n)
+            base = rng.randrange(LOW, high - n)
             span = range(base, base + n)
             if avoid.intersection(span):
                 continue

@@ -1,0 +1,85 @@
+"""The suite's own machinery (README "Tests"): ports no two claimants share, never a user's
+defaults, and a shared reference no test may write into."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+from support.rehearsal import own_ports
+
+from pyhelpers.config.load import read_knobs
+
+# A process whose port draws are scripted: random.SystemRandom replaced by one drawing from a seed,
+# so two processes draw the same ports in the same order, as two unlucky workers would.
+SCRIPTED = """
+import json, random, sys
+sys.path[:0] = [{tests!r}, {root!r}]
+random.SystemRandom = lambda: random.Random(7)
+from support.rehearsal import own_ports
+print(json.dumps(own_ports()), flush=True)
+sys.stdin.read()  # hold the ports until the test is done
+"""
+
+
+def test_two_processes_drawing_the_same_ports_never_get_the_same_one(monkeypatch):
+    other = subprocess.Popen([sys.executable, "-c", SCRIPTED.format(tests=str(ROOT / "tests"), root=str(ROOT))],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = json.loads(other.stdout.readline())
+        monkeypatch.setattr(random, "SystemRandom", lambda: random.Random(7))
+        mine = own_ports()
+    finally:
+        other.communicate("", timeout=60)
+
+    def taken(ports):
+        out = set()
+        for name, port in ports.items():
+            out.update(range(int(port), int(port) + (10 if name == "RAY_PORT" else 1)))
+        return out
+
+    assert not taken(theirs) & taken(mine), (theirs, mine)
+
+
+class _Draws:
+    """randrange answers these, in turn, then anything."""
+
+    def __init__(self, first):
+        self.first = list(first)
+        self.rest = random.Random(3)
+
+    def randrange(self, a, b):
+        return self.first.pop(0) if self.first else self.rest.randrange(a, b)
+
+
+def test_a_users_run_and_rehearsal_defaults_are_never_drawn(monkeypatch):
+    from fakes.rehearsal import SCALE
+
+    defaults = [int(read_knobs()[k].default) for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_DASHBOARD_PORT", "RAY_PORT")]
+    rehearsal = [int(SCALE[k]) for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_DASHBOARD_PORT", "RAY_PORT")]
+    below = [p for p in defaults + rehearsal if p >= 20000]  # the ones the draw range holds
+    assert below, "no default lies in the drawn range any more: draw them on purpose below"
+    # Every draw first lands on a default (RAY_PORT's block: its first port and one inside it).
+    draws = [p for p in below for _ in range(4)] + [int(SCALE["RAY_PORT"]) + 5] * 4
+    monkeypatch.setattr(random, "SystemRandom", lambda: _Draws(draws))
+    got = own_ports()
+    ray = int(SCALE["RAY_PORT"])
+    for name, port in got.items():
+        span = range(int(port), int(port) + (10 if name == "RAY_PORT" else 1))
+        assert not set(span) & (set(below) | set(range(ray, ray + 10))), (name, port)
+
+
+def test_a_test_that_writes_into_the_shared_reference_fails_naming_the_file(tmp_path):
+    from support.shared import untouched
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "events.jsonl").write_text("{}\n")
+    with untouched([tmp_path / "run"], "the reference"):  # reading is fine
+        (tmp_path / "run" / "events.jsonl").read_text()
+    with pytest.raises(AssertionError, match=r"wrote into the reference.*report\.html"):
+        with untouched([tmp_path / "run"], "the reference"):
+            (tmp_path / "run" / "report.html").write_text("<html>")
