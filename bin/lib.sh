@@ -47,6 +47,19 @@ load_config() {
   eval "$block"
 }
 
+# check_your_config: exit 1 with `make check`'s own lines when the user's configuration (.env and
+# the command line) has an error. For a rehearsal, which replaces some knobs with small values
+# or stand-ins: a bad value there (ROUNDS=2.5) must fail the rehearsal as it will fail the real
+# run. The rehearse profile only spares TRAIN_SAVE's system-disk rule (a rehearsal writes a few KB
+# of stand-in checkpoints elsewhere).
+check_your_config() {
+  local problems
+  if ! problems="$(DOCTOR_PROFILE=rehearse py config check 2>&1 >/dev/null)"; then
+    printf '%s\n' "$problems" >&2
+    exit 1
+  fi
+}
+
 # load_model_args [--optional]: set MODEL_ARGS (slime's Qwen3.5-4B architecture flags) by sourcing
 # MODEL_ARGS_SCRIPT. A missing script stops with the fix, or with --optional leaves MODEL_ARGS empty.
 load_model_args() {
