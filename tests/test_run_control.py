@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import signal
+import time
 
 import pytest
 from support.rehearsal import (
@@ -188,3 +189,69 @@ def test_make_train_continues_a_stop_made_before_it_started_never_one_made_while
     assert lay.stopped_marker.is_file()
     assert clear_stop(lay, 1000.5) == "stopped by `make stop` at 2026-12-03 10:00:00"
     assert not lay.stopped_marker.exists()
+
+
+def _analyst_models(runs) -> dict[int, int]:
+    """{pid: start ticks} of the rehearsal's analyst-model stand-ins (found by their command line)."""
+    out = {}
+    for pid in procfs.all_pids():
+        line = procfs.cmdline(pid, limit=2000)
+        if "openai_server.py" in line and str(runs) in line:
+            out[pid] = procfs.start_ticks(pid)
+    return out
+
+
+@pytest.mark.timeout(600)
+def test_ctrl_c_pressed_again_and_again_during_evaluate_stops_everything_and_prints_the_hint(tmp_path,
+                                                                                            rehearsal_world):
+    """Issue 27 item 3: a second Ctrl-C used to interrupt the driver's cleanup (ShopSimulator, the Ray
+    head and the eval server kept running), and one Ctrl-C ended in make's Error 141 (tee died
+    first), losing the cleanup lines and the hint."""
+    from support.tmux import Pane
+
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SGLANG_LATENCY_MS=300)
+    run = Run(tmp_path / "runs")
+    pane = Pane(tmp_path, "make rehearse", env)
+    try:
+        wait_for("evaluate", lambda: event_seen(run, "stage-start", stage="evaluate")
+                 and "eval-server" in recorded_groups(run), timeout=400)
+        groups = recorded_groups(run)
+        assert {"shopsim", "ray-head", "eval-server"} <= set(groups), groups
+        for _ in range(3):
+            pane.keys("C-c")
+            time.sleep(0.5)
+        deadline = time.monotonic() + 180
+        while not pane.ended() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pane.ended(), pane.text()[-3000:]
+        text = pane.text()
+        for name, pgid in groups.items():
+            assert not group_alive(pgid), f"{name} (pgid {pgid}) survived:\n{text[-3000:]}"
+        assert procfs.marker_matches(_ray_temp_dir(env)) == {}
+        for knob in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"):
+            assert ports.port_free("127.0.0.1", int(env[knob])), knob
+        from pyhelpers.run import lock as runlock
+
+        assert runlock.lock_free(run.run_dir / "lock")
+        assert "continue: make rehearse RESUME=1" in text, text[-3000:]
+        assert "Error 141" not in text and "Traceback" not in text, text[-3000:]
+    finally:
+        pane.close()
+
+
+@pytest.mark.timeout(600)
+def test_two_rehearsals_started_at_once_the_refused_one_touches_nothing_of_the_other(tmp_path, rehearsal_world):
+    """`make rehearse & make rehearse` (issue 27 item 2): the second used to restart the first's
+    analyst-model stand-in before its lock refusal, and the first then finished rc 0 with an empty
+    bank ("0 processed")."""
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1)
+    run = Run(tmp_path / "runs")
+    procs_logs = [start(env), start(env)]
+    codes = [p.wait(timeout=400) for p, _ in procs_logs]
+    outs = [log.read_text(errors="replace") for _, log in procs_logs]
+    assert sorted(codes) == [0, 1], "\n\n".join(o[-3000:] for o in outs)
+    refused = outs[codes.index(1)]
+    assert "this run is already in progress" in refused, refused[-3000:]
+    final = json.loads((run.run_dir / "skillbank-final.json").read_text())
+    assert final["skills"], outs[codes.index(0)][-3000:]  # the analyst's skills reached the bank
+    assert _analyst_models(tmp_path / "runs") == {}  # and its stand-in stopped with the run

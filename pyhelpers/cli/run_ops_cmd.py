@@ -75,17 +75,27 @@ def run_cleanup():
 
 
 @run.command("rehearsal-reset")
-def run_rehearsal_reset():
+@click.option("--check", "check_only", is_flag=True,
+              help="Only refuse what the reset would refuse (a real run, real checkpoints); change nothing.")
+def run_rehearsal_reset(check_only):
     """Before a fresh `make rehearse`: delete the previous rehearsal of RUN_NAME (only files
-    marked as a rehearsal's; refuses real checkpoints and real runs).
+    marked as a rehearsal's; refuses real checkpoints and real runs). Only for the driver that
+    holds the run lock (bin/train, our parent): the lock file stays, and nobody else's run is touched.
 
     \b
     Example:
-      RUN_NAME=rehearsal pyhelpers run rehearsal-reset
+      RUN_NAME=rehearsal pyhelpers run rehearsal-reset   (from bin/train, holding the lock)
     """
 
     cfg, lay = _ctx()
-    runlock.require_free(lay.lock)
+    if check_only:
+        rehearsal.fresh(lay, dry_run=True)
+        return
+    holder = runlock.live_holder(lay.lock)
+    if not holder or holder["pid"] != os.getppid():
+        raise runlock.refusal(lay.lock) if holder else ToolkitError(
+            "the previous rehearsal is removed only by the driver that holds its lock", str(lay.lock),
+            "run `make rehearse`")
     if rehearsal.is_rehearsal(lay) is False:
         raise ToolkitError(f"RUN_NAME={cfg.run_name} is a real run, not a rehearsal", str(lay.manifest),
                            "give the rehearsal its own RUN_NAME (default: rehearsal)")

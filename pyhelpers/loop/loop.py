@@ -52,6 +52,10 @@ Echo = Callable[[str], None]
 
 
 def _on_signal(signum, _frame):
+    # Once: the stages stop what they started on the way out, and a second Ctrl-C (the terminal
+    # sends each one to us too) or the driver's TERM must not cut that short.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
     raise Stopped(signal.Signals(signum).name)
 
 

@@ -231,6 +231,8 @@ def main() -> None:
     ap.add_argument("--port-file", type=Path, help="write the bound port here")
     ap.add_argument("--expect-key-env", default=None,
                     help="answer 401 unless the Bearer key equals this environment variable's value")
+    ap.add_argument("--exit-with", type=int, metavar="PID",
+                    help="exit when this process ends (a rehearsal's driver: even a SIGKILLed one leaves none)")
     args = ap.parse_args()
     expect = os.environ.get(args.expect_key_env, "") if args.expect_key_env else None
     srv = FakeOpenAI(expect_key=expect).start(args.port)
@@ -239,8 +241,19 @@ def main() -> None:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
-    done.wait()
+    watched = _started(args.exit_with) if args.exit_with else None
+    while not done.wait(0.5):
+        if watched and _started(args.exit_with) != watched:
+            break
     srv.stop()
+
+
+def _started(pid: int) -> str | None:
+    """The start time of pid (field 22 of /proc/<pid>/stat), None once it is gone: a reused pid differs."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 if __name__ == "__main__":
