@@ -62,3 +62,15 @@ def test_setup_never_reinstalls_under_processes_running_from_the_venv(tmp_path):
     finally:
         os.killpg(live.pid, signal.SIGKILL)
         live.wait()
+
+
+def test_make_rehearse_refuses_round_without_resume(tmp_path, rehearsal_world):
+    """ROUND only means something to a resumed rehearsal: without RESUME=1 it was silently dropped."""
+    from support.rehearsal import rehearse_env
+
+    env = rehearse_env(tmp_path, rehearsal_world, tracked=False)
+    res = subprocess.run(["make", "rehearse", "ROUND=1"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode != 0
+    assert "ROUND=1" in res.stderr and "make rehearse RESUME=1 ROUND=1" in res.stderr, res.stderr
+    assert not (tmp_path / "runs" / "rehearsal").exists()
