@@ -9,6 +9,10 @@ MAKEFLAGS += --no-print-directory
 # With REHEARSAL=1, stop/status/watch/plan/logs/report and migrate-* act on the rehearsal (its stand-in configuration).
 IN_RUN = $(if $(REHEARSAL),bin/rehearse --env )
 
+# A run stopped on request (make stop: 143, Ctrl-C: 130) has printed how to continue; make adds no
+# "Error" line to that. bin/train's own exit status stays non-zero for scripts.
+STOP_IS_NO_ERROR = || { status=$$?; [[ $$status == 130 || $$status == 143 ]] || exit $$status; }
+
 # Control and inspection targets (stop, status, logs, plan, report, ...) only need a venv to exist:
 # they never run `setup`, which would reinstall packages under a live run after a pull.
 VENV := .venv/bin/python
@@ -23,11 +27,11 @@ help: ## Show this menu: targets, then knobs and their defaults
 
 .PHONY: train
 train: setup ## The whole run: preflight, then ROUNDS x (train, rotate, export, compile, evaluate, inject); continues a stopped run
-	@bin/train
+	@bin/train $(STOP_IS_NO_ERROR)
 
 .PHONY: resume
 resume: setup ## Continue the run from its artifacts (stops what a killed driver left); ROUND=N asserts where
-	@bin/train --resume $(if $(ROUND),--round $(ROUND))
+	@bin/train --resume $(if $(ROUND),--round $(ROUND)) $(STOP_IS_NO_ERROR)
 
 .PHONY: stop
 stop: | $(VENV) ## Stop the run from any shell (driver, job, services, Ray) by process group; final until make resume
@@ -59,7 +63,7 @@ wandb-sync: | $(VENV) ## Upload the run's offline W&B runs (key from .env or ~/.
 
 .PHONY: rehearse
 rehearse: setup ## The whole run on stand-ins (CPU, ~1 min): check a machine or config before GPU hours
-	@bin/rehearse $(if $(RESUME),--resume $(if $(ROUND),--round $(ROUND)))
+	@bin/rehearse $(if $(RESUME),--resume $(if $(ROUND),--round $(ROUND))) $(STOP_IS_NO_ERROR)
 
 ## --- The machine ---
 

@@ -53,6 +53,23 @@ load_config() {
   eval "$block"
 }
 
+# check_your_config: exit 1 with `make check`'s own lines when the configuration the real run will
+# read from .env (over env/defaults.env) has an error. For a rehearsal, which replaces some knobs
+# with small values or stand-ins: a bad .env value there (ROUNDS=2.5) must fail the rehearsal as it
+# will fail the real run. Knobs given on the command line (make rehearse SHOPSIM_SLOTS=16) are the
+# rehearsal's, checked by its own configuration; the rehearse profile only spares TRAIN_SAVE's
+# system-disk rule (a rehearsal writes a few KB of stand-in checkpoints elsewhere).
+check_your_config() {
+  local problems name without=()
+  while IFS='=' read -r name _; do
+    without+=(-u "$name")
+  done < <(grep -E '^[A-Z][A-Z0-9_]*=' "$ROOT/env/defaults.env")
+  if ! problems="$(env "${without[@]}" DOCTOR_PROFILE=rehearse "$VENV_PY" -m pyhelpers config check 2>&1 >/dev/null)"; then
+    printf '%s\n' "$problems" >&2
+    exit 1
+  fi
+}
+
 # load_model_args [--optional]: set MODEL_ARGS (slime's Qwen3.5-4B architecture flags) by sourcing
 # MODEL_ARGS_SCRIPT. A missing script stops with the fix, or with --optional leaves MODEL_ARGS empty.
 load_model_args() {

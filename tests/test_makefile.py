@@ -138,3 +138,15 @@ def test_setup_says_it_is_still_installing_while_pip_is_silent(tmp_path):
     assert any("pip: still installing the collected packages (" in ln for ln in seen), seen
     assert setup.returncode == 0, "".join(seen) + err
     assert "setup: done" in out
+
+
+def test_make_rehearse_refuses_round_without_resume(tmp_path, rehearsal_world):
+    """ROUND only means something to a resumed rehearsal: without RESUME=1 it was silently dropped."""
+    from support.rehearsal import rehearse_env
+
+    env = rehearse_env(tmp_path, rehearsal_world, tracked=False)
+    res = subprocess.run(["make", "rehearse", "ROUND=1"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode != 0
+    assert "ROUND=1" in res.stderr and "make rehearse RESUME=1 ROUND=1" in res.stderr, res.stderr
+    assert not (tmp_path / "runs" / "rehearsal").exists()

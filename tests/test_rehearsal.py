@@ -228,3 +228,59 @@ def test_the_final_bank_is_called_the_final_bank_not_a_round_that_never_runs(ref
     assert final, out[-3000:]
     assert all(f"round {ROUNDS}:" not in line for line in final), final
     assert any(f"final bank (after round {ROUNDS - 1}, the last)" in line for line in final), final
+
+
+PORT_KNOBS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
+
+
+def test_a_rehearsal_takes_the_ports_in_env_and_names_each_setting_it_replaces(tmp_path, rehearsal_world):
+    """Two clones with their own ports in .env must not collide, and the preflight's "set
+    SHOPSIM_PORT to a free port" must work when followed in .env (issue 27, item 1)."""
+    import subprocess
+
+    from conftest import ROOT
+    from support.rehearsal import own_ports
+
+    ports = own_ports()
+    env = rehearse_env(tmp_path, rehearsal_world, tracked=False,
+                       dotenv={**ports, "ROUNDS": "7", "MAX_TURNS": "9"})
+    for knob in PORT_KNOBS:
+        env.pop(knob)  # in .env only, as a user writes them
+    shown = in_rehearsal(env, *pyhelpers_cmd("config", "show", "--json"))
+    assert shown.returncode == 0, shown.stderr
+    values = json.loads(shown.stdout)["values"]
+    assert {k: values[k] for k in PORT_KNOBS} == ports
+    assert (values["ROUNDS"], values["MAX_TURNS"]) == ("2", "8")  # shrunk, and said so:
+    explain = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "tests" / "fakes" / "rehearsal.py"),
+                              "env", "--explain"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert explain.returncode == 0, explain.stderr
+    replaced = [line for line in explain.stderr.splitlines() if "replaces your" in line]
+    assert any("ROUNDS=7 with 2" in line and "MAX_TURNS=9 with 8" in line for line in replaced), explain.stderr
+    assert not any(knob in line for knob in PORT_KNOBS for line in replaced), explain.stderr
+    assert f"SHOPSIM_PORT={ports['SHOPSIM_PORT']}" in explain.stderr  # the ports it keeps are named too
+
+
+def test_bad_env_values_fail_make_rehearse_and_make_doctor_profile_rehearse_as_they_fail_make_check(
+        tmp_path, rehearsal_world):
+    """ROUNDS and DISK_MARGIN_GB are knobs the rehearsal shrinks: their .env values must still be
+    checked, with make check's own words, before anything starts (issue 27, item 1)."""
+    import subprocess
+
+    from conftest import ROOT
+
+    env = rehearse_env(tmp_path, rehearsal_world, tracked=False, dotenv={"ROUNDS": "2.5", "DISK_MARGIN_GB": "-1"})
+
+    def make(*args):
+        return subprocess.run(["make", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    check = make("check")
+    assert check.returncode != 0
+    wanted = [line for line in check.stderr.splitlines() if line.startswith(("error: ROUNDS=", "error: DISK_MARGIN_GB="))]
+    assert len(wanted) == 2, check.stderr
+    for args in (("rehearse",), ("doctor", "PROFILE=rehearse")):
+        res = make(*args)
+        assert res.returncode != 0, (args, res.stdout[-3000:], res.stderr[-3000:])
+        for line in wanted:
+            assert line in res.stderr, (args, line, res.stderr[-3000:])
+    assert not (tmp_path / "runs" / "rehearsal").exists()  # refused before anything started
+    assert not (tmp_path / "runs" / ".rehearsal" / "analyst.port").exists()

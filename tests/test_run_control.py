@@ -9,14 +9,18 @@ import os
 import re
 import shlex
 import signal
+import subprocess
+import time
 
 import pytest
+from conftest import ROOT
 from support.rehearsal import (
     Run,
     event_seen,
     group_alive,
     in_rehearsal,
     outcome,
+    own_ports,
     pyhelpers_cmd,
     recorded_groups,
     rehearse,
@@ -67,7 +71,7 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
     second = in_rehearsal(env, "bin/train", "--rehearsal")  # what a second `make train` runs
     assert second.returncode == 1
     assert "this run is already in progress" in second.stderr and f"held by pid {driver} on host" in second.stderr
-    assert "stop it with `make stop`" in second.stderr
+    assert "stop it with `make stop REHEARSAL=1`" in second.stderr  # the rehearsal's own command
     again = rehearse(env, timeout=300)  # a fresh `make rehearse` must not touch the running one
     assert again.returncode == 1 and "this run is already in progress" in again.stdout
 
@@ -188,3 +192,141 @@ def test_make_train_continues_a_stop_made_before_it_started_never_one_made_while
     assert lay.stopped_marker.is_file()
     assert clear_stop(lay, 1000.5) == "stopped by `make stop` at 2026-12-03 10:00:00"
     assert not lay.stopped_marker.exists()
+
+
+def _analyst_models(runs) -> dict[int, int]:
+    """{pid: start ticks} of the rehearsal's analyst-model stand-ins (found by their command line)."""
+    out = {}
+    for pid in procfs.all_pids():
+        line = procfs.cmdline(pid, limit=2000)
+        if "openai_server.py" in line and str(runs) in line:
+            out[pid] = procfs.start_ticks(pid)
+    return out
+
+
+def _make(env, *args, timeout=180) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.timeout(600)
+def test_a_second_start_leaves_a_live_rehearsal_alone_and_every_hint_names_the_rehearsal_s_commands(
+        tmp_path, rehearsal_world):
+    """Issue 27 items 2, 4 and 14: a second `make rehearse` / `make train` touches nothing of the live
+    rehearsal before the lock refuses it; `make stop`, the refusal, `make status REHEARSAL=1` and
+    the preflight's fixes speak of the rehearsal; a requested stop is not an error."""
+    # Steps long enough that every check below happens during training, whatever the machine's load.
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY=30)
+    run = Run(tmp_path / "runs")
+    log = tmp_path / "first.log"
+    with open(log, "w") as fh:
+        first = subprocess.Popen(["make", "rehearse"], env=env, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+    wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=first, log=log)
+    driver, model = run.lock_holder()["pid"], _analyst_models(tmp_path / "runs")
+    assert len(model) == 1, model
+
+    again = rehearse(env, timeout=120)  # a fresh `make rehearse` beside it
+    assert _analyst_models(tmp_path / "runs") == model  # the live run's analyst model, untouched
+    assert again.returncode == 1 and "this run is already in progress" in again.stdout
+    assert "stop it with `make stop REHEARSAL=1`" in again.stdout, again.stdout[-3000:]
+    second = in_rehearsal(env, "bin/train", "--rehearsal")  # what a second start runs once configured
+    assert second.returncode == 1 and "stop it with `make stop REHEARSAL=1`" in second.stderr, second.stderr
+    assert _analyst_models(tmp_path / "runs") == model  # the live run's analyst model, untouched
+    assert run.lock_holder()["pid"] == driver and first.poll() is None
+
+    # `make stop` without REHEARSAL=1 finds no real run: it says how to stop the rehearsal.
+    real = _make(env, "stop")
+    assert real.returncode == 0 and "`make stop REHEARSAL=1`" in real.stdout, real.stdout + real.stderr
+    assert first.poll() is None
+
+    # `make status REHEARSAL=1` from a shell with other ports shows those the services hold.
+    other = {**env, **own_ports()}
+    status = _make(other, "status", "REHEARSAL=1")
+    assert status.returncode == 0, status.stderr
+    assert re.search(rf"^  shopsim .* 127\.0\.0\.1:{env['SHOPSIM_PORT']} ", status.stdout, flags=re.M), status.stdout
+    assert other["SHOPSIM_PORT"] not in status.stdout
+
+    stopped = _make(env, "stop", "REHEARSAL=1")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert "continue it with `make rehearse RESUME=1`" in stopped.stdout and "make resume" not in stopped.stdout
+    assert first.wait(timeout=120) == 0  # a requested stop is not an error ...
+    out = log.read_text()
+    assert "make: ***" not in out and "Error:" not in out, out[-3000:]
+    assert "continue: make rehearse RESUME=1" in out  # ... and ends with the way to continue
+
+    # The preflight's fix for a broken bank (the one round 0's training reads) names the rehearsal's resume.
+    bank = run.round_dir(0) / "skillbank.json"
+    assert bank.is_file() and not (run.round_dir(0) / "compiled.json").exists()
+    bank.write_text("{not json")
+    resumed = rehearse(env, "--resume", timeout=180)
+    assert resumed.returncode == 1
+    assert "make rehearse RESUME=1" in resumed.stdout and "`make resume`" not in resumed.stdout, resumed.stdout[-3000:]
+
+
+def test_make_stop_on_a_finished_rehearsal_marks_nothing_stopped(tmp_path, reference):
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(reference.run.runs, runs, symlinks=True, ignore=shutil.ignore_patterns("world"))
+    env = {**reference.env, "RUNS_DIR": str(runs)}
+    run = Run(runs)
+    res = in_rehearsal(env, *pyhelpers_cmd("run", "stop"))
+    assert res.returncode == 0, res.stderr
+    assert not run.run_dir.joinpath("stopped").exists(), res.stdout
+    assert "finished" in res.stdout and "continue it" not in res.stdout, res.stdout
+
+
+@pytest.mark.timeout(600)
+def test_ctrl_c_pressed_again_and_again_during_evaluate_stops_everything_and_prints_the_hint(tmp_path,
+                                                                                            rehearsal_world):
+    """Issue 27 item 3: a second Ctrl-C used to interrupt the driver's cleanup (ShopSimulator, the Ray
+    head and the eval server kept running), and one Ctrl-C ended in make's Error 141 (tee died
+    first), losing the cleanup lines and the hint."""
+    from support.tmux import Pane
+
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SGLANG_LATENCY_MS=300)
+    run = Run(tmp_path / "runs")
+    pane = Pane(tmp_path, "make rehearse", env)
+    try:
+        wait_for("evaluate", lambda: event_seen(run, "stage-start", stage="evaluate")
+                 and "eval-server" in recorded_groups(run), timeout=400)
+        groups = recorded_groups(run)
+        assert {"shopsim", "ray-head", "eval-server"} <= set(groups), groups
+        for _ in range(3):
+            pane.keys("C-c")
+            time.sleep(0.5)
+        deadline = time.monotonic() + 180
+        while not pane.ended() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pane.ended(), pane.text()[-3000:]
+        text = pane.text()
+        for name, pgid in groups.items():
+            assert not group_alive(pgid), f"{name} (pgid {pgid}) survived:\n{text[-3000:]}"
+        assert procfs.marker_matches(_ray_temp_dir(env)) == {}
+        for knob in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"):
+            assert ports.port_free("127.0.0.1", int(env[knob])), knob
+        from pyhelpers.run import lock as runlock
+
+        assert runlock.lock_free(run.run_dir / "lock")
+        assert "continue: make rehearse RESUME=1" in text, text[-3000:]
+        assert "Error 141" not in text and "Traceback" not in text, text[-3000:]
+    finally:
+        pane.close()
+
+
+@pytest.mark.timeout(600)
+def test_two_rehearsals_started_at_once_the_refused_one_touches_nothing_of_the_other(tmp_path, rehearsal_world):
+    """`make rehearse & make rehearse` (issue 27 item 2): the second used to restart the first's
+    analyst-model stand-in before its lock refusal, and the first then finished rc 0 with an empty
+    bank ("0 processed")."""
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1)
+    run = Run(tmp_path / "runs")
+    procs_logs = [start(env), start(env)]
+    codes = [p.wait(timeout=400) for p, _ in procs_logs]
+    outs = [log.read_text(errors="replace") for _, log in procs_logs]
+    assert sorted(codes) == [0, 1], "\n\n".join(o[-3000:] for o in outs)
+    refused = outs[codes.index(1)]
+    assert "this run is already in progress" in refused, refused[-3000:]
+    final = json.loads((run.run_dir / "skillbank-final.json").read_text())
+    assert final["skills"], outs[codes.index(0)][-3000:]  # the analyst's skills reached the bank
+    assert _analyst_models(tmp_path / "runs") == {}  # and its stand-in stopped with the run

@@ -202,3 +202,23 @@ def test_make_logs_lists_sizes_and_ages_and_follows_with_a_line_count(toolkit_en
     finally:
         follow.kill()
         follow.wait()
+
+
+def test_ctrl_c_out_of_make_logs_follow_ends_without_make_s_interrupt(toolkit_env, tmp_path):
+    from support.tmux import Pane
+
+    logs = tmp_path / "runs" / "qwen35-4b-train-100" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "driver.log").write_text("".join(f"line {i}\n" for i in range(10)))
+    pane = Pane(tmp_path, "make logs SERVICE=driver LINES=2 FOLLOW=1", toolkit_env)
+    try:
+        pane.wait_for(r"^line 9$")
+        pane.keys("C-c")
+        deadline = time.monotonic() + 30
+        while not pane.ended() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pane.ended(), "make logs FOLLOW=1 did not end on Ctrl-C"
+        text = pane.text()
+        assert "Interrupt" not in text and "make: ***" not in text and "Traceback" not in text, text
+    finally:
+        pane.close()

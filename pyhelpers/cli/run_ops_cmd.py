@@ -26,9 +26,10 @@ from pyhelpers.loop import stages
 from pyhelpers.loop.console import stamp
 from pyhelpers.loop.stages import train as trainstage
 from pyhelpers.procs import groups as procs
+from pyhelpers.run import hints, rehearsal
 from pyhelpers.run import lock as runlock
 from pyhelpers.run import plan as runplan
-from pyhelpers.run import rehearsal
+from pyhelpers.run import state as runstate
 from pyhelpers.run import status as runstatus
 from pyhelpers.run import stop as runstop
 from pyhelpers.run.layout import from_config
@@ -51,12 +52,26 @@ def run_stop():
     """
     cfg, lay = _ctx()
     if not lay.run_dir.is_dir():
-        click.echo(f"no run named {cfg.run_name} in {lay.run_dir.parent}: nothing to stop")
+        beside = runstop.running_beside(lay)
+        click.echo(f"no run named {cfg.run_name} in {lay.run_dir.parent}: nothing to stop"
+                   + (f"; {'; '.join(beside)}" if beside else ""))
         return
+    say = hints.for_run(bool(rehearsal.is_rehearsal(lay)))  # a rehearsal's hints name its own commands
+    running = runlock.live_holder(lay.lock) is not None
+    try:
+        finished = not running and runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL")).finished
+    except ToolkitError:
+        finished = False
     for line in runstop.stop_run(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay),
-                                 progress=click.echo):
+                                 progress=click.echo, mark=not finished):
         click.echo(line)
-    click.echo(f"run {cfg.run_name} stopped; continue it with `make resume`")
+    if finished:
+        click.echo(f"run {cfg.run_name} had finished: nothing to stop, and no stop recorded")
+        return
+    click.echo(say(f"run {cfg.run_name} stopped; continue it with `make resume`"))
+    if not running:
+        for line in runstop.running_beside(lay):
+            click.echo(f"note: {line}")
 
 
 @run.command("cleanup")
@@ -75,17 +90,27 @@ def run_cleanup():
 
 
 @run.command("rehearsal-reset")
-def run_rehearsal_reset():
+@click.option("--check", "check_only", is_flag=True,
+              help="Only refuse what the reset would refuse (a real run, real checkpoints); change nothing.")
+def run_rehearsal_reset(check_only):
     """Before a fresh `make rehearse`: delete the previous rehearsal of RUN_NAME (only files
-    marked as a rehearsal's; refuses real checkpoints and real runs).
+    marked as a rehearsal's; refuses real checkpoints and real runs). Only for the driver that
+    holds the run lock (bin/train, our parent): the lock file stays, and nobody else's run is touched.
 
     \b
     Example:
-      RUN_NAME=rehearsal pyhelpers run rehearsal-reset
+      RUN_NAME=rehearsal pyhelpers run rehearsal-reset   (from bin/train, holding the lock)
     """
 
     cfg, lay = _ctx()
-    runlock.require_free(lay.lock)
+    if check_only:
+        rehearsal.fresh(lay, dry_run=True)
+        return
+    holder = runlock.live_holder(lay.lock)
+    if not holder or holder["pid"] != os.getppid():
+        raise runlock.refusal(lay.lock) if holder else ToolkitError(
+            "the previous rehearsal is removed only by the driver that holds its lock", str(lay.lock),
+            "run `make rehearse`")
     if rehearsal.is_rehearsal(lay) is False:
         raise ToolkitError(f"RUN_NAME={cfg.run_name} is a real run, not a rehearsal", str(lay.manifest),
                            "give the rehearsal its own RUN_NAME (default: rehearsal)")
@@ -191,7 +216,15 @@ def run_logs(service, lines, follow):
         raise ToolkitError(f"no log named {path.name}", str(lay.logs),
                            f"choose one of: {', '.join(p.stem for p in logs) or '(none yet)'}")
     if follow:
-        os.execvp("tail", ["tail", "-n", str(lines), "-F", str(path)])
+        # tail is our child, not exec'd: Ctrl-C is how one leaves, so it ends here quietly (exit
+        # 0) instead of tail dying of SIGINT, which make reports as "*** [logs] Interrupt".
+        tail = subprocess.Popen(["tail", "-n", str(lines), "-F", str(path)])
+        try:
+            tail.wait()
+        except KeyboardInterrupt:
+            tail.wait()
+            return
+        raise SystemExit(tail.returncode)
     click.echo(f"--- {path} (last {lines} lines) ---")
     for line in procs.log_tail(path, lines):
         click.echo(line)

@@ -62,7 +62,7 @@ def run_loop(stop_before, model_args):
     except Stopped as exc:
         console.status("")
         say(f"stopped ({exc})")
-        raise SystemExit(143 if str(exc) == "SIGTERM" else 130) from None
+        raise SystemExit(130 if str(exc) == "SIGINT" else 143) from None
     except ToolkitError as exc:  # the reason goes to the terminal, not only to the log
         console.status("")
         say(f"Error: {exc}")

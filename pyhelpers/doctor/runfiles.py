@@ -4,6 +4,8 @@ schema, checked in the preflight, before ShopSimulator, Ray or the job start."""
 from __future__ import annotations
 
 from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
+from pyhelpers.jsonfiles import load_json_or_none
+from pyhelpers.run import hints
 from pyhelpers.run import inputs as run_inputs
 from pyhelpers.run import layout as runlayout
 
@@ -15,11 +17,15 @@ def check_run_files(ctx: Context) -> list[Result]:
     inputs, bad = run_inputs.check(ctx.cfg, lay, fresh=ctx.fresh_run)
     if bad:
         first, why = bad[0]
-        details = [f"{p} (fix: {i.fix})" for i, p in bad[:SHOWN]]
+        # A rehearsal's fixes name its own commands (run.json says which run this is; the rehearse
+        # profile alone does not: a CPU box checks a real run's files with it too).
+        manifest = load_json_or_none(lay.manifest)
+        say = hints.for_run(isinstance(manifest, dict) and bool(manifest.get("rehearsal")))
+        details = [f"{p} (fix: {say(i.fix)})" for i, p in bad[:SHOWN]]
         if len(bad) > SHOWN:
             details.append(f"... and {len(bad) - SHOWN} more")
         return [result("run-files", FAIL, f"{len(bad)} of {len(inputs)} file(s) the next stages read are invalid; "
-                                          f"first: {why}", fix=first.fix, details=details)]
+                                          f"first: {why}", fix=say(first.fix), details=details)]
     if not inputs:
         return [result("run-files", PASS, "nothing of the run to read yet (a new run, SEED_BANK empty)")]
     return [result("run-files", PASS, f"{len(inputs)} file(s) the next stages read are valid")]

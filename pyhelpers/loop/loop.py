@@ -52,6 +52,10 @@ Echo = Callable[[str], None]
 
 
 def _on_signal(signum, _frame):
+    # Once: the stages stop what they started on the way out, and a second Ctrl-C (the terminal
+    # sends each one to us too) or the driver's TERM must not cut that short.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
     raise Stopped(signal.Signals(signum).name)
 
 
@@ -135,9 +139,8 @@ class Loop:
 
     def _stages(self, stop_before: str | None) -> str:
         while True:
-            if self.lay.stopped_marker.is_file():
-                raise ToolkitError(f"run {self.lay.run_dir.name} was stopped by make stop",
-                                   str(self.lay.stopped_marker), "continue it with `make resume`")
+            if self.lay.stopped_marker.is_file():  # make stop, between two stages: asked for, not an error
+                raise Stopped("make stop")
             pos = runstate.position(self.lay, self.cfg.int("ROUNDS"), self.cfg.flag("BASELINE_VAL"))
             if pos.finished:
                 self.notifier.send("run-done", f"run finished: {self.cfg.int('ROUNDS')} rounds")

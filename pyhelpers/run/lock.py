@@ -95,7 +95,24 @@ def _inheritors(lock_path: Path, skip: set[int]) -> list[str]:
 
 
 def refusal(lock_path: Path) -> ToolkitError:
-    """The error for a lock that another process holds: who, since when, and how to stop it."""
+    """The error for a lock that another process holds: who, since when, and how to stop it (for
+    a rehearsal, with its own commands: pyhelpers/run/hints.py)."""
+    err = _refusal(lock_path)
+    if _is_rehearsal(Path(lock_path).parent):
+        from pyhelpers.run.hints import for_rehearsal
+
+        err = ToolkitError(err.what, err.where, for_rehearsal(err.fix))
+    return err
+
+
+def _is_rehearsal(run_dir: Path) -> bool:
+    try:
+        return bool(json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("rehearsal"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _refusal(lock_path: Path) -> ToolkitError:
     info = read_holder(lock_path)
     skip = procfs.ancestors()
     if info and info.get("host") != procfs.hostname():

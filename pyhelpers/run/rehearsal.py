@@ -76,19 +76,26 @@ def mark(lay: RunLayout) -> None:
     (lay.save_dir / MARKER).write_text("Written by `make rehearse`: stand-in checkpoints, safe to delete.\n")
 
 
-def fresh(lay: RunLayout) -> list[Path]:
-    """Delete the previous rehearsal of this RUN_NAME (only what is marked as one)."""
+def fresh(lay: RunLayout, dry_run: bool = False) -> list[Path]:
+    """Delete the previous rehearsal of this RUN_NAME (only what is marked as one); dry_run: only
+    refuse what it would refuse, changing nothing (before the driver takes the lock, which creates
+    the run's directory). Its lock file stays: the driver calling this holds the flock on it,
+    which a new file would not carry."""
     removed = []
     guard(lay, rehearsal=True)
+    if lay.save_dir.exists() and not (lay.save_dir / MARKER).is_file() and any(lay.save_dir.iterdir()):
+        raise ToolkitError("the rehearsal's TRAIN_SAVE directory holds files it did not write", str(lay.save_dir),
+                           "move them away or point TRAIN_SAVE elsewhere; nothing was deleted")
+    if dry_run:
+        return removed
     if is_rehearsal(lay):
-        shutil.rmtree(lay.run_dir)
+        for p in lay.run_dir.iterdir():
+            if p != lay.lock:
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
         removed.append(lay.run_dir)
     if (lay.save_dir / MARKER).is_file():
         shutil.rmtree(lay.save_dir)
         removed.append(lay.save_dir)
-    elif lay.save_dir.exists() and any(lay.save_dir.iterdir()):
-        raise ToolkitError("the rehearsal's TRAIN_SAVE directory holds files it did not write", str(lay.save_dir),
-                           "move them away or point TRAIN_SAVE elsewhere; nothing was deleted")
     return removed
 
 

@@ -83,12 +83,29 @@ def _driver(lay: RunLayout, evs: list[dict]) -> dict:
     return out
 
 
+def _held(pgid: int) -> list[tuple[str, int]]:
+    """(address, port) of each TCP socket a process of the group listens on, by port."""
+    from pyhelpers.procs import procfs
+
+    listening = procfs.listeners()
+    inodes = {int(target[8:-1]) for pid in procfs.group_members(pgid) for _, target in procfs.open_fds(pid)
+              if target.startswith("socket:[")}
+    return sorted({listening[i] for i in inodes if i in listening}, key=lambda a: a[1])
+
+
 def _services(cfg, lay: RunLayout) -> list[dict]:
+    """The recorded services; a live one's address is the one its processes listen on (the
+    knob's port when they hold it), never what this shell's configuration says now: .env may
+    have changed since the run started, and a rehearsal's shell is not the run's."""
     rows = []
+    groups = {r.name: r.pgid for r in procs.records(lay.pids)}
     for row in procs.status(lay.pids):
-        host_knob, port_knob = PORTS.get(row["name"], (None, None))
-        if port_knob:
-            row["address"] = f"{cfg[host_knob] if host_knob else '127.0.0.1'}:{cfg[port_knob]}"
+        _, port_knob = PORTS.get(row["name"], (None, None))
+        if port_knob and row["state"] == "alive":
+            held = _held(groups[row["name"]])
+            wanted = [a for a in held if str(a[1]) == cfg[port_knob]] or held  # else each port it holds
+            if wanted:
+                row["address"] = ", ".join(f"{addr}:{port}" for addr, port in wanted)
         row["log"] = str(Path(row["log"]).name)
         rows.append(row)
     return rows

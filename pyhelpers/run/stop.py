@@ -60,9 +60,31 @@ def clear_stop(lay: RunLayout, started_at: float) -> str | None:
     return text
 
 
-def stop_run(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job, progress=lambda s: None) -> list[str]:
-    lay.stopped_marker.parent.mkdir(parents=True, exist_ok=True)
-    lay.stopped_marker.write_text(f"stopped by `make stop` at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+def running_beside(lay: RunLayout) -> list[str]:
+    """Other runs of RUNS_DIR whose driver runs now, each with the command that stops it: a
+    `make stop` that found nothing of its own says what the user may have meant."""
+    import json
+
+    out = []
+    for lock in sorted(lay.run_dir.parent.glob("*/lock")):
+        if lock.parent == lay.run_dir or not runlock.live_holder(lock):
+            continue
+        try:
+            rehearsal = json.loads((lock.parent / "run.json").read_text(encoding="utf-8")).get("rehearsal")
+        except (OSError, ValueError):
+            rehearsal = None
+        how = ("a rehearsal: stop it with `make stop REHEARSAL=1`" if rehearsal else
+               f"stop it with `make stop RUN_NAME={lock.parent.name}`")
+        out.append(f"{lock.parent.name} is running ({how})")
+    return out
+
+
+def stop_run(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job, progress=lambda s: None,
+             mark: bool = True) -> list[str]:
+    """`make stop`; mark=False (a finished run): stop what is left, record no stop to continue."""
+    if mark:
+        lay.stopped_marker.parent.mkdir(parents=True, exist_ok=True)
+        lay.stopped_marker.write_text(f"stopped by `make stop` at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
     lines = []
     holder = runlock.read_holder(lay.lock)
     if runlock.live_holder(lay.lock):

@@ -241,6 +241,8 @@ def main() -> None:
     ap.add_argument("--expect-key-knob", default=None,
                     help="answer 401 unless the Bearer key equals this knob of the toolkit's configuration "
                          "(.env < environment, as the analyst reads it; DashScope knows its keys)")
+    ap.add_argument("--exit-with", type=int, metavar="PID",
+                    help="exit when this process ends (a rehearsal's driver: even a SIGKILLed one leaves none)")
     args = ap.parse_args()
     expect = _knob(args.expect_key_knob) if args.expect_key_knob else None
     srv = FakeOpenAI(expect_key=expect).start(args.port)
@@ -249,8 +251,19 @@ def main() -> None:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
-    done.wait()
+    watched = _started(args.exit_with) if args.exit_with else None
+    while not done.wait(0.5):
+        if watched and _started(args.exit_with) != watched:
+            break
     srv.stop()
+
+
+def _started(pid: int) -> str | None:
+    """The start time of pid (field 22 of /proc/<pid>/stat), None once it is gone: a reused pid differs."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
 
 if __name__ == "__main__":

@@ -15,12 +15,17 @@ RUNS_DIR/.rehearsal/world and prints the `export` lines that point the toolkit a
   torch_dist "release" (TORCH_DIST_MODEL); task files made by `pyhelpers data build`;
 - the fake SGLang server as SGLANG_LAUNCHER.
 
-Knobs fall in two classes. Stand-ins (programs, models, data) are always overridden: a rehearsal
-never touches the real stack. Scale and place (ROUNDS, batch sizes, ports, RUN_NAME, TRAIN_SAVE,
-timeouts ...) get small rehearsal values unless given on the command line / in the environment,
-so `make rehearse ROUNDS=3` works; the rest of the user's .env applies as in a real run. Keys: the
-user's .env keys are used when present (they only reach local stand-ins: W&B runs offline, the
-analyst model is the fake on loopback); otherwise obvious fake keys are exported.
+Knobs fall in three classes. Stand-ins (programs, models, data) are always overridden: a rehearsal
+never touches the real stack. Scale (ROUNDS, batch sizes, RUN_NAME, TRAIN_SAVE, timeouts ...) gets
+small rehearsal values unless given on the command line / in the environment, so `make rehearse
+ROUNDS=3` works. Ports are the user's: those set in .env (or on the command line) are kept, so two
+clones with their own ports in .env rehearse side by side and a preflight's "set SHOPSIM_PORT to a
+free port" works when followed in .env; only ports left at their defaults get the rehearsal's own
+(not the real run's, which may be running). The rest of the user's .env applies as in a real run,
+and `make rehearse` names each .env value it replaced (explain()). The user's own values are
+checked first, as `make check` checks them (bin/lib.sh check_your_config), even those replaced
+here. Keys: the user's .env keys are used when present (they only reach local stand-ins: W&B runs
+offline, the analyst model is the fake on loopback); otherwise obvious fake keys are exported.
 """
 
 from __future__ import annotations
@@ -55,8 +60,6 @@ SCALE = {
     "MAX_TURNS": "8", "ROLLOUT_MAX_CONTEXT_LEN": "32000", "ROLLOUT_MAX_RESPONSE_LEN": "256",
     "SKILL_TOKEN_BUDGET": "512", "SHOPSIM_SLOTS": "48", "SHOPSIM_EPISODE_CONCURRENCY": "16",
     "EVAL_CONCURRENCY": "16", "GATE_PAIRS": "12", "GATE_ARM_EPISODES": "4", "GATE_MAX_SKILLS": "4",
-    # Not the real run's ports (RAY_PORT takes the nine ports above it too).
-    "SHOPSIM_PORT": "25700", "EVAL_PORT": "31000", "RAY_PORT": "26380", "RAY_DASHBOARD_PORT": "28265",
     "SHOPSIM_START_TIMEOUT": "60", "SGLANG_START_TIMEOUT": "60", "JOB_START_TIMEOUT": "180",
     "SHOPSIM_RESET_RETRIES": "3", "SHOPSIM_RESET_DELAY": "0.2", "STOP_GRACE": "3", "READY_BACKOFF_MAX": "0.5",
     # One record per analyst request: batches then do not depend on when the analyst polls, so a
@@ -65,6 +68,10 @@ SCALE = {
     "ANALYST_DRAIN_TIMEOUT": "60", "ANALYST_TIMEOUT": "10", "ANALYST_MAX_CALLS": "400", "DISK_MARGIN_GB": "1",
     "WANDB_MODE": "offline", "BASELINE_VAL": "0",
 }
+# Ports: the user's when set in .env or the environment; else these, not the real run's defaults
+# (a real run may be using those). RAY_PORT takes the nine ports above it too.
+PORTS = {"SHOPSIM_PORT": "25700", "EVAL_PORT": "31000", "RAY_PORT": "26380", "RAY_DASHBOARD_PORT": "28265"}
+DEFAULTS = "env/defaults.env"  # Config.sources' name for a knob nobody set
 
 
 def _stamp() -> str:
@@ -179,6 +186,8 @@ def exports(environ: dict[str, str]) -> dict[str, str]:
     }
     scale = {**SCALE, "TRAIN_SAVE": str(base / "train_save")}
     out.update({k: v for k, v in scale.items() if k not in environ})
+    yours = config_mod.load(environ)
+    out.update({k: v for k, v in PORTS.items() if yours.sources.get(k) == DEFAULTS})
     # A rehearsal's W&B runs never join the real run's group, and it tells nobody's webhook
     # unless asked (REHEARSAL_NOTIFY=1 keeps NOTIFY_WEBHOOK: a way to try the webhook itself).
     out["WANDB_GROUP"] = f"rehearsal-{environ.get('RUN_NAME') or SCALE['RUN_NAME']}"
@@ -199,14 +208,29 @@ REPLACED = (
 )
 
 
-def explain(environ: dict[str, str]) -> list[str]:
-    """The lines `make rehearse` prints before it starts (stderr)."""
-    scale = ", ".join(k for k in SCALE if k not in environ)
+def explain(environ: dict[str, str], out: dict[str, str]) -> list[str]:
+    """The lines `make rehearse` prints before it starts (stderr); `out`: exports(environ)."""
+    from pyhelpers.config import load as config_mod
     from pyhelpers.loop.console import stamp
 
-    lines = ([f"replaces {what}: {why}" for what, why in REPLACED]
-             + [f"small values for {scale} (give any on the command line: make rehearse ROUNDS=3)",
-                "W&B group rehearsal-<RUN_NAME>; no notifications unless REHEARSAL_NOTIFY=1"])
+    yours = config_mod.load(environ)
+    knobs = config_mod.read_knobs()
+    replaced = [k for k, v in out.items() if k in knobs and yours.sources.get(k) == str(yours.env_file)
+                and yours[k] != v and k not in yours.secret_names]
+    small = ", ".join(k for k in SCALE if yours.sources.get(k) == DEFAULTS)
+    ports = ", ".join(f"{k}={out.get(k, yours[k])}" for k in PORTS)
+    whose = [k for k in PORTS if yours.sources.get(k) != DEFAULTS]
+    lines = [f"replaces {what}: {why}" for what, why in REPLACED]
+    if replaced:
+        lines.append(f"replaces your {', '.join(f'{k}={yours[k]} with {out[k]}' for k in replaced)} (from "
+                     f"{yours.env_file}; to keep one, give it on the command line: make rehearse "
+                     f"{replaced[0]}={yours[replaced[0]]})")
+    lines += [f"small values for {small} (give any on the command line: make rehearse ROUNDS=3)",
+              f"ports {ports} ("
+              + (f"yours: {', '.join(whose)}; " if whose else "")
+              + ("the others are the rehearsal's own, not the real run's defaults: set them in .env to choose"
+                 if len(whose) < len(PORTS) else "as in your configuration") + ")",
+              "W&B group rehearsal-<RUN_NAME>; no notifications unless REHEARSAL_NOTIFY=1"]
     return [stamp("rehearse", line) for line in lines]
 
 
@@ -214,10 +238,11 @@ def main(argv: list[str]) -> int:
     if argv[:1] != ["env"] or argv[1:] not in ([], ["--explain"]):
         print("usage: rehearsal.py env [--explain]", file=sys.stderr)
         return 2
-    for name, value in exports(dict(os.environ)).items():
+    out = exports(dict(os.environ))
+    for name, value in out.items():
         print(f"export {name}={shlex.quote(value)}")
     if argv[1:] == ["--explain"]:
-        print("\n".join(explain(dict(os.environ))), file=sys.stderr)
+        print("\n".join(explain(dict(os.environ), out)), file=sys.stderr)
     return 0
 
 
