@@ -57,17 +57,17 @@ class _Draws:
 
 
 def test_a_users_run_and_rehearsal_defaults_are_never_drawn(monkeypatch):
-    from fakes.rehearsal import SCALE
+    from fakes.rehearsal import PORTS
 
     defaults = [int(read_knobs()[k].default) for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_DASHBOARD_PORT", "RAY_PORT")]
-    rehearsal = [int(SCALE[k]) for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_DASHBOARD_PORT", "RAY_PORT")]
+    rehearsal = [int(PORTS[k]) for k in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_DASHBOARD_PORT", "RAY_PORT")]
     below = [p for p in defaults + rehearsal if p >= 20000]  # the ones the draw range holds
     assert below, "no default lies in the drawn range any more: draw them on purpose below"
     # Every draw first lands on a default (RAY_PORT's block: its first port and one inside it).
-    draws = [p for p in below for _ in range(4)] + [int(SCALE["RAY_PORT"]) + 5] * 4
+    draws = [p for p in below for _ in range(4)] + [int(PORTS["RAY_PORT"]) + 5] * 4
     monkeypatch.setattr(random, "SystemRandom", lambda: _Draws(draws))
     got = own_ports()
-    ray = int(SCALE["RAY_PORT"])
+    ray = int(PORTS["RAY_PORT"])
     for name, port in got.items():
         span = range(int(port), int(port) + (10 if name == "RAY_PORT" else 1))
         assert not set(span) & (set(below) | set(range(ray, ray + 10))), (name, port)

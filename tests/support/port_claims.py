@@ -43,14 +43,14 @@ def _ephemeral_low() -> int:
 
 def _defaults_in_use() -> set[int]:
     """The ports of a user's run and rehearsal with default settings (RAY_PORT: its whole block)."""
-    from fakes.rehearsal import SCALE
+    from fakes.rehearsal import PORTS
 
     from pyhelpers.config.load import read_knobs
     from pyhelpers.launch.ray_ports import SPAN
 
     knobs = read_knobs()
     out: set[int] = set()
-    for source in ({k: knobs[k].default for k in PORT_KNOBS}, {k: SCALE[k] for k in PORT_KNOBS}):
+    for source in ({k: knobs[k].default for k in PORT_KNOBS}, {k: PORTS[k] for k in PORT_KNOBS}):
         for name, value in source.items():
             port = int(value)
             out.update(range(port, port + (SPAN if name == "RAY_PORT" else 1)))
