@@ -153,8 +153,10 @@ def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehears
     assert not foreign, "\n".join(foreign[:20])
     for noise in ("PyTorch was not found", "wandb: ", " INFO ", "Warning"):
         assert noise not in res.stdout
-    driver_log = (Run(tmp_path / "runs").run_dir / "logs" / "driver.log").read_text()
-    assert "wandb: " in driver_log  # W&B's banners are kept, in the log
+    # W&B's banners are kept, in the log of the process that logs to W&B (the driver holds no
+    # W&B key: its W&B logging runs in `run log-wandb`, architecture §3).
+    wandb_log = (Run(tmp_path / "runs").run_dir / "logs" / "wandb-log.log").read_text()
+    assert "wandb: " in wandb_log
     assert hook.posts == []
 
     preflight = re.search(r"preflight: (doctor: .*)$", res.stdout, flags=re.M).group(1)
