@@ -102,7 +102,7 @@ setup: ## Create/update .venv with the pinned packages (fast no-op when up to da
 	@bin/setup
 
 .PHONY: test
-test: setup ## Lint, then every test on parallel workers (about 8 min on 2 cores; CI runs this)
+test: setup ## Lint, then every test on parallel workers (about 10 min on 2 cores; CI runs this)
 	@bin/test
 
 .PHONY: test-fast

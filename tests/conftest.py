@@ -212,6 +212,7 @@ def _reference_built_early(request, tmp_path_factory):
         return
     import threading
 
+    tmp_path_factory.getbasetemp()  # made here, in the main thread: the two must not both make it
     thread = threading.Thread(target=_shared_reference, args=(tmp_path_factory,), daemon=True)
     thread.start()
     yield
