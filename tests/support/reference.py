@@ -16,32 +16,21 @@ from types import SimpleNamespace
 from support.rehearsal import DASHSCOPE_KEY, KEYS, WANDB_KEY, Run, rehearse, rehearse_env, stop_leftovers
 
 
-class CmdlineWatch:
-    """Reads every process's /proc/<pid>/cmdline every 0.1 s while a rehearsal runs and keeps
-    what contains one of `needles` (a secret must never be on a command line)."""
+class _Watch:
+    """A thread that calls `scan()` every 0.1 s while the `with` block runs (a rehearsal)."""
 
-    def __init__(self, needles, more=lambda: []):
-        self.needles = [n.encode() for n in needles]
-        self.more = more  # needles known only once the run makes them (its Ray token)
-        self.hits: list[str] = []
+    def __init__(self):
         self.scans = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
-        from pyhelpers.procs import procfs
-
         while not self._stop.wait(0.1):
-            needles = self.needles + [n.encode() for n in self.more()]
-            for pid in procfs.all_pids():
-                try:  # whole, not procfs.cmdline's 200 characters: a key may sit further on
-                    raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if any(n in raw for n in needles):
-                    shown = raw.replace(b"\x00", b" ")[:300]
-                    self.hits.append(f"{pid}: {shown!r}")
+            self.scan()
             self.scans += 1
+
+    def scan(self):
+        raise NotImplementedError
 
     def __enter__(self):
         self._thread.start()
@@ -52,7 +41,31 @@ class CmdlineWatch:
         self._thread.join()
 
 
-class EnvironWatch:
+class CmdlineWatch(_Watch):
+    """Reads every process's /proc/<pid>/cmdline every 0.1 s while a rehearsal runs and keeps
+    what contains one of `needles` (a secret must never be on a command line)."""
+
+    def __init__(self, needles, more=lambda: []):
+        self.needles = [n.encode() for n in needles]
+        self.more = more  # needles known only once the run makes them (its Ray token)
+        self.hits: list[str] = []
+        super().__init__()
+
+    def scan(self):
+        from pyhelpers.procs import procfs
+
+        needles = self.needles + [n.encode() for n in self.more()]
+        for pid in procfs.all_pids():
+            try:  # whole, not procfs.cmdline's 200 characters: a key may sit further on
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if any(n in raw for n in needles):
+                shown = raw.replace(b"\x00", b" ")[:300]
+                self.hits.append(f"{pid}: {shown!r}")
+
+
+class EnvironWatch(_Watch):
     """Reads /proc/<pid>/environ of every process of one rehearsal every 0.1 s while it runs and
     keeps, for each secret, who holds it: {name: {pid: [its command, its parent's, …]}}, the
     line up to the rehearsal's first process (a secret reaches only the processes that use it,
@@ -66,49 +79,37 @@ class EnvironWatch:
         self.more = more  # secrets known only once the run makes them (its Ray token)
         self.holders: dict[str, dict[int, list[str]]] = {}
         self.members: set[int] = set()  # every process of the rehearsal seen
-        self.scans = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__()
 
-    def _run(self):
+    def scan(self):
         from pyhelpers.procs import procfs
 
-        while not self._stop.wait(0.1):
-            secrets = {name: value.encode() for name, value in {**self.secrets, **self.more()}.items()}
-            environ, parent = {}, {}
-            for pid in procfs.all_pids():
-                st = procfs.read_stat(pid)
-                try:
-                    environ[pid] = Path(f"/proc/{pid}/environ").read_bytes()
-                except OSError:
-                    continue
-                parent[pid] = st.ppid if st else 0
-            ours = {pid for pid, env in environ.items() if self.marker in env}
-            for pid in environ:  # and their descendants
-                chain, p = [], pid
-                while p and p not in ours and p not in chain:
-                    chain.append(p)
-                    p = parent.get(p, 0)
-                if p in ours:
-                    ours.update(chain)
-            self.members |= ours
-            for pid in ours:
-                for name, value in secrets.items():
-                    if value in environ[pid] and pid not in self.holders.get(name, {}):
-                        line, p = [], pid
-                        while p in ours and len(line) < 20:
-                            line.append(procfs.cmdline(p, 160))
-                            p = parent.get(p, 0)
-                        self.holders.setdefault(name, {})[pid] = line
-            self.scans += 1
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+        secrets = {name: value.encode() for name, value in {**self.secrets, **self.more()}.items()}
+        environ, parent = {}, {}
+        for pid in procfs.all_pids():
+            st = procfs.read_stat(pid)
+            try:
+                environ[pid] = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue
+            parent[pid] = st.ppid if st else 0
+        ours = {pid for pid, env in environ.items() if self.marker in env}
+        for pid in environ:  # and their descendants
+            chain, p = [], pid
+            while p and p not in ours and p not in chain:
+                chain.append(p)
+                p = parent.get(p, 0)
+            if p in ours:
+                ours.update(chain)
+        self.members |= ours
+        for pid in ours:
+            for name, value in secrets.items():
+                if value in environ[pid] and pid not in self.holders.get(name, {}):
+                    line, p = [], pid
+                    while p in ours and len(line) < 20:
+                        line.append(procfs.cmdline(p, 160))
+                        p = parent.get(p, 0)
+                    self.holders.setdefault(name, {})[pid] = line
 
 
 def build(tmp: Path, world: Path) -> dict:
