@@ -9,10 +9,11 @@ import pytest
 from conftest import ROOT
 
 from pyhelpers.config import load as config
+from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_ports, slime_flags
 from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.run import manifest as runmanifest
+from pyhelpers.launch import slime_flags
+from pyhelpers.overview import manifest as runmanifest
 from pyhelpers.run.layout import from_config
 
 

@@ -26,8 +26,8 @@ from support.rehearsal import (
     wait_for,
 )
 
+from pyhelpers.config import ray_ports
 from pyhelpers.config.load import load
-from pyhelpers.launch import ray_ports
 from pyhelpers.procs import groups, procfs
 
 LOOPBACK = ("127.0.0.1", "::ffff:127.0.0.1", "::1")

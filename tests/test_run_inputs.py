@@ -12,10 +12,10 @@ from pyhelpers.config import load as config
 from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
 from pyhelpers.loop import loop as driver
-from pyhelpers.run import inputs as run_inputs
 from pyhelpers.run import layout as runlayout
-from pyhelpers.run import state as runstate
 from pyhelpers.skills import bank as bank_mod
+from pyhelpers.stages import inputs as run_inputs
+from pyhelpers.stages import position as runstate
 
 CANDIDATES = {"schema_version": 1, "batch_id": "0123456789abcdef", "round": 0, "record_ids": ["r1"],
               "analyst_model": "m", "prompt_hash": "0" * 64, "status": "ok", "reason": None, "proposals": []}

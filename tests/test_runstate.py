@@ -9,10 +9,10 @@ import pytest
 from fakes.megatron_layout import write_checkpoint, write_hf
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.loop.stages import export, inject, rotate
 from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.stages import export, inject, rotate
+from pyhelpers.stages import position as runstate
 
 ROUNDS = 3
 
@@ -254,8 +254,8 @@ def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
 def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
     """make status's step line: the last whole line (a replayed step after a resume is the newest
     line, a torn line is skipped), with the success rate and the groups kept/drawn the plugin logged."""
+    from pyhelpers.overview import status as runstatus
     from pyhelpers.rollout.metrics import append_jsonl, read_jsonl
-    from pyhelpers.run import status as runstatus
 
     lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
     assert runstatus._step(lay, 1) is None
@@ -267,7 +267,7 @@ def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
         fh.write('{"round": 1, "rollout_id": 3, "metr')  # torn by a kill
     assert runstatus._step(lay, 1) == {"rollout_id": 2, "of": "2..3", "success_rate": 0.75}
     # the dynamic-sampling figures (issue 19): how much the step drew to fill its batch
-    from pyhelpers.run.progress import step_words
+    from pyhelpers.stages.progress import step_words
 
     rec = read_jsonl(lay.rollout_metrics(1))[2]["metrics"]
     assert step_words(rec) == "groups kept 16 of 64 (3 without reward variance, draw limit reached), success 75.0%"
@@ -277,9 +277,9 @@ def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_sta
     """`make resume` into a train stage prints what slime will do with the tracked save (the
     rotation's notes say the same)."""
     from pyhelpers.config import load as config
-    from pyhelpers.loop.stages import train
     from pyhelpers.run.layout import from_config
     from pyhelpers.skills.bank import empty_bank, write_bank
+    from pyhelpers.stages import train
     from pyhelpers.tasks.files import slime_prompt, write_tasks
 
     cfg = config.load({**toolkit_env, "TRAIN_TASKS": str(tmp_path / "train.jsonl")})

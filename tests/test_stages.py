@@ -9,10 +9,10 @@ from conftest import run_pyhelpers
 from fakes.megatron_layout import VISUAL_WEIGHTS, write_checkpoint, write_hf, write_hf_base, write_hf_export
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.loop.stages import export as stages
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
+from pyhelpers.stages import export as stages
 
 
 @pytest.fixture
@@ -84,8 +84,8 @@ def test_a_stages_log_is_found_by_the_stages_name(toolkit_env, tmp_path):
 def test_the_registry_orders_resume_by_each_stages_done(lay):
     """position() walks the registry: a stage added to ROUND is where a run resumes when its done()
     is false -- no second list to update."""
-    from pyhelpers.loop import stages as registry
-    from pyhelpers.run import state as runstate
+    from pyhelpers import stages as registry
+    from pyhelpers.stages import position as runstate
 
     assert registry.NAMES == ("train", "rotate", "export", "compile", "evaluate", "inject")
     assert all(registry.get(n).done is not None and registry.get(n).run is not None for n in registry.ALL_NAMES)

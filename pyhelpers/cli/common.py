@@ -8,6 +8,7 @@ import click
 
 def ctx():
     """(config, run layout) of the current configuration; a bad knob raises, naming it."""
+    # local: every command module imports this file; config's loader only loads when a command runs
     from pyhelpers.config import load as config_mod
     from pyhelpers.config.check import not_a_directory
     from pyhelpers.errors import ToolkitError

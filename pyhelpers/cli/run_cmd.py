@@ -2,7 +2,8 @@
 
 This module holds the run's state commands (init, check-resume, check-lock);
 run_stage_cmd.py the training loop and the services it starts; run_ops_cmd.py what users call from
-another shell (status, plan, logs, stop, wandb-sync). All register on the `run` group.
+another shell (status, plan, logs, stop, wandb-sync). Each holds a `run` group with its share of
+the commands; pyhelpers/cli/__init__.py (GROUPS) merges them into `pyhelpers run`.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import click
 
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.errors import ToolkitError
+from pyhelpers.overview import manifest as runmanifest
+from pyhelpers.overview import rehearsal as rehearsal_mod
 from pyhelpers.run import lock as runlock
-from pyhelpers.run import manifest as runmanifest
-from pyhelpers.run import rehearsal as rehearsal_mod
-from pyhelpers.run import state as runstate
 from pyhelpers.run.stop import clear_stop
+from pyhelpers.stages import position as runstate
 
 
 @click.group()
@@ -97,6 +98,3 @@ def run_check_lock():
     _, lay = _ctx()
     runlock.require_free(lay.lock)
 
-
-# The other modules add their commands to `run`.
-from pyhelpers.cli import run_ops_cmd, run_stage_cmd  # noqa: E402,F401

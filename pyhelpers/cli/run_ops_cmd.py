@@ -13,27 +13,31 @@ from pathlib import Path
 
 import click
 
-from pyhelpers import report
+from pyhelpers import report, stages
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err
-from pyhelpers.cli.run_cmd import run
 from pyhelpers.config import load as config_mod
 from pyhelpers.config.check import check
 from pyhelpers.doctor.envfile import netrc_has
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import convert_base as basemodel
-from pyhelpers.loop import stages
 from pyhelpers.loop.console import stamp
-from pyhelpers.loop.stages import train as trainstage
+from pyhelpers.overview import plan as runplan
+from pyhelpers.overview import rehearsal
+from pyhelpers.overview import status as runstatus
 from pyhelpers.procs import groups as procs
-from pyhelpers.run import hints, rehearsal
+from pyhelpers.run import hints
 from pyhelpers.run import lock as runlock
-from pyhelpers.run import plan as runplan
-from pyhelpers.run import state as runstate
-from pyhelpers.run import status as runstatus
 from pyhelpers.run import stop as runstop
 from pyhelpers.run.layout import from_config
+from pyhelpers.stages import position as runstate
+from pyhelpers.stages import train as trainstage
 from pyhelpers.tracking import sync as wandbsync
+
+
+@click.group()
+def run():
+    """Where the run stands and what the driver does next."""
 
 
 def _stop_job(cfg, lay):

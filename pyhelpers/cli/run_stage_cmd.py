@@ -11,17 +11,22 @@ import click
 from pyhelpers import report
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err as _echo
-from pyhelpers.cli.run_cmd import run
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.launch import secret_env, services
 from pyhelpers.loop import loop as driver
 from pyhelpers.loop.console import Console
-from pyhelpers.loop.stages import NAMES as STAGES
+from pyhelpers.overview import rehearsal
+from pyhelpers.overview import status as runstatus
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ready
-from pyhelpers.run import hints, rehearsal
-from pyhelpers.run import progress as runprogress
-from pyhelpers.run import status as runstatus
+from pyhelpers.run import hints
+from pyhelpers.stages import NAMES as STAGES
+from pyhelpers.stages import progress as runprogress
+
+
+@click.group()
+def run():
+    """Where the run stands and what the driver does next."""
 
 
 @run.command("loop", context_settings={"ignore_unknown_options": True})
@@ -116,7 +121,7 @@ def run_log_wandb():
       pyhelpers run log-wandb
     """
     # lazy: tracking.pending (evaluate.round, wandb_log: ~105 ms) only for this command
-    from pyhelpers.tracking import pending as wandb_pending
+    from pyhelpers.overview import wandb_pending as wandb_pending
 
     cfg, lay = _ctx()
     for line in wandb_pending.log_all(cfg, lay):

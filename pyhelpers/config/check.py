@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config, read_knobs
-from pyhelpers.launch import ray_ports
 
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
@@ -75,7 +75,7 @@ def _divisor_near(n: int, want: int) -> int:
 
 def _arithmetic(v: dict[str, int]) -> list[Problem]:
     out = []
-    # Ray's ports above RAY_PORT (pyhelpers/launch/ray_ports.py) count as taken too.
+    # Ray's ports above RAY_PORT (pyhelpers/config/ray_ports.py) count as taken too.
     used = [(v[n], n) for n in PORTS if n in v]
     used += [(v["RAY_PORT"] + off, f"RAY_PORT+{off}") for _, _, off in ray_ports.BASED[1:] if "RAY_PORT" in v]
     for port in {p for p, _ in used}:

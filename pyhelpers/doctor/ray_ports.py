@@ -5,8 +5,8 @@ cause only in one of its logs."""
 
 from __future__ import annotations
 
+from pyhelpers.config import ray_ports
 from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
-from pyhelpers.launch import ray_ports
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports, procfs
 from pyhelpers.run import layout

@@ -1,4 +1,4 @@
-"""The run's own files the next stages read (pyhelpers/run/inputs.py): each valid against its
+"""The run's own files the next stages read (pyhelpers/stages/inputs.py): each valid against its
 schema, checked in the preflight, before ShopSimulator, Ray or the job start."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.run import hints
-from pyhelpers.run import inputs as run_inputs
 from pyhelpers.run import layout as runlayout
+from pyhelpers.stages import inputs as run_inputs
 
 SHOWN = 5
 

@@ -3,9 +3,9 @@ which ports the run opens on which addresses."""
 
 from __future__ import annotations
 
+from pyhelpers.config import ray_ports
 from pyhelpers.config.check import is_loopback
 from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
-from pyhelpers.launch import ray_ports
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ports
 from pyhelpers.run import layout

@@ -13,9 +13,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pyhelpers.doctor.models import dist_problems, hf_problems
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.launch.model_dirs import dist_problems, hf_problems
 from pyhelpers.procs.groups import log_tail
 
 

@@ -20,12 +20,15 @@ times per round, each restart an event in events.jsonl.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_auth, ray_ports, ray_sessions, secret_env
+from pyhelpers.launch import ray_auth, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs, ready
@@ -50,6 +53,7 @@ class Spec:
 
 def _shopsim_probe(url: str) -> ready.Probe:
     def probe() -> tuple[bool, str]:
+        # local: shopsim.client imports httpx (~70 ms), needed only when ShopSimulator is probed
         from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, not_shopsim
         from pyhelpers.shopsim.protocol import NotShopSim
 
@@ -114,8 +118,6 @@ def alive(lay: RunLayout, name: str) -> bool:
 def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
           progress: Callable[[str], None] = lambda s: None) -> procs.Record:
     """Start `name` (its address checked free first) without waiting for it."""
-    import os
-
     s = spec(cfg, lay, name, model=model)
     for line in s.before_start():
         progress(line)
@@ -156,8 +158,6 @@ BACKGROUND = {"wandb-log": "log-wandb",  # after each evaluate (unless WANDB_MOD
 
 def background_argv(name: str) -> list[str]:
     """The command line of background service `name`, with the toolkit's own python."""
-    import sys
-
     return [sys.executable, "-m", "pyhelpers", "run", BACKGROUND[name]]
 
 
@@ -203,7 +203,7 @@ def free_all_slots(cfg, lay: RunLayout, stage: str, round_: int | None) -> str:
     """Free every ShopSimulator slot before a stage plays (the run owns the simulator and nothing
     is playing): a killed job leaves the slots it held taken, and so does a reset that failed after
     pack_api popped a slot (docs/shopsim_protocol.md); nobody can name those. An event records it."""
-    from pyhelpers.shopsim.client import ShopSimClient
+    from pyhelpers.shopsim.client import ShopSimClient  # local: httpx, as in _shopsim_probe
 
     async def call():
         async with ShopSimClient(f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}") as client:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import shlex
 
+from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
-from pyhelpers.launch import gpu_topology, ray_ports, slime_flags
+from pyhelpers.launch import gpu_topology, slime_flags
 from pyhelpers.run.layout import RunLayout
 
 # GRPO settings (docs/training.md says why): no KL term (as the ShopSimulator paper's RL), clip-higher.
@@ -89,7 +90,7 @@ def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
 
 def ray_head(cfg: Config) -> list[str]:
     """`ray start` for a head in the foreground (--block) on loopback, every port from the
-    configuration (pyhelpers/launch/ray_ports.py; its environment: services.py)."""
+    configuration (pyhelpers/config/ray_ports.py; its environment: services.py)."""
     return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
             *ray_ports.flags(cfg), "--num-gpus", cfg["NUM_GPUS"], "--temp-dir", cfg.ray_temp_dir,
             "--disable-usage-stats"]

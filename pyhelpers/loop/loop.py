@@ -2,7 +2,7 @@
 
 bin/train (bash) takes the run lock, traps signals, stops what a killed driver left, sources
 slime's model script, and starts this loop as its own child. The loop derives the next stage from
-the artifacts (run/state.position), runs it, and repeats until the run is done:
+the artifacts (stages/position.position), runs it, and repeats until the run is done:
 
     train     services up, slime job submitted and watched, analyst beside it
     rotate    checkpoints.rotate (keeps the newest complete save)
@@ -11,7 +11,7 @@ the artifacts (run/state.position), runs it, and repeats until the run is done:
     evaluate  eval server (a service), bare val, gate
     inject    skills.steps.inject_step -> the next round's bank (last round: the final bank)
     baseline  the base model's bare val before round 0 (BASELINE_VAL=1)
-Each is a file in pyhelpers/loop/stages/ (run and done); that package's __init__ is the registry.
+Each is a file in pyhelpers/stages/ (run and done); that package's __init__ is the registry.
 
 Self-healing (pyhelpers/loop/supervisor.py): a stage that fails for a transient cause is restarted
 the way `make resume` would (job and services stopped, a backoff, the next stage derived again),
@@ -35,18 +35,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pyhelpers import stages
 from pyhelpers.errors import Stopped, ToolkitError
+from pyhelpers.evaluate import results as eval_results
 from pyhelpers.launch import services
-from pyhelpers.loop import stages, supervisor
+from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
-from pyhelpers.loop.stages import train
 from pyhelpers.procs import groups as procs
 from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import events
-from pyhelpers.run import state as runstate
-from pyhelpers.run import status as runstatus
 from pyhelpers.run import stop as runstop
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.stages import position as runstate
+from pyhelpers.stages import progress, train
 
 Echo = Callable[[str], None]
 
@@ -61,7 +62,7 @@ def _on_signal(signum, _frame):
 
 @dataclass
 class Loop:
-    """The `run loop` process: the stages of pyhelpers/loop/stages run with this object, which
+    """The `run loop` process: the stages of pyhelpers/stages run with this object, which
     holds what lives as long as the run's process does."""
     cfg: object
     lay: RunLayout
@@ -86,8 +87,13 @@ class Loop:
         self.notifier.send("round-done", self._round_headline(r), round=r)
         services.run_in_background(self.cfg, self.lay, "report")
 
+    def eta(self, evs: list[dict], r: int, stage: str, steps_done: int) -> progress.Eta:
+        """Round r's ETA standing at `stage` (the train stage's step watcher asks)."""
+        return progress.estimate(evs, stages.NAMES, rounds=self.cfg.int("ROUNDS"), steps=self.lay.steps_per_round,
+                                 r=r, stage=stage, steps_done=steps_done)
+
     def _round_headline(self, r: int) -> str:
-        row = next((x for x in runstatus.results(self.cfg, self.lay) if x["round"] == r), {})
+        row = next((x for x in eval_results.results(self.cfg, self.lay) if x["round"] == r), {})
         parts = [x for x in (row.get("val"), row.get("gate")) if x]
         return f"round {r} of {self.cfg.int('ROUNDS')} done: " + ("; ".join(parts) or "no results")
 

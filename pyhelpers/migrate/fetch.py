@@ -37,10 +37,10 @@ from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.migrate.pack import HASH, file_hash, pack_dir
+from pyhelpers.overview import manifest as runmanifest
 from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import manifest as runmanifest
-from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.stages import position as runstate
 
 ENV_CHECKS = ("conda", "versions", "cudnn", "gpus", "arch", "system-disk", "legacy-symlinks")
 AFTER_CHECKS = ("model-hf", "model-torch-dist", "train-tasks", "val-tasks", "dotenv", "secrets")

@@ -34,9 +34,9 @@ from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
+from pyhelpers.overview import rehearsal
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run import lock as runlock
-from pyhelpers.run import rehearsal
 from pyhelpers.run.layout import RunLayout
 
 HASH = "blake2b-256"

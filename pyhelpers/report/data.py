@@ -26,10 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyhelpers import stages
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
-from pyhelpers.loop import stages
 from pyhelpers.rollout.metrics import read_jsonl
 from pyhelpers.run import events
+from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout
 
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
@@ -177,8 +178,6 @@ def gather(cfg, lay: RunLayout) -> Tables:
     final = load_json_or_none(lay.final_bank)
     t.bank.append(_bank_row("final", final))
     t.train = _train(lay)
-    from pyhelpers.run import lock as runlock
-
     t.timeline, t.restarts = _timeline(events.read(lay.run_dir), runlock.live_holder(lay.lock) is not None)
     return t
 

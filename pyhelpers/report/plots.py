@@ -26,7 +26,7 @@ def _plt(mpl_dir: Path):
     import matplotlib  # heavy: matplotlib (~0.5 s), only when drawing
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): no display on a GPU box
 
     return plt
 
@@ -127,7 +127,7 @@ def training_plot(plt, t: Tables, steps_per_round: int, path: Path) -> Path:
         ax.plot([row["step"] for row in t.train], [_num(row.get(key)) for row in t.train], ".-", color="#6a1b9a")
         ax.set_title(f"{key} (W&B)", fontsize=9)
         ax.set_xlabel("optimizer step", fontsize=8)
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # heavy: as in _plt
 
     for ax in flat[:n]:  # steps are whole numbers: never a tick at 0.5
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

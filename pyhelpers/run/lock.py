@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.procs import procfs
+from pyhelpers.run.hints import for_rehearsal
 
 
 def _holder(pid: int) -> dict:
@@ -99,8 +100,6 @@ def refusal(lock_path: Path) -> ToolkitError:
     a rehearsal, with its own commands: pyhelpers/run/hints.py)."""
     err = _refusal(lock_path)
     if _is_rehearsal(Path(lock_path).parent):
-        from pyhelpers.run.hints import for_rehearsal
-
         err = ToolkitError(err.what, err.where, for_rehearsal(err.fix))
     return err
 

@@ -1,7 +1,7 @@
 """Stage records: rounds/round-NNN/stages/<stage>.done, one per finished stage of a round.
 
 A record adds detail for humans (inputs, outputs, status; paths relative to the run's roots, no
-secrets); the artifacts alone decide where a run stands (each stage's done(), loop/stages/).
+secrets); the artifacts alone decide where a run stands (each stage's done(), stages/).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ own process groups), also by TERM then KILL. Nothing is ever signalled by name.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -63,8 +64,6 @@ def clear_stop(lay: RunLayout, started_at: float) -> str | None:
 def running_beside(lay: RunLayout) -> list[str]:
     """Other runs of RUNS_DIR whose driver runs now, each with the command that stops it: a
     `make stop` that found nothing of its own says what the user may have meant."""
-    import json
-
     out = []
     for lock in sorted(lay.run_dir.parent.glob("*/lock")):
         if lock.parent == lay.run_dir or not runlock.live_holder(lock):

@@ -1,3 +1,3 @@
-"""W&B: the run's logging (wandb_log), what is still to be logged after a crash (pending),
-and `make wandb-sync` (sync).
+"""W&B: the run's logging (wandb_log) and `make wandb-sync` (sync). What is still to be logged
+after a crash reads every stage's results: pyhelpers/overview/wandb_pending.py.
 """

@@ -46,7 +46,7 @@ def _defaults_in_use() -> set[int]:
     from fakes.rehearsal import PORTS
 
     from pyhelpers.config.load import read_knobs
-    from pyhelpers.launch.ray_ports import SPAN
+    from pyhelpers.config.ray_ports import SPAN
 
     knobs = read_knobs()
     out: set[int] = set()

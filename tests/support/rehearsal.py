@@ -289,7 +289,7 @@ def own_ports() -> dict[str, str]:
     block for RAY_PORT and the ports Ray takes above it, each claimed machine-wide
     (support/port_claims.py) below the kernel's ephemeral range (so a kernel-chosen port, a Ray
     worker's say, cannot take one before its service binds it)."""
-    from pyhelpers.launch.ray_ports import SPAN
+    from pyhelpers.config.ray_ports import SPAN
     from support.port_claims import claim_block, claim_port
 
     return {"RAY_PORT": str(claim_block(SPAN)), "RAY_DASHBOARD_PORT": str(claim_port()),

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from pyhelpers import jsonfiles
 from pyhelpers.errors import ToolkitError
-from pyhelpers.loop.stages import NAMES as STAGES
-from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.skills import bank as bank_mod
+from pyhelpers.stages import NAMES as STAGES
+from pyhelpers.stages import position as runstate
 
 
 @dataclass(frozen=True)

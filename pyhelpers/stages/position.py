@@ -1,7 +1,7 @@
 """Where a run stands, derived from its artifacts (architecture §4) — never from a status file.
 
 `position()` finds the first round whose inject artifact is missing, then the first stage of that
-round whose done() (pyhelpers/loop/stages/<stage>.py) is false. `check_resume_round()` checks a
+round whose done() (pyhelpers/stages/<stage>.py) is false. `check_resume_round()` checks a
 user's `make resume ROUND=N` against the disk and explains a contradiction; it never changes anything.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyhelpers import stages
 from pyhelpers.errors import ToolkitError
-from pyhelpers.loop import stages
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run.layout import RunLayout
 
@@ -18,7 +18,7 @@ from pyhelpers.run.layout import RunLayout
 @dataclass(frozen=True)
 class Position:
     round: int | None  # None when the run is finished
-    stage: str | None  # a name in loop/stages (stages.ALL_NAMES), or None when finished
+    stage: str | None  # a name in the registry (stages.ALL_NAMES), or None when finished
     detail: str
 
     @property

@@ -12,7 +12,7 @@ from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.steps import caps_from, change_summary, inject_step
 
 if TYPE_CHECKING:
-    from pyhelpers.loop.loop import Loop
+    from pyhelpers.stages.context import StageContext
 
 LOG = None  # in-process: the driver's log says why it failed
 
@@ -33,7 +33,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return True, out.name
 
 
-def run(loop: Loop, r: int) -> None:
+def run(loop: StageContext, r: int) -> None:
     cfg, lay = loop.cfg, loop.lay
     decisions = lay.gate_decisions(r)
     out = lay.bank_out(r, cfg.int("ROUNDS"))

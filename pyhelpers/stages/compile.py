@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyhelpers.loop.stages import train
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.steps import change_summary, compile_step
+from pyhelpers.stages import train
 
 if TYPE_CHECKING:
-    from pyhelpers.loop.loop import Loop
+    from pyhelpers.stages.context import StageContext
 
 LOG = None  # in-process: the driver's log says why it failed
 
@@ -21,7 +21,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return lay.compiled(r).is_file(), "compiled.json"
 
 
-def run(loop: Loop, r: int) -> None:
+def run(loop: StageContext, r: int) -> None:
     cfg, lay = loop.cfg, loop.lay
     train.drain_wait(loop, r)
     hf = cfg.path("HF_MODEL")

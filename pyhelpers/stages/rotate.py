@@ -11,7 +11,7 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 
 if TYPE_CHECKING:
-    from pyhelpers.loop.loop import Loop
+    from pyhelpers.stages.context import StageContext
 
 LOG = None  # in-process: the driver's log says why it failed
 
@@ -28,7 +28,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return True, "only the newest checkpoint remains"
 
 
-def run(loop: Loop, r: int) -> None:
+def run(loop: StageContext, r: int) -> None:
     lay = loop.lay
     rotation = ck.rotate(lay.megatron)
     for p in rotation.delete:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyhelpers.loop.stages import evaluate
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.stages import evaluate
 
 if TYPE_CHECKING:
-    from pyhelpers.loop.loop import Loop
+    from pyhelpers.stages.context import StageContext
 
 LOG = evaluate.LOG
 
@@ -20,5 +20,5 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return lay.baseline_val_summary.is_file(), "bare val of the base model (BASELINE_VAL=1)"
 
 
-def run(loop: Loop, r: int) -> None:
+def run(loop: StageContext, r: int) -> None:
     evaluate.play(loop, None, baseline=True)

@@ -17,9 +17,10 @@ import time
 from collections.abc import Callable
 
 from pyhelpers.rollout.metrics import read_jsonl
-from pyhelpers.run import events, progress
+from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
-from pyhelpers.run.progress import step_words
+from pyhelpers.stages import progress
+from pyhelpers.stages.progress import Eta, step_words
 
 POLL = 0.5
 
@@ -29,7 +30,8 @@ def head(r: int, rounds: int, stage: str) -> str:
 
 
 def watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], say: Callable[[str], None],
-          status: Callable[[str], None] = lambda s: None) -> None:
+          eta_at: Callable[[list[dict], int], Eta], status: Callable[[str], None] = lambda s: None) -> None:
+    """`eta_at(events, steps_done)`: round r's ETA in train (the driver's, from the registry)."""
     rounds, steps = cfg.int("ROUNDS"), lay.steps_per_round
     path, marker = lay.rollout_metrics(r), lay.started_marker(r)
     seen = set(read_jsonl(path))
@@ -47,14 +49,14 @@ def watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], say: Ca
             m = recs[rid].get("metrics") or {}
             events.append(lay.run_dir, "step-done", round=r, rollout_id=rid, step=k,
                           seconds=round(secs, 3) if secs else None, figures=step_words(m))
-            eta = progress.estimate(events.read(lay.run_dir), rounds=rounds, steps=steps, r=r, stage="train", steps_done=k)
+            eta = eta_at(events.read(lay.run_dir), k)
             timed = f", step {progress.duration(secs)}" if secs else ""
             say(f"{head(r, rounds, 'train')}: step {k}/{steps} done: {step_words(m)}{timed}; {eta.words()}")
         if new:
             since = now
         if since is not None and len(seen) < steps:
             done = sum(1 for k in seen if r * steps <= k < (r + 1) * steps)
-            eta = progress.estimate(events.read(lay.run_dir), rounds=rounds, steps=steps, r=r, stage="train", steps_done=done)
+            eta = eta_at(events.read(lay.run_dir), done)
             status(f"{head(r, rounds, 'train')}: step {done + 1}/{steps} running {progress.duration(now - since)}"
                    + (f" (a step takes ~{progress.duration(eta.step_s)})" if eta.step_s else "")
                    + f"; {eta.words()}")

@@ -12,12 +12,14 @@ import json
 import shlex
 
 from pyhelpers.capacity import diskguard
+from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_ports, secret_env, services
+from pyhelpers.launch import secret_env, services
 from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.loop.stages import NAMES as STAGES
-from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.stages import NAMES as STAGES
+from pyhelpers.stages import evaluate, export, train
+from pyhelpers.stages import position as runstate
 
 
 def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
@@ -40,8 +42,6 @@ def launches(cfg, lay: RunLayout, pos: runstate.Position,
     """(name, command line, note) of what the run launches from `pos` on, in order, each command
     built by the very function its stage calls. The name is the service's (its log is
     logs/<name>.log) or "slime job" (the Ray job); evaluate has a note instead of a command."""
-    from pyhelpers.loop.stages import evaluate, export, train
-
     r = 0 if pos.round is None else pos.round
 
     def service(name: str, note: str = "", **kw) -> tuple[str, str, str]:

@@ -25,7 +25,7 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 
 if TYPE_CHECKING:
-    from pyhelpers.loop.loop import Loop
+    from pyhelpers.stages.context import StageContext
 
 LOG = "eval-server.log"  # the SGLang eval server's log: why val/gate could not play
 
@@ -61,11 +61,11 @@ def model_dir(cfg, lay: RunLayout, baseline: bool = False) -> str:
     return str(cfg.path("HF_MODEL") if baseline else lay.hf_link)
 
 
-def run(loop: Loop, r: int) -> None:
+def run(loop: StageContext, r: int) -> None:
     play(loop, r)
 
 
-def play(loop: Loop, r: int | None, *, baseline: bool = False) -> None:
+def play(loop: StageContext, r: int | None, *, baseline: bool = False) -> None:
     """Round r's val and gate, or (baseline=True, r None) the base model's bare val."""
     from pyhelpers.evaluate import round as rnd  # local: as in builder_for (httpx)
     from pyhelpers.evaluate.settings import EvalSettings

@@ -6,55 +6,35 @@ pidfiles and (when it answers) Ray's job API. Read-only: nothing is created or c
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from pyhelpers import stages
 from pyhelpers.capacity import diskguard
 from pyhelpers.capacity.diskplan import gb
 from pyhelpers.errors import ToolkitError
+from pyhelpers.evaluate.results import results
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import rayjob
 from pyhelpers.procs import groups as procs
-from pyhelpers.rollout.metrics import last_record
+from pyhelpers.procs import procfs
+from pyhelpers.rollout.metrics import last_record, read_jsonl
 from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import events
+from pyhelpers.run import events, hints
 from pyhelpers.run import lock as runlock
-from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.skills.bank import status_line
+from pyhelpers.stages import position as runstate
+from pyhelpers.stages import progress as runprogress
+from pyhelpers.stages.progress import duration, step_words
 
 # Service -> the knob(s) of the address it serves on (for the status table).
 PORTS = {"shopsim": ("SHOPSIM_HOST", "SHOPSIM_PORT"), "ray-head": (None, "RAY_DASHBOARD_PORT"),
          "eval-server": (None, "EVAL_PORT")}
 
 
-def val_line(summary: dict) -> str:
-    s = summary["success"]
-    rate = "n/a" if s["rate"] is None else f"{100 * s['rate']:.1f}%"
-    ci = "" if s["ci_low"] is None else f" [{100 * s['ci_low']:.1f}, {100 * s['ci_high']:.1f}]"
-    return f"val success {rate}{ci} of {summary['n']}"
-
-
-def gate_line(summary: dict) -> str:
-    counts = {k: v for k, v in (summary.get("counts") or {}).items() if v}
-    what = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no skills tested"
-    mde = summary.get("mde")
-    return f"gate: {what}" + (f" (MDE {100 * mde:.0f} points)" if mde else "")
-
-
 def bank_line(bank: dict) -> str:
     return status_line(bank)
-
-
-def results(cfg, lay: RunLayout) -> list[dict]:
-    rows = []
-    base = load_json_or_none(lay.baseline_val_summary)
-    if base:
-        rows.append({"round": "baseline", "val": val_line(base), "gate": None})
-    for r in range(cfg.int("ROUNDS")):
-        val, gate = load_json_or_none(lay.val_summary(r)), load_json_or_none(lay.gate_summary(r))
-        if val or gate:
-            rows.append({"round": r, "val": val_line(val) if val else None, "gate": gate_line(gate) if gate else None})
-    return rows
 
 
 def summary_lines(cfg, lay: RunLayout) -> list[str]:
@@ -85,8 +65,6 @@ def _driver(lay: RunLayout, evs: list[dict]) -> dict:
 
 def _held(pgid: int) -> list[tuple[str, int]]:
     """(address, port) of each TCP socket a process of the group listens on, by port."""
-    from pyhelpers.procs import procfs
-
     listening = procfs.listeners()
     inodes = {int(target[8:-1]) for pid in procfs.group_members(pgid) for _, target in procfs.open_fds(pid)
               if target.startswith("socket:[")}
@@ -130,12 +108,6 @@ def _job(lay: RunLayout, evs: list[dict]) -> dict | None:
 def _progress(cfg, lay: RunLayout, pos: dict, evs: list[dict], running: bool) -> dict | None:
     """Round r of R, the stage, step k/STEPS with the last step's figures (train) or the episodes
     the driver published (evaluate), and the ETA while a driver runs (runprogress)."""
-    import time
-
-    from pyhelpers.rollout.metrics import read_jsonl
-    from pyhelpers.run import progress as runprogress
-    from pyhelpers.run.progress import step_words
-
     r, stage = pos.get("round"), pos.get("stage")
     if stage is None or pos.get("error"):
         return None
@@ -151,14 +123,12 @@ def _progress(cfg, lay: RunLayout, pos: dict, evs: list[dict], running: bool) ->
     if stage in ("evaluate", "baseline") and pub and start and pub.get("t", 0) >= start:
         out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
     if running:
-        eta = runprogress.estimate(evs, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage, steps_done=out.get("steps_done", 0))
+        eta = runprogress.estimate(evs, stages.NAMES, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage, steps_done=out.get("steps_done", 0))
         out.update(eta=eta.words(), eta_round_s=eta.round_s, eta_run_s=eta.run_s, step_s=eta.step_s)
     return out
 
 
 def progress_line(p: dict, running: bool) -> str:
-    from pyhelpers.run.progress import duration
-
     where = (f"round {p['round']} ({p['round'] + 1} of {p['rounds']})" if p["round"] is not None
              else "before round 0")
     line = f"progress: {where} {p['stage']}"
@@ -258,8 +228,6 @@ def _process_lines(st: dict, running: bool) -> list[str]:
 
 def render(st: dict) -> list[str]:
     """The status as lines; a rehearsal's hints name its own commands (run.hints)."""
-    from pyhelpers.run import hints
-
     return [hints.for_run(st.get("rehearsal", False))(line) for line in _render(st)]
 
 

@@ -33,7 +33,6 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import rayjob, secret_env, services
 from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.loop.stages import evaluate
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
 from pyhelpers.rollout.flags import plugin_flags
@@ -44,10 +43,11 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.tokens import counter_for
+from pyhelpers.stages import evaluate, stepwatch
 from pyhelpers.tasks.files import check_slime_prompts
 
 if TYPE_CHECKING:
-    from pyhelpers.loop.loop import Loop
+    from pyhelpers.stages.context import StageContext
 
 LOG = "slime-log.log"  # the slime job's output, copied from Ray's driver log
 
@@ -65,7 +65,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return True, f"trained through iteration {tracked}"
 
 
-def prepare(loop: Loop, r: int) -> None:
+def prepare(loop: StageContext, r: int) -> None:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     check_slime_prompts(cfg.path("TRAIN_TASKS"))  # slime would stop on it only after placement
     for d in (lay.spool(r), lay.candidates(r), lay.stage_record(r, "train").parent):
@@ -122,7 +122,7 @@ def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
     return job_id
 
 
-def watch(loop: Loop, r: int, job_id: str) -> rayjob.JobOutcome:
+def watch(loop: StageContext, r: int, job_id: str) -> rayjob.JobOutcome:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     api = rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT"), lay.run_dir)
     outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=rayjob.marker_started(lay.started_marker(r)),
@@ -189,9 +189,7 @@ def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], w
             return
 
 
-def run(loop: Loop, r: int) -> None:
-    from pyhelpers.loop import stepwatch
-
+def run(loop: StageContext, r: int) -> None:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
 
     def warn(text: str) -> None:
@@ -222,7 +220,7 @@ def run(loop: Loop, r: int) -> None:
     threading.Thread(target=_disk_watch, daemon=True, name="disk-watch",
                      args=(cfg, lay, r, stop.wait, disk_warning)).start()
     steps = threading.Thread(target=stepwatch.watch, daemon=True, name="step-watch",
-                             args=(cfg, lay, r, stop.wait, echo, loop.status))
+                             args=(cfg, lay, r, stop.wait, echo, lambda evs, k: loop.eta(evs, r, "train", k), loop.status))
     steps.start()
     analyst = cfg.flag("ANALYST_ENABLED")
     ok = False
@@ -260,7 +258,7 @@ def run(loop: Loop, r: int) -> None:
     write_record(lay, r, "train")
 
 
-def _warm_eval_builder(loop: Loop) -> None:
+def _warm_eval_builder(loop: StageContext) -> None:
     def warm():
         try:
             evaluate.builder_for(loop.builders, str(loop.cfg.path("HF_MODEL")))
@@ -269,7 +267,7 @@ def _warm_eval_builder(loop: Loop) -> None:
     threading.Thread(target=warm, daemon=True, name="warm-eval-builder").start()
 
 
-def _drain_thread(loop: Loop, r: int) -> threading.Thread:
+def _drain_thread(loop: StageContext, r: int) -> threading.Thread:
     """The analyst's drain of round r in a thread of this process (no W&B here: pyhelpers run
     log-wandb logs its final counters). Its failures are logged and never stop the round."""
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
@@ -294,7 +292,7 @@ def _drain_thread(loop: Loop, r: int) -> threading.Thread:
     return t
 
 
-def drain_wait(loop: Loop, r: int) -> None:
+def drain_wait(loop: StageContext, r: int) -> None:
     """Before compile: let the round's analyst drain (loop.drains[r], started by run) finish
     (ANALYST_DRAIN_TIMEOUT + a minute); when none runs but records are pending (a resumed round),
     drain now. Never fails the round."""

@@ -1,5 +1,5 @@
 """The stages of a run, one file each, and their registry -- the one list of stages that the loop,
-resume (run/state.position), `make plan`, `make status`, `make logs` and the report read.
+resume (stages/position.position), `make plan`, `make status`, `make logs` and the report read.
 
 Every stage module exports
     run(loop, r)           do round r's stage; `loop` (pyhelpers/loop/loop.py) holds what lives for
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyhelpers.loop.stages import baseline, compile, evaluate, export, inject, rotate, train
+from pyhelpers.stages import baseline, compile, evaluate, export, inject, rotate, train
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,14 @@ Pure functions, plus the small file the driver publishes evaluate's episode prog
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
-from pyhelpers.loop.stages import NAMES as STAGES
 from pyhelpers.rollout.metrics import PREFIX
 
 STEP_WINDOW = 8
@@ -63,9 +64,11 @@ class Eta:
         return out + (f" (+ {', '.join(self.untimed)}: not timed yet)" if self.untimed else "")
 
 
-def estimate(evs: list[dict], rounds: int, steps: int, r: int, stage: str, steps_done: int,
-             now: float | None = None) -> Eta:
-    """The ETA of round r (0-based) standing at `stage` with `steps_done` of its `steps` done."""
+def estimate(evs: list[dict], order: Sequence[str], rounds: int, steps: int, r: int, stage: str,
+             steps_done: int, now: float | None = None) -> Eta:
+    """The ETA of round r (0-based) standing at `stage` with `steps_done` of its `steps` done;
+    `order` is a round's stages in order (the registry's NAMES: passed in, because the train
+    stage's step watcher asks too, and a stage cannot import the registry that imports it)."""
     now = time.time() if now is None else now
     per_step, means = step_seconds(evs), stage_seconds(evs)
     untimed: list[str] = []
@@ -92,9 +95,9 @@ def estimate(evs: list[dict], rounds: int, steps: int, r: int, stage: str, steps
         left = max(0.0, means[stage] - (now - started))
     else:
         left = stage_s(stage)
-    rest = STAGES[STAGES.index(stage) + 1:] if stage in STAGES else STAGES
+    rest = order[list(order).index(stage) + 1:] if stage in order else order
     this_round = left + sum(stage_s(s) for s in rest)
-    later = max(0, rounds - (r + 1)) * sum(stage_s(s) for s in STAGES)
+    later = max(0, rounds - (r + 1)) * sum(stage_s(s) for s in order)
     return Eta(this_round, this_round + later, step_s=per_step, untimed=untimed)
 
 
@@ -118,8 +121,6 @@ def step_words(m: dict) -> str:
 
 def publish(run_dir: Path, **fields) -> None:
     """The driver's live progress of a stage without events per unit (evaluate's episodes)."""
-    import json
-
     write_bytes_atomic(Path(run_dir) / PUBLISHED,
                        json.dumps({"t": round(time.time(), 3), **fields}, sort_keys=True).encode())
 

@@ -23,7 +23,7 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 
 if TYPE_CHECKING:
-    from pyhelpers.loop.loop import Loop
+    from pyhelpers.stages.context import StageContext
 
 LOG = "convert.log"  # the converter's log (its stem is the recorded service's name)
 
@@ -146,6 +146,6 @@ def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Pat
     return target, removed
 
 
-def run(loop: Loop, r: int) -> None:
+def run(loop: StageContext, r: int) -> None:
     target, removed = export(loop.cfg, loop.lay, r, progress=loop.echo)
     loop.echo(f"hf -> {target.name}" + (f" (removed {', '.join(p.name for p in removed)})" if removed else ""))
