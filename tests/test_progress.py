@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyhelpers.stages import NAMES
+from pyhelpers.stages import ROUND
 from pyhelpers.stages.progress import duration, estimate, step_seconds
 
 
@@ -16,12 +16,12 @@ def _stage(stage, seconds, status=0, r=0):
 
 
 def test_nothing_timed_yet_says_so():
-    eta = estimate([], NAMES, rounds=3, steps=4, r=0, stage="train", steps_done=0)
+    eta = estimate([], ROUND, rounds=3, steps=4, r=0, stage="train", steps_done=0)
     assert eta.round_s is None and eta.run_s is None and eta.words() == "ETA unknown until a step is timed"
 
 
 def test_round_zero_counts_steps_and_names_what_is_not_timed():
-    eta = estimate(_steps(10, 10), NAMES, rounds=3, steps=4, r=0, stage="train", steps_done=2)
+    eta = estimate(_steps(10, 10), ROUND, rounds=3, steps=4, r=0, stage="train", steps_done=2)
     assert eta.round_s == 20 and eta.run_s == 20 + 2 * 40
     assert eta.untimed == ["export", "evaluate"]
     assert eta.words() == "ETA round 0:20, run 1:40 (+ export, evaluate: not timed yet)"
@@ -30,14 +30,14 @@ def test_round_zero_counts_steps_and_names_what_is_not_timed():
 def test_later_rounds_use_the_earlier_rounds_stage_times():
     evs = _steps(10, 10, 12, 8) + _stage("train", 50) + _stage("export", 5) + _stage("evaluate", 30) \
         + _stage("evaluate", 3, status=1)  # a failed run of a stage does not count
-    eta = estimate(evs, NAMES, rounds=3, steps=4, r=1, stage="train", steps_done=1)
+    eta = estimate(evs, ROUND, rounds=3, steps=4, r=1, stage="train", steps_done=1)
     assert step_seconds(evs) == 10
     assert eta.untimed == [] and eta.round_s == 3 * 10 + 5 + 30 and eta.run_s == eta.round_s + (50 + 5 + 30)
 
 
 def test_a_stage_in_progress_counts_down_from_its_usual_time():
     evs = _steps(10) + _stage("evaluate", 30) + [{"kind": "stage-start", "t": 1000.0, "round": 1, "stage": "evaluate"}]
-    eta = estimate(evs, NAMES, rounds=2, steps=1, r=1, stage="evaluate", steps_done=0, now=1012.0)
+    eta = estimate(evs, ROUND, rounds=2, steps=1, r=1, stage="evaluate", steps_done=0, now=1012.0)
     assert eta.round_s == 18 and eta.run_s == 18
 
 

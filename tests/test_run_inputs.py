@@ -14,8 +14,9 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.loop import loop as driver
 from pyhelpers.run import layout as runlayout
 from pyhelpers.skills import bank as bank_mod
-from pyhelpers.stages import inputs as run_inputs
+from pyhelpers.stages import inputs
 from pyhelpers.stages import position as runstate
+from pyhelpers.stages import preflight as run_inputs
 
 CANDIDATES = {"schema_version": 1, "batch_id": "0123456789abcdef", "round": 0, "record_ids": ["r1"],
               "analyst_model": "m", "prompt_hash": "0" * 64, "status": "ok", "reason": None, "proposals": []}
@@ -74,9 +75,9 @@ def test_the_decisions_read_by_inject_are_checked(toolkit_env, lay):
     decisions = lay.round_dir(0) / "gate" / "decisions.json"
     decisions.parent.mkdir(parents=True)
     decisions.write_text(json.dumps({"schema_version": 1, "round": 0, "bank_sha256": "xyz", "decisions": {}}))
-    inputs = run_inputs.upcoming(lay, runstate.Position(0, "inject", ""), None)
-    assert [i.path for i in inputs] == [lay.compiled(0), decisions]
-    problems = [run_inputs.problem(i) for i in inputs]
+    found = run_inputs.upcoming(lay, runstate.Position(0, "inject", ""), None)
+    assert [i.path for i in found] == [lay.compiled(0), decisions]
+    problems = [inputs.problem(i) for i in found]
     assert problems[0] is None
     assert str(decisions) in problems[1] and "$.bank_sha256" in problems[1]
 

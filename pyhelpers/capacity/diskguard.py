@@ -96,24 +96,34 @@ def _sizes(cfg, lay: RunLayout) -> tuple[int, int, str, str]:
     return ckpt, hf, ckpt_how, hf_how
 
 
-def need(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_bytes) -> Need:
+def checkpoint_writes(cfg, lay: RunLayout) -> list[tuple[str, int]]:
+    """What a round's training adds: a new checkpoint, and slime's own HF export with SAVE_HF=1."""
     ckpt, hf, ckpt_how, hf_how = _sizes(cfg, lay)
-    if stage == "train":
-        items = [(f"new checkpoint ({ckpt_how})", ckpt)]
-        if cfg.flag("SAVE_HF"):
-            items.append((f"new HF export by --save-hf ({hf_how})", hf))
-    elif stage == "export":
-        items = [(f"new HF export ({hf_how})", hf)]
-    else:
-        raise ValueError(stage)
+    items = [(f"new checkpoint ({ckpt_how})", ckpt)]
+    if cfg.flag("SAVE_HF"):
+        items.append((f"new HF export by --save-hf ({hf_how})", hf))
+    return items
+
+
+def hf_export_writes(cfg, lay: RunLayout) -> list[tuple[str, int]]:
+    """What the converter adds: a new HF export."""
+    _, hf, _, hf_how = _sizes(cfg, lay)
+    return [(f"new HF export ({hf_how})", hf)]
+
+
+Writes = Callable[..., list[tuple[str, int]]]  # (cfg, lay) -> [(what, bytes)]: a stage's WRITES
+
+
+def need(cfg, lay: RunLayout, stage: str, writes: Writes, free: Callable[[Path], int] = free_bytes) -> Need:
+    """`stage`'s writes (its WRITES in the stage registry) against the free space, with the margin."""
     margin = int(cfg.float("DISK_MARGIN_GB") * diskplan.GB)
     where = cfg.path("TRAIN_SAVE")
-    return Need(stage, tuple(items), margin=margin, free=free(where), where=where)
+    return Need(stage, tuple(writes(cfg, lay)), margin=margin, free=free(where), where=where)
 
 
-def check(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_bytes) -> Need:
+def check(cfg, lay: RunLayout, stage: str, writes: Writes, free: Callable[[Path], int] = free_bytes) -> Need:
     """Refuse (ToolkitError) when the stage's writes do not fit; nothing is deleted."""
-    n = need(cfg, lay, stage, free=free)
+    n = need(cfg, lay, stage, writes, free=free)
     if not n.fits:
         raise ToolkitError(f"not enough disk space to {stage}: {n.explain()}", f"TRAIN_SAVE={n.where}",
                            f"free {diskplan.gb(n.total - n.free)} on that disk (e.g. old runs under TRAIN_SAVE, "

@@ -7,7 +7,7 @@ from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.run import hints
 from pyhelpers.run import layout as runlayout
-from pyhelpers.stages import inputs as run_inputs
+from pyhelpers.stages import preflight as run_inputs
 
 SHOWN = 5
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -154,6 +155,11 @@ def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: 
 # Work off the loop's path, as recorded services: name -> its `pyhelpers run` command.
 BACKGROUND = {"wandb-log": "log-wandb",  # after each evaluate (unless WANDB_MODE=disabled)
               "report": "report"}        # after each round's inject
+
+
+def plan_line(cfg, lay: RunLayout, name: str, note: str = "", **kw) -> tuple[str, str, str]:
+    """(name, command line, note) of service `name` for `make plan`: the very argv start() runs."""
+    return name, shlex.join(spec(cfg, lay, name, **kw).argv), note
 
 
 def background_argv(name: str) -> list[str]:

@@ -89,7 +89,7 @@ class Loop:
 
     def eta(self, evs: list[dict], r: int, stage: str, steps_done: int) -> progress.Eta:
         """Round r's ETA standing at `stage` (the train stage's step watcher asks)."""
-        return progress.estimate(evs, stages.NAMES, rounds=self.cfg.int("ROUNDS"), steps=self.lay.steps_per_round,
+        return progress.estimate(evs, stages.ROUND, rounds=self.cfg.int("ROUNDS"), steps=self.lay.steps_per_round,
                                  r=r, stage=stage, steps_done=steps_done)
 
     def _round_headline(self, r: int) -> str:
@@ -195,7 +195,7 @@ class Loop:
 
     def _step(self, r: int, stage: str) -> int | None:
         """The training step in progress when train failed: one past the last the plugin finished."""
-        if stage != "train":
+        if not stages.get(stage).stepped:
             return None
         rec = last_record(self.lay.rollout_metrics(r))
         return int(rec["rollout_id"]) + 1 if rec else r * self.lay.steps_per_round

@@ -8,17 +8,14 @@ Read-only: the plan writes no file, not even the run's directories.
 
 from __future__ import annotations
 
-import json
 import shlex
 
+from pyhelpers import stages
 from pyhelpers.capacity import diskguard
 from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import secret_env, services
-from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.launch import services
 from pyhelpers.run.layout import RunLayout
-from pyhelpers.stages import NAMES as STAGES
-from pyhelpers.stages import evaluate, export, train
 from pyhelpers.stages import position as runstate
 
 
@@ -26,43 +23,28 @@ def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
     if pos.finished:
         return []
     out = []
-    if pos.stage == "baseline":
-        out.append("baseline: bare val of the base model")
+    if pos.stage == stages.BASELINE.name:
+        out.append(f"{stages.BASELINE.label}: {stages.BASELINE.summary}")
         first, start = 0, 0
     else:
-        first, start = pos.round, STAGES.index(pos.stage)
+        first, start = pos.round, stages.NAMES.index(pos.stage)
     for r in range(first, rounds):
-        names = STAGES[start:] if r == first else STAGES
+        names = [s.label for s in stages.ROUND[start if r == first else 0:]]
         out.append(f"round {r}: " + " -> ".join(names))
     return out
 
 
 def launches(cfg, lay: RunLayout, pos: runstate.Position,
              model_args: list[str] | None) -> list[tuple[str, str, str]]:
-    """(name, command line, note) of what the run launches from `pos` on, in order, each command
-    built by the very function its stage calls. The name is the service's (its log is
-    logs/<name>.log) or "slime job" (the Ray job); evaluate has a note instead of a command."""
+    """(name, command line, note) of what the run launches from `pos` on, in order: each stage's
+    `launches()` (built by the very functions the stage calls), then the background services. The
+    name is the service's (its log is logs/<name>.log) or "slime job" (the Ray job)."""
     r = 0 if pos.round is None else pos.round
-
-    def service(name: str, note: str = "", **kw) -> tuple[str, str, str]:
-        return name, shlex.join(services.spec(cfg, lay, name, **kw).argv), note
-
-    out = [service("shopsim")]
-    if pos.stage == "baseline":
-        out.append(service("eval-server", "baseline: the base model's bare val",
-                           model=evaluate.model_dir(cfg, lay, baseline=True)))
-    out.append(service("ray-head"))
     margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
-    out.append(("slime job", train.job_entrypoint(cfg, lay, r=r, model_args=margs),
-                f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
-                f"{json.dumps(launch_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)}; MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}"))
-    if cfg.flag("ANALYST_ENABLED"):
-        out.append(("analyst", shlex.join(train.analyst_argv(lay, r)),
-                    f"its model: {cfg['ANALYST_MODEL']} at {cfg['ANALYST_BASE_URL']}"))
-    out.append(("convert", shlex.join(export.convert_argv(cfg, lay, lay.last_iteration(r))),
-                "skipped when slime's --save-hf wrote the export" if cfg.flag("SAVE_HF") else ""))
-    out.append(service("eval-server", model=evaluate.model_dir(cfg, lay)))
-    out.append(("evaluate", "", "no command line: bare val, then the gate, in the loop's own process"))
+    seq = ([stages.BASELINE] if pos.stage == stages.BASELINE.name else []) + list(stages.ROUND)
+    out: list[tuple[str, str, str]] = []
+    for stage in seq:
+        out += [item for item in stage.launches(cfg, lay, r, margs) if item not in out]
     for name in services.BACKGROUND:
         if name != "wandb-log" or cfg.get("WANDB_MODE") != "disabled":
             out.append((name, shlex.join(services.background_argv(name)), "in the background"))
@@ -94,8 +76,8 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
     out.append("environment: CUDA_VISIBLE_DEVICES=" + cfg.cuda_visible_devices
                + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg['WANDB_MODE']}; secrets passed only through "
                "the environment: " + (", ".join(f"{n}=***" for n in secrets) or "none set"))
-    for stage in ("train", "export"):
-        n = diskguard.need(cfg, lay, stage)
+    for stage in (s for s in stages.ROUND if s.writes):
+        n = diskguard.need(cfg, lay, stage.name, stage.writes)
         out.append(f"disk: {n.explain()} -> {'ok' if n.fits else 'SHORT'}")
     ray = ", ".join(f"{p.what} {p.port}" for p in ray_ports.ports(cfg))
     out.append(f"opens: shopsim {cfg['SHOPSIM_HOST']}:{cfg['SHOPSIM_PORT']}, eval server 127.0.0.1:{cfg['EVAL_PORT']}, "

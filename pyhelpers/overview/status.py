@@ -113,7 +113,7 @@ def _progress(cfg, lay: RunLayout, pos: dict, evs: list[dict], running: bool) ->
         return None
     rounds, steps = cfg.int("ROUNDS"), lay.steps_per_round
     out: dict = {"round": r, "rounds": rounds, "stage": stage}
-    if stage == "train" and r is not None:
+    if stages.get(stage).stepped and r is not None:
         recs = read_jsonl(lay.rollout_metrics(r))
         out.update(steps_done=len(recs), steps=steps)
         if recs:
@@ -123,7 +123,7 @@ def _progress(cfg, lay: RunLayout, pos: dict, evs: list[dict], running: bool) ->
     if stage in ("evaluate", "baseline") and pub and start and pub.get("t", 0) >= start:
         out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
     if running:
-        eta = runprogress.estimate(evs, stages.NAMES, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage, steps_done=out.get("steps_done", 0))
+        eta = runprogress.estimate(evs, stages.ROUND, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage, steps_done=out.get("steps_done", 0))
         out.update(eta=eta.words(), eta_round_s=eta.round_s, eta_run_s=eta.run_s, step_s=eta.step_s)
     return out
 
@@ -153,7 +153,8 @@ def _step(lay: RunLayout, r: int | None) -> dict | None:
 
 
 def _disk(cfg, lay: RunLayout) -> dict:
-    n = diskguard.need(cfg, lay, "train")
+    save = next(s for s in stages.ROUND if s.writes)  # the round's save: what the next one needs
+    n = diskguard.need(cfg, lay, save.name, save.writes)
     return {"free_bytes": n.free, "next_save_needs_bytes": n.total, "ok": n.fits, "explain": n.explain()}
 
 

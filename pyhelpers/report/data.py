@@ -36,6 +36,9 @@ from pyhelpers.run.layout import RunLayout
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
 OUR_WANDB_RUNS = ("-val-", "-gate-", "-analyst-")  # the toolkit's own; the others are slime's
 
+STAGES = {s.name: s for s in stages.ALL}  # the registry: each stage's colour and label, in run order
+BASELINE = stages.BASELINE.name
+
 
 @dataclass
 class Tables:
@@ -158,7 +161,7 @@ def gather(cfg, lay: RunLayout) -> Tables:
     t = Tables(rounds)
     base = load_json_or_none(lay.baseline_val_summary)
     if base:
-        t.val.append(_val_row("baseline", base))
+        t.val.append(_val_row(BASELINE, base))
     for r in range(rounds):
         val, gate = load_json_or_none(lay.val_summary(r)), load_json_or_none(lay.gate_summary(r))
         t.val.append(_val_row(r, val))
@@ -194,5 +197,3 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
     write_bytes_atomic(path, buf.getvalue().encode("utf-8"))
     return path
 
-
-STAGE_ORDER = stages.ALL_NAMES

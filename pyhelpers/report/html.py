@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from pyhelpers.jsonfiles import write_bytes_atomic
-from pyhelpers.report.data import Tables
+from pyhelpers.report.data import BASELINE, Tables
 
 SECTIONS = (
     ("val", "Bare validation", "Full success, strict and loose score per round with 95% intervals."),
@@ -25,7 +25,7 @@ SECTIONS = (
 def _val_baseline(t: Tables) -> str:
     """What the val figure's dashed line is, or why there is none (val_plot draws it exactly when
     the baseline's summary is there)."""
-    if any(r["round"] == "baseline" and r.get("status") == "ok" for r in t.val):
+    if any(r["round"] == BASELINE and r.get("status") == "ok" for r in t.val):
         return " The dashed line is the base model's success (its val, BASELINE_VAL=1)."
     return (" There is no baseline line: the base model was not evaluated in this run (BASELINE_VAL=1 before "
             "the first round does that).")

@@ -12,11 +12,9 @@ import os
 from pathlib import Path
 
 from pyhelpers.jsonfiles import write_bytes_atomic
-from pyhelpers.report.data import STAGE_ORDER, STATUSES, Tables
+from pyhelpers.report.data import BASELINE, STAGES, STATUSES, Tables
 
 DECISION_COLORS = {"accept": "#2e7d32", "reject": "#c62828", "retire": "#9e9e9e", "keep": "#1565c0"}
-STAGE_COLORS = {"baseline": "#8d6e63", "train": "#1565c0", "rotate": "#90a4ae", "export": "#6a1b9a",
-                "compile": "#f9a825", "evaluate": "#2e7d32", "inject": "#ef6c00"}
 STATUS_COLORS = {"active": "#2e7d32", "probation": "#1565c0", "candidate": "#90caf9", "retired": "#9e9e9e",
                  "rejected": "#c62828", "merged": "#ffcc80"}
 
@@ -45,14 +43,14 @@ def _num(x):
 
 def val_plot(plt, t: Tables, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4))
-    rows = [r for r in t.val if r["round"] != "baseline"]
+    rows = [r for r in t.val if r["round"] != BASELINE]
     xs = [r["round"] for r in rows]
     for key, color, dx in (("success", "#2e7d32", -0.12), ("strict", "#1565c0", 0.0), ("loose", "#ef6c00", 0.12)):
         ys = [_num(r.get(key)) for r in rows]
         lo = [y - _num(r.get(f"{key}_low")) if r.get(f"{key}_low") is not None else 0 for y, r in zip(ys, rows, strict=False)]
         hi = [_num(r.get(f"{key}_high")) - y if r.get(f"{key}_high") is not None else 0 for y, r in zip(ys, rows, strict=False)]
         ax.errorbar([x + dx for x in xs], ys, yerr=[lo, hi], fmt="o-", color=color, capsize=3, label=key)
-    base = next((r for r in t.val if r["round"] == "baseline" and r.get("status") == "ok"), None)
+    base = next((r for r in t.val if r["round"] == BASELINE and r.get("status") == "ok"), None)
     if base:
         ax.axhline(base["success"], color="#2e7d32", ls="--", lw=1, label="baseline success")
     for r in rows:
@@ -149,20 +147,20 @@ def timeline_plot(plt, t: Tables, path: Path) -> Path:
     t0 = min(row["start_t"] for row in t.timeline)
     last = max((row["end_t"] or row["start_t"]) for row in t.timeline)
     for row in t.timeline:
-        y = -1 if row["round"] is None or row["stage"] == "baseline" else row["round"]
+        y = -1 if row["round"] is None or row["stage"] == BASELINE else row["round"]
         end = row["end_t"] or last
-        color = STAGE_COLORS.get(row["stage"], "black")
+        color = STAGES[row["stage"]].colour if row["stage"] in STAGES else "black"
         ax.barh(y, (end - row["start_t"]) / 60, left=(row["start_t"] - t0) / 60, color=color,
                 hatch="//" if row["status"] not in (0, None) else None, edgecolor="white")
     for e in t.restarts:
         y = -1 if e["round"] is None else e["round"]
         ax.plot([(e["t"] - t0) / 60], [y], "x", color="#c62828", ms=10, mew=2)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=STAGE_COLORS[s]) for s in STAGE_ORDER]
-    ax.legend(handles, STAGE_ORDER, fontsize=7, ncol=7, loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    handles = [plt.Rectangle((0, 0), 1, 1, color=s.colour) for s in STAGES.values()]
+    ax.legend(handles, [s.label for s in STAGES.values()], fontsize=7, ncol=len(STAGES), loc="upper center", bbox_to_anchor=(0.5, -0.25))
     ax.set(xlabel="minutes since the run's first stage", ylabel="round", title="Stages over time (x: restart or failure;"
            " hatched: failed)")
-    ys = sorted({-1 if row["round"] is None or row["stage"] == "baseline" else row["round"] for row in t.timeline})
-    ax.set_yticks(ys, ["baseline" if y == -1 else str(y) for y in ys])
+    ys = sorted({-1 if row["round"] is None or row["stage"] == BASELINE else row["round"] for row in t.timeline})
+    ax.set_yticks(ys, [BASELINE if y == -1 else str(y) for y in ys])
     ax.invert_yaxis()
     return _save(plt, fig, path)
 

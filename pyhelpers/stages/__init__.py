@@ -1,14 +1,25 @@
-"""The stages of a run, one file each, and their registry -- the one list of stages that the loop,
-resume (stages/position.position), `make plan`, `make status`, `make logs` and the report read.
+"""The stages of a run, one file each, and their registry: the one source of stage facts. The
+loop, resume (stages/position), the preflight (stages/preflight), ETAs (stages/progress), `make
+plan`, `make status`, `make logs` and the report read them here and name no stage themselves.
 
 Every stage module exports
-    run(loop, r)           do round r's stage; `loop` (pyhelpers/loop/loop.py) holds what lives for
-                           the run: cfg, layout, echo, notifier, the analyst drains, the prompt builders
+    run(loop, r)           do round r's stage; `loop` is a stages.context.StageContext (the driver's
+                           Loop): cfg, layout, echo, notifier, the analyst drains, the prompt builders
     done(lay, r, rounds)   (done?, why) from the run's artifacts alone, never from a status file
     LOG                    the log (in the run's logs/) whose tail says why it failed, or None
-A round runs ROUND in order: train -> rotate -> export -> compile -> evaluate -> inject. The first
-stage whose done() is false is where a run (re)starts. `baseline` runs once before round 0 when
-BASELINE_VAL=1. To add a stage: a file here with the three names, and a line in ROUND.
+    COLOUR                 its bar in the report's timeline
+and may export (defaults in brackets)
+    LABEL                  its name in the report's legend and `make plan`'s stage list [its name]
+    SUMMARY                what it does, in a few words, for `make plan` [""]
+    SHORT                  too short for an untimed ETA to deserve a word [False]
+    STEPPED                it runs STEPS_PER_ROUND training steps: ETAs and status count them [False]
+    WRITES                 (cfg, lay) -> [(what, bytes)] the disk guard checks before it starts [None]
+    reads(lay, r, seed)    the run's files that must be valid when a run (re)starts here [none]
+    launches(cfg, lay, r, model_args)
+                           (name, command line, note) of what it starts, for `make plan` [none]
+A round runs ROUND in order; its last stage ends the round (its artifact is the next round's bank).
+The first stage whose done() is false is where a run (re)starts. BASELINE runs once before round 0
+when BASELINE_VAL=1. To add a stage: a file here, and a line in ROUND.
 """
 
 from __future__ import annotations
@@ -22,20 +33,46 @@ from pyhelpers.stages import baseline, compile, evaluate, export, inject, rotate
 @dataclass(frozen=True)
 class Stage:
     name: str
-    run: Callable[..., None]  # (loop, r)
-    done: Callable[..., tuple[bool, str]]  # (lay, r, rounds)
-    log: str | None  # file name in the run's logs/, read when the stage fails
+    run: Callable[..., None]                  # (loop, r)
+    done: Callable[..., tuple[bool, str]]     # (lay, r, rounds)
+    log: str | None                           # file name in the run's logs/, read when the stage fails
+    colour: str
+    label: str
+    summary: str
+    short: bool
+    stepped: bool
+    writes: Callable[..., list] | None        # (cfg, lay) -> [(what, bytes)]
+    reads: Callable[..., list]                # (lay, r, seed_bank) -> [RunInput]
+    launches: Callable[..., list]             # (cfg, lay, r, model_args) -> [(name, line, note)]
+
+
+def _none(*_args, **_kw) -> list:
+    return []
 
 
 def _stage(module) -> Stage:
-    return Stage(module.__name__.rsplit(".", 1)[1], module.run, done=module.done, log=module.LOG)
+    name = module.__name__.rsplit(".", 1)[1]
+    return Stage(name, module.run, done=module.done, log=module.LOG, colour=module.COLOUR,
+                 label=getattr(module, "LABEL", name), summary=getattr(module, "SUMMARY", ""),
+                 short=getattr(module, "SHORT", False), stepped=getattr(module, "STEPPED", False),
+                 writes=getattr(module, "WRITES", None), reads=getattr(module, "reads", _none),
+                 launches=getattr(module, "launches", _none))
 
 
-ROUND: tuple[Stage, ...] = tuple(_stage(m) for m in (train, rotate, export, compile, evaluate, inject))
+ROUND: tuple[Stage, ...] = (
+    _stage(train),
+    _stage(rotate),
+    _stage(export),
+    _stage(compile),
+    _stage(evaluate),
+    _stage(inject),
+)
 BASELINE = _stage(baseline)
+END = ROUND[-1]  # its artifact ends a round: the next round's bank (the last round: the final bank)
+ALL: tuple[Stage, ...] = (BASELINE, *ROUND)  # every stage, in the order a run meets them
 NAMES: tuple[str, ...] = tuple(s.name for s in ROUND)  # a round's stages, in order
-ALL_NAMES: tuple[str, ...] = (BASELINE.name, *NAMES)  # every stage, in the order a run meets them
-_BY_NAME = {s.name: s for s in (BASELINE, *ROUND)}
+ALL_NAMES: tuple[str, ...] = tuple(s.name for s in ALL)
+_BY_NAME = {s.name: s for s in ALL}
 
 
 def get(name: str) -> Stage:

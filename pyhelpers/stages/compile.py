@@ -3,18 +3,25 @@ round's candidates are merged into its bank (skills.steps.compile_step) -> compi
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.steps import change_summary, compile_step
-from pyhelpers.stages import train
+from pyhelpers.stages import inputs, train
 
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
 
 LOG = None  # in-process: the driver's log says why it failed
+COLOUR = "#f9a825"
+SHORT = True
+
+
+def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInput]:
+    return inputs.bank_and_analyst(lay, r, seed_bank)
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:

@@ -23,11 +23,22 @@ from typing import TYPE_CHECKING
 from pyhelpers.launch import services
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
+from pyhelpers.stages import inputs
 
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
 
 LOG = "eval-server.log"  # the SGLang eval server's log: why val/gate could not play
+COLOUR = "#2e7d32"
+
+
+def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInput]:
+    return [inputs.compiled(lay, r)]
+
+
+def launches(cfg, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
+    return [services.plan_line(cfg, lay, "eval-server", model=model_dir(cfg, lay)),
+            ("evaluate", "", "no command line: bare val, then the gate, in the loop's own process")]
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:

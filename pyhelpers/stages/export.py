@@ -8,6 +8,7 @@ verified, renamed into place, `hf` flipped, older exports removed. The checkpoin
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +22,23 @@ from pyhelpers.run import checkpoints as ck
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
+from pyhelpers.stages import inputs
 
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
 
 LOG = "convert.log"  # the converter's log (its stem is the recorded service's name)
+COLOUR = "#6a1b9a"
+WRITES = diskguard.hf_export_writes
+
+
+def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInput]:
+    return inputs.bank_and_analyst(lay, r, seed_bank)
+
+
+def launches(cfg, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
+    return [("convert", shlex.join(convert_argv(cfg, lay, lay.last_iteration(r))),
+             "skipped when slime's --save-hf wrote the export" if cfg.flag("SAVE_HF") else "")]
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
@@ -126,7 +139,7 @@ def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Pat
     origin = cfg.path("HF_MODEL")
     choice = prepare_export(lay, r, origin)
     if choice.action == "convert":
-        progress("disk: " + diskguard.check(cfg, lay, "export").explain())
+        progress("disk: " + diskguard.check(cfg, lay, "export", WRITES).explain())
         argv = convert_argv(cfg, lay, choice.iteration)
         progress(f"converting {choice.source.name} to HF weights (log: {log_path})")
         events.append(lay.run_dir, "convert-start", round=r, iteration=choice.iteration)

@@ -4,17 +4,25 @@ round's bank (the last round: the run's final bank). Its output's existence ends
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.steps import caps_from, change_summary, inject_step
+from pyhelpers.stages import inputs
 
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
 
 LOG = None  # in-process: the driver's log says why it failed
+COLOUR = "#ef6c00"
+SHORT = True
+
+
+def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInput]:
+    return [inputs.compiled(lay, r), *inputs.gate_decisions(lay, r)]
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:

@@ -1,7 +1,7 @@
 """Where a run stands, derived from its artifacts (architecture §4) — never from a status file.
 
-`position()` finds the first round whose inject artifact is missing, then the first stage of that
-round whose done() (pyhelpers/stages/<stage>.py) is false. `check_resume_round()` checks a
+`position()` finds the first round whose last stage (stages.END) is not done, then the first stage
+of that round whose done() (pyhelpers/stages/<stage>.py) is false. `check_resume_round()` checks a
 user's `make resume ROUND=N` against the disk and explains a contradiction; it never changes anything.
 """
 
@@ -30,9 +30,9 @@ class Position:
 
 
 def current_round(lay: RunLayout, rounds: int) -> int | None:
-    """The first round whose inject artifact is missing (None: all rounds done)."""
+    """The first round whose last stage (stages.END) is not done (None: all rounds done)."""
     for r in range(rounds):
-        if not stages.get("inject").done(lay, r, rounds)[0]:
+        if not stages.END.done(lay, r, rounds)[0]:
             return r
     return None
 
@@ -56,7 +56,7 @@ def position(lay: RunLayout, rounds: int, baseline_val: bool = False) -> Positio
         done, detail = stage.done(lay, r, rounds)
         if not done:
             return Position(r, stage.name, detail)
-    raise AssertionError("unreachable: inject not done but every stage done")
+    raise AssertionError("unreachable: the round's last stage is not done but every stage is")
 
 
 def check_resume_round(lay: RunLayout, rounds: int, asked: int) -> Position:
@@ -75,7 +75,7 @@ def check_resume_round(lay: RunLayout, rounds: int, asked: int) -> Position:
                 else f"round {asked} is already finished; the run stands at round {pos.round} ({pos.stage})")
         raise ToolkitError(f"ROUND={asked} does not match the disk: {hint}; {found}", str(lay.run_dir),
                            f"run `make resume ROUND={pos.round}`, or `make resume` to continue where it stands")
-    if asked > 0 and pos.stage == "train" and tracked is None:
+    if asked > 0 and pos.stage == stages.ROUND[0].name and tracked is None:  # it loads round r-1's save
         raise ToolkitError(f"ROUND={asked} needs round {asked - 1}'s checkpoint, but there is none",
                            str(lay.megatron), "restore TRAIN_SAVE (make migrate-machine), or resume an earlier round")
     return pos

@@ -18,13 +18,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
 from pyhelpers.rollout.metrics import PREFIX
 
 STEP_WINDOW = 8
-# Stages short enough that not having timed them yet does not deserve a word.
-SMALL = ("rotate", "compile", "inject")
 PUBLISHED = "progress.json"
 
 
@@ -64,28 +63,35 @@ class Eta:
         return out + (f" (+ {', '.join(self.untimed)}: not timed yet)" if self.untimed else "")
 
 
-def estimate(evs: list[dict], order: Sequence[str], rounds: int, steps: int, r: int, stage: str,
+class StageFacts(Protocol):
+    """What an ETA needs of a stage (the registry's Stage)."""
+    name: str
+    short: bool    # too short for an untimed ETA to deserve a word
+    stepped: bool  # its time is STEPS_PER_ROUND training steps
+
+
+def estimate(evs: list[dict], order: Sequence[StageFacts], rounds: int, steps: int, r: int, stage: str,
              steps_done: int, now: float | None = None) -> Eta:
     """The ETA of round r (0-based) standing at `stage` with `steps_done` of its `steps` done;
-    `order` is a round's stages in order (the registry's NAMES: passed in, because the train
+    `order` is a round's stages in order (the registry's ROUND: passed in, because the train
     stage's step watcher asks too, and a stage cannot import the registry that imports it)."""
     now = time.time() if now is None else now
     per_step, means = step_seconds(evs), stage_seconds(evs)
     untimed: list[str] = []
 
-    def stage_s(name: str) -> float:
-        if name == "train":
-            if "train" in means:
-                return means["train"]
-            if per_step is not None:
-                return per_step * steps
-        elif name in means:
-            return means[name]
-        if name not in SMALL and name not in untimed:
-            untimed.append(name)
+    facts = {s.name: s for s in order}
+
+    def stage_s(s: StageFacts) -> float:
+        if s.name in means:
+            return means[s.name]
+        if s.stepped and per_step is not None:
+            return per_step * steps
+        if not s.short and s.name not in untimed:
+            untimed.append(s.name)
         return 0.0
 
-    if stage == "train":
+    now_stage = facts.get(stage)
+    if now_stage is not None and now_stage.stepped:
         if per_step is None:
             return Eta(None, None, None)
         left = per_step * max(0, steps - steps_done)
@@ -93,9 +99,13 @@ def estimate(evs: list[dict], order: Sequence[str], rounds: int, steps: int, r: 
         started = next((e["t"] for e in reversed(evs) if e.get("kind") == "stage-start"
                         and e.get("stage") == stage), now)
         left = max(0.0, means[stage] - (now - started))
-    else:
-        left = stage_s(stage)
-    rest = order[list(order).index(stage) + 1:] if stage in order else order
+    elif now_stage is not None:
+        left = stage_s(now_stage)
+    else:  # a stage outside the round (baseline), never timed yet
+        untimed.append(stage)
+        left = 0.0
+    names = [s.name for s in order]
+    rest = order[names.index(stage) + 1:] if stage in names else order
     this_round = left + sum(stage_s(s) for s in rest)
     later = max(0, rounds - (r + 1)) * sum(stage_s(s) for s in order)
     return Eta(this_round, this_round + later, step_s=per_step, untimed=untimed)

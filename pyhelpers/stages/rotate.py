@@ -4,16 +4,24 @@ complete."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
+from pyhelpers.stages import inputs
 
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
 
 LOG = None  # in-process: the driver's log says why it failed
+COLOUR = "#90a4ae"
+SHORT = True
+
+
+def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInput]:
+    return inputs.bank_and_analyst(lay, r, seed_bank)
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:

@@ -21,11 +21,14 @@ copy are stopped here; the driver stops the rest.
 
 from __future__ import annotations
 
+import json
+import shlex
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyhelpers.capacity import diskguard
@@ -43,13 +46,32 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.tokens import counter_for
-from pyhelpers.stages import evaluate, stepwatch
+from pyhelpers.stages import evaluate, inputs, stepwatch
 from pyhelpers.tasks.files import check_slime_prompts
 
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
 
 LOG = "slime-log.log"  # the slime job's output, copied from Ray's driver log
+COLOUR = "#1565c0"
+STEPPED = True
+WRITES = diskguard.checkpoint_writes
+
+
+def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInput]:
+    return inputs.bank_and_analyst(lay, r, seed_bank, new_run_reads_seed=True)
+
+
+def launches(cfg, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
+    out = [services.plan_line(cfg, lay, "shopsim"), services.plan_line(cfg, lay, "ray-head"),
+           ("slime job", job_entrypoint(cfg, lay, r=r, model_args=model_args),
+            f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
+            f"{json.dumps(launch_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)};"
+            f" MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}")]
+    if cfg.flag("ANALYST_ENABLED"):
+        out.append(("analyst", shlex.join(analyst_argv(lay, r)),
+                    f"its model: {cfg['ANALYST_MODEL']} at {cfg['ANALYST_BASE_URL']}"))
+    return out
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
@@ -79,7 +101,7 @@ def prepare(loop: StageContext, r: int) -> None:
             name, count = counter_for(hf if hf.is_dir() else None)
             bank_mod.write_bank(lay.bank_in(0), bank_mod.empty_bank(0, name, bank_mod.header_tokens(count)))
     write_plugin_yaml(lay.plugin_config(r), **plugin_values(cfg, lay, r))
-    echo("disk: " + diskguard.check(cfg, lay, "train").explain())
+    echo("disk: " + diskguard.check(cfg, lay, "train", WRITES).explain())
     gap = ck.data_state_gap(lay.megatron)  # a save cut between its tracker and its data state
     if gap:
         echo(f"checkpoint: {gap}")
@@ -179,7 +201,7 @@ def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], w
     """While the job trains: warn once when free space falls below what the round's final save
     needs (the guard acts only at stage boundaries: Megatron saves inside the job)."""
     interval = cfg.float("DISK_WATCH_INTERVAL")
-    base = diskguard.need(cfg, lay, "train")  # sizes are fixed within a round: only free space moves
+    base = diskguard.need(cfg, lay, "train", WRITES)  # sizes are fixed within a round: only free space moves
     while not stopped(interval):
         n = replace(base, free=diskguard.free_bytes(base.where))
         if not n.fits:
