@@ -1,4 +1,7 @@
 # ShopSimRL: the menu. `make` alone lists the targets and every knob with its default.
+# `make T` runs bin/T, one verb per file (rbenv-style): its `# Summary:` header is T's line in the
+# menu (bin/help prints this file's targets and groups with those lines), `# Usage:` its arguments.
+# A recipe only turns make variables (ROUND, SERVICE, ...) into the verb's arguments.
 # Knob defaults live only in env/defaults.env; `make KNOB=value` passes through to them
 # (make exports command-line variables to recipes). This file never includes .env.
 SHELL := bash
@@ -20,103 +23,103 @@ $(VENV):
 	@echo "shopsimrl: the toolkit's virtualenv is missing: $(CURDIR)/.venv (run: make setup)" >&2; exit 1
 
 .PHONY: help
-help: ## Show this menu: targets, then knobs and their defaults
-	@bin/menu
+help:
+	@bin/help
 
 ## --- The run ---
 
 .PHONY: train
-train: setup ## The whole run: preflight, then ROUNDS x (train, rotate, export, compile, evaluate, inject); continues a stopped run
+train: setup
 	@bin/train $(STOP_IS_NO_ERROR)
 
 .PHONY: resume
-resume: setup ## Continue the run from its artifacts (stops what a killed driver left); ROUND=N asserts where
-	@bin/train --resume $(if $(ROUND),--round $(ROUND)) $(STOP_IS_NO_ERROR)
+resume: setup
+	@bin/resume $(if $(ROUND),--round $(ROUND)) $(STOP_IS_NO_ERROR)
 
 .PHONY: stop
-stop: | $(VENV) ## Stop the run from any shell (driver, job, services, Ray) by process group; final until make resume
-	@$(IN_RUN).venv/bin/python -m pyhelpers run stop
+stop: | $(VENV)
+	@$(IN_RUN)bin/stop
 
 .PHONY: status
-status: | $(VENV) ## Where the run stands: round, stage, step, services (pids, ports), disk, val/gate results, logs
-	@$(IN_RUN).venv/bin/python -m pyhelpers run status
+status: | $(VENV)
+	@$(IN_RUN)bin/status
 
 .PHONY: logs
-logs: | $(VENV) ## Which logs exist (sizes, ages), or one: SERVICE=driver|shopsim|slime|... [LINES=200] [FOLLOW=1]
-	@$(IN_RUN).venv/bin/python -m pyhelpers run logs $(if $(SERVICE),--service $(SERVICE)) $(if $(LINES),--lines $(LINES)) $(if $(FOLLOW),--follow)
+logs: | $(VENV)
+	@$(IN_RUN)bin/logs $(if $(SERVICE),--service $(SERVICE)) $(if $(LINES),--lines $(LINES)) $(if $(FOLLOW),--follow)
 
 .PHONY: watch
-watch: | $(VENV) ## make status, refreshed every few seconds (INTERVAL=3) until Ctrl-C
-	@$(IN_RUN).venv/bin/python -m pyhelpers run watch $(if $(INTERVAL),--interval $(INTERVAL))
+watch: | $(VENV)
+	@$(IN_RUN)bin/watch $(if $(INTERVAL),--interval $(INTERVAL))
 
 .PHONY: report
-report: | $(VENV) ## The run at a glance without W&B: runs/<RUN_NAME>/report/index.html with plots and CSVs
-	@$(IN_RUN).venv/bin/python -m pyhelpers run report
+report: | $(VENV)
+	@$(IN_RUN)bin/report
 
 .PHONY: plan
-plan: | $(VENV) ## What make train / make resume would do: resume point, stages, command lines, disk, ports
+plan: | $(VENV)
 	@$(IN_RUN)bin/plan
 
 .PHONY: wandb-sync
-wandb-sync: | $(VENV) ## Upload the run's offline W&B runs (key from .env or ~/.netrc); DRY_RUN=1 lists them
-	@.venv/bin/python -m pyhelpers run wandb-sync $(if $(DRY_RUN),--dry-run)
+wandb-sync: | $(VENV)
+	@bin/wandb-sync $(if $(DRY_RUN),--dry-run)
 
 .PHONY: rehearse
-rehearse: setup ## The whole run on stand-ins (CPU, ~1 min): check a machine or config before GPU hours
+rehearse: setup
 	@bin/rehearse $(if $(RESUME),--resume $(if $(ROUND),--round $(ROUND))) $(STOP_IS_NO_ERROR)
 
 ## --- The machine ---
 
 .PHONY: doctor
-doctor: | $(VENV) ## Preflight this machine: PASS/WARN/FAIL/SKIP per check + fix (PROFILE=rehearse on a CPU box)
+doctor: | $(VENV)
 	@bin/doctor
 
 .PHONY: install-hooks
-install-hooks: setup ## Install the cuDNN activate/deactivate hooks into the slime env (DRY_RUN=1: plan only)
+install-hooks: setup
 	@bin/install-hooks
 
 .PHONY: convert-base
-convert-base: setup ## HF_MODEL -> TORCH_DIST_MODEL with slime's converter (M18; needs the GPUs)
+convert-base: setup
 	@bin/convert-base
 
 .PHONY: smoke
-smoke: setup ## A 1-GPU TP=1 smoke (M1) on the real stack: a few steps, checkpoint + HF export, no eval
+smoke: setup
 	@bin/smoke
 
 .PHONY: migrate-pack
-migrate-pack: | $(VENV) ## On the old machine: manifest + pack of the run (hashes, relative paths); prints the FROM to use
-	@$(IN_RUN).venv/bin/python -m pyhelpers migrate pack
+migrate-pack: | $(VENV)
+	@$(IN_RUN)bin/migrate-pack
 
 .PHONY: migrate-machine
-migrate-machine: setup ## On the new machine: FROM=<user@host:/path | /mounted/path> -> checks, rsync, verify, make resume
-	@$(IN_RUN).venv/bin/python -m pyhelpers migrate machine --from "$(FROM)"
+migrate-machine: setup
+	@$(IN_RUN)bin/migrate-machine --from "$(FROM)"
 
 .PHONY: plan-memory
-plan-memory: | $(VENV) ## Per-GPU peak memory of a training micro-batch (vocab logits); WARNs with the knob to turn
-	@.venv/bin/python -m pyhelpers plan memory
+plan-memory: | $(VENV)
+	@bin/plan-memory
 
 ## --- The toolkit ---
 
 .PHONY: setup
-setup: ## Create/update .venv with the pinned packages (fast no-op when up to date)
+setup:
 	@bin/setup
 
 .PHONY: test
-test: setup ## Lint, then every test on parallel workers (about 10 min on 2 cores; CI runs this)
+test: setup
 	@bin/test
 
 .PHONY: test-fast
-test-fast: setup ## Lint, then the tests without a rehearsal, Ray or service process (under a minute)
+test-fast: setup
 	@bin/test-fast
 
 .PHONY: config
-config: | $(VENV) ## Print the resolved configuration (secrets as ***)
-	@.venv/bin/python -m pyhelpers config show
+config: | $(VENV)
+	@bin/config
 
 .PHONY: check
-check: | $(VENV) ## Validate the configuration; names each bad knob and the fix
-	@.venv/bin/python -m pyhelpers config check
+check: | $(VENV)
+	@bin/check
 
 .PHONY: readme-knobs
-readme-knobs: setup ## Regenerate README.md's knob table from env/defaults.env
+readme-knobs: setup
 	@bin/readme-knobs

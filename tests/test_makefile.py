@@ -85,7 +85,7 @@ def test_the_menu_never_cuts_a_knob_description_mid_sentence():
     that, groups with equal"). Each description now runs to the end of a sentence (or of its doc)."""
     from pyhelpers.config.load import read_knobs
 
-    menu = subprocess.run([str(ROOT / "bin" / "menu")], capture_output=True, text=True, timeout=60, check=True).stdout
+    menu = subprocess.run([str(ROOT / "bin" / "help")], capture_output=True, text=True, timeout=60, check=True).stdout
     lines = {ln.split()[0]: ln for ln in menu.splitlines() if ln.startswith("    ") and ln.split()}
     cut = []
     for name, knob in read_knobs().items():

@@ -1,7 +1,9 @@
-"""One evaluation episode: the turn loop on the shared prompt builder, and its infra retries.
+"""One evaluation episode: the shared turn loop on the shared prompt builder, and its infra retries.
 
 The prompt is pyhelpers.policy.prompt_builder's (the chat template rendered once, then each turn's response
-tokens and observation tokens appended exactly as training does), generation is SGLang's native
+tokens and observation tokens appended exactly as training does), the turns are
+pyhelpers.policy.turns' (training's loop; evaluation passes in a timed generate and an interact
+that first checks the slot is still its own, see below), generation is SGLang's native
 /generate with max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of
 ROLLOUT_MAX_CONTEXT_LEN, and the simulator is driven through ShopSimClient.episode_slot (the slot
 is released on every path). Terminations are the rollout plugin's (pyhelpers.rollout.metrics):
@@ -50,8 +52,9 @@ import httpx
 
 from pyhelpers.evaluate.settings import EvalSettings
 from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder
-from pyhelpers.policy.sglang_client import SGLangClient, SGLangError, SGLangRejected, SGLangUnavailable
+from pyhelpers.policy.sglang_client import GenerateResult, SGLangClient, SGLangError, SGLangUnavailable
 from pyhelpers.policy.system_prompt import PROMPT_VERSION
+from pyhelpers.policy.turns import TurnLimits, play_turns
 from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient, not_shopsim
 from pyhelpers.shopsim.protocol import (
     BadTaskIndex,
@@ -59,9 +62,8 @@ from pyhelpers.shopsim.protocol import (
     NotShopSim,
     ShopSimError,
     StaleSlotError,
+    StepResult,
     TransportError,
-    extract_action,
-    persona_observation,
 )
 from pyhelpers.shopsim.taskcheck import bad_index, check_reset
 from pyhelpers.skills.render import Rendered
@@ -276,26 +278,17 @@ async def _attempt(ctx: Context, spec: EpisodeSpec, key: str) -> Attempt:
 
 
 async def _turns(ctx: Context, spec: EpisodeSpec, tr, slot: EpisodeSlot, att: Attempt, epoch: int) -> None:
-    s, b, task = ctx.settings, ctx.builder, spec.task
-    for _ in range(s.max_turns):
-        budget = b.max_new_tokens(tr, s.max_context_len, s.max_response_len)
-        if budget <= 0:
-            att.termination = "context_budget"
-            return
+    s, task = ctx.settings, spec.task
+
+    async def generate(token_ids: list[int], params: dict) -> GenerateResult:
         t0 = time.monotonic()
-        try:
-            out = await ctx.server.generate(tr.token_ids, {**s.sampling, "max_new_tokens": budget})
-        except SGLangRejected:  # prompt + max_new_tokens beyond the server's context length
-            att.termination = "context_budget"
-            return
+        out = await ctx.server.generate(token_ids, params)
         att.generate_s += time.monotonic() - t0
-        if out.aborted:
+        if out.aborted:  # nothing of ours aborts an eval generation: the server failed
             raise SGLangUnavailable("/generate answered finish_reason abort")
-        reply = out.reply(b.decode)
-        b.add_response(tr, out.output_ids, logprobs=out.logprobs, text=reply)
-        att.turns += 1
-        action = extract_action(reply)
-        att.actions.append(str(action) if action is not None else "")
+        return out
+
+    async def interact(reply: str) -> StepResult:
         if ctx.epoch != epoch:
             raise SlotLost(f"the simulator went away since slot {slot.env_idx} was taken", action="interact")
         t0 = time.monotonic()
@@ -304,18 +297,16 @@ async def _turns(ctx: Context, spec: EpisodeSpec, tr, slot: EpisodeSlot, att: At
         owner = step.raw.get("idx")
         if isinstance(owner, int) and owner != int(task["shopsim_idx"]):
             raise SlotLost(f"slot {slot.env_idx} now plays task {owner}, not {task['shopsim_idx']}", action="interact")
-        if step.done or step.over:
-            att.termination = "done" if step.done else "over"
-            att.reward, att.strict, att.success = step.scores.loose, step.scores.strict, step.scores.success
-            att.reward_detail = step.reward_detail or None
-            att.purchase = step.purchase or None
-            return
-        observation = step.observation
-        if task.get("scenario") == "persona" and task.get("instruction_simple"):
-            observation = persona_observation(observation, task["instruction_simple"])
-        try:
-            b.add_observation(tr, observation, max_context_len=s.max_context_len)
-        except ContextBudgetError:
-            att.termination = "context_budget"
-            return
-    att.termination = "max_turns"
+        return step
+
+    played: list[dict] = []
+    limits = TurnLimits(s.max_turns, s.max_context_len, s.max_response_len)
+    end = await play_turns(ctx.builder, tr, task, limits=limits, sampling=s.sampling, generate=generate,
+                           interact=interact, turns=played)
+    att.termination, att.turns = end.termination, len(played)
+    att.actions = [turn.get("action", "") for turn in played]
+    if end.step is not None:
+        step = end.step
+        att.reward, att.strict, att.success = step.scores.loose, step.scores.strict, step.scores.success
+        att.reward_detail = step.reward_detail or None
+        att.purchase = step.purchase or None

@@ -24,24 +24,18 @@ from pyhelpers.evaluate.runner import RunResult, run_episodes
 from pyhelpers.evaluate.settings import EvalSettings
 from pyhelpers.evaluate.stats import val_summary
 from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.policy import tokenizer
 from pyhelpers.policy.prompt_builder import PromptBuilder, PromptError
 from pyhelpers.policy.system_prompt import PROMPT_VERSION
 from pyhelpers.run import layout
 
 
 def load_builder(tokenizer_dir: str) -> PromptBuilder:
-    """The shared prompt builder on the policy's tokenizer (transformers, imported here only)."""
+    """The shared prompt builder on the policy's tokenizer (the one loader training uses too)."""
     if not Path(tokenizer_dir).is_dir():
         raise ToolkitError("no tokenizer directory for the policy", tokenizer_dir,
                            "export the round's model first (hf symlink), or pass --model-dir HF_DIR")
-    from transformers import AutoTokenizer  # heavy: transformers (~2 s), only when a tokenizer is loaded
-
-    try:
-        tok = AutoTokenizer.from_pretrained(tokenizer_dir, trust_remote_code=True)
-    except (OSError, ValueError) as exc:
-        raise ToolkitError(f"cannot load the policy tokenizer: {exc}", tokenizer_dir,
-                           "point --model-dir at an HF model directory with tokenizer files") from None
-    return PromptBuilder(tok)
+    return tokenizer.load_builder(tokenizer_dir, fix="point --model-dir at an HF model directory with tokenizer files")
 
 
 def tasks_meta(path: Path, tasks: Sequence[dict]) -> dict:

@@ -1,10 +1,12 @@
 """One multi-turn ShopSimulator episode on slime's SGLang router: prompt, turns, outcome.
 
 The prompt is the shared builder's (pyhelpers.policy.prompt_builder: chat template rendered once, then each
-turn's response tokens, loss mask 1 with their log-probs, and observation tokens, mask 0), so an
-evaluation episode and a training episode see the same tokens. Per turn: /generate with
-max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN capped by what is left of ROLLOUT_MAX_CONTEXT_LEN (and
-slime's sampling params otherwise), then `interact` with the response text.
+turn's response tokens, loss mask 1 with their log-probs, and observation tokens, mask 0) and the
+turns are the shared loop's (pyhelpers.policy.turns), so an evaluation episode and a training
+episode see the same tokens. Per turn: /generate with max_new_tokens = ROLLOUT_MAX_RESPONSE_LEN
+capped by what is left of ROLLOUT_MAX_CONTEXT_LEN (and slime's sampling params otherwise), then
+`interact` with the response text. What training adds to a turn is its generate: a retry's
+generation hit by slime's end-of-step abort is sent again (after_abort), and log-probs are required.
 
 Ends (termination): done (a purchase), over (the simulator ended it: more than 42 messages),
 max_turns, context_budget (no room for another turn or observation) -- these are the policy's
@@ -29,7 +31,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from pyhelpers.policy.prompt_builder import ContextBudgetError, Transcript
-from pyhelpers.policy.sglang_client import SGLangError, SGLangRejected
+from pyhelpers.policy.sglang_client import GenerateResult, SGLangError, SGLangRejected
+from pyhelpers.policy.turns import TurnLimits, play_turns
 from pyhelpers.rollout.metrics import SCORED, EpisodeStats
 from pyhelpers.rollout.runtime import Runtime
 from pyhelpers.shopsim.protocol import (
@@ -37,8 +40,6 @@ from pyhelpers.shopsim.protocol import (
     BadTaskIndex,
     Scores,
     ShopSimError,
-    extract_action,
-    persona_observation,
 )
 from pyhelpers.shopsim.taskcheck import bad_index, check_reset
 from pyhelpers.skills.render import Rendered
@@ -136,49 +137,24 @@ async def _turns(rt: Runtime, task: dict, ep: Episode, sampling_params: dict, ab
     async with rt.shopsim.episode_slot(int(task["shopsim_idx"])) as slot:
         ep.slot_wait_s += time.monotonic() - slot_start  # the reset (pack_api waits for a free env)
         check_reset(task, slot.reset, s.tasks_path)
-        for _ in range(s.max_turns):
-            if aborted():
-                ep.termination = "aborted"
-                return
-            budget = b.max_new_tokens(tr, s.rollout_max_context_len, s.rollout_max_response_len)
-            if budget <= 0:
-                ep.termination = "context_budget"
-                return
-            params = {**sampling_params, "max_new_tokens": budget}
+
+        async def generate(token_ids: list[int], params: dict) -> GenerateResult:
             try:
-                out = await rt.policy.generate(tr.token_ids, params)
+                out = await rt.policy.generate(token_ids, params)
                 if out.aborted and after_abort is not None and await after_abort():
-                    out = await rt.policy.generate(tr.token_ids, params)
-            except SGLangRejected as exc:  # prompt + max_new_tokens beyond the engine's context
+                    out = await rt.policy.generate(token_ids, params)
+            except SGLangRejected as exc:  # the turn loop ends the episode as context_budget
                 log.warning("SGLang refused a turn of task %s: %s", task.get("task_id"), exc)
-                ep.termination = "context_budget"
-                return
-            if out.logprobs is None:
+                raise
+            if out.logprobs is None:  # training needs every response token's log-prob
                 raise SGLangError("/generate answered without output_token_logprobs")
-            reply = out.reply(b.decode)
-            b.add_response(tr, out.output_ids, logprobs=out.logprobs, text=reply)
-            if out.aborted:
-                ep.termination = "aborted"
-                return
-            turn = {"response": reply}
-            action = extract_action(reply)
-            if action is not None:
-                turn["action"] = str(action)
-            ep.turns.append(turn)
-            step = await slot.interact(reply)
-            if step.done or step.over:
-                ep.termination = "done" if step.done else "over"
-                ep.scores = step.scores
-                ep.reward = step.scores.value(s.reward)
-                ep.reward_detail = step.reward_detail or None
-                return
-            observation = step.observation
-            if task.get("scenario") == "persona" and task.get("instruction_simple"):
-                observation = persona_observation(observation, task["instruction_simple"])
-            turn["observation"] = observation
-            try:
-                b.add_observation(tr, observation, max_context_len=s.rollout_max_context_len)
-            except ContextBudgetError:
-                ep.termination = "context_budget"
-                return
-        ep.termination = "max_turns"
+            return out
+
+        limits = TurnLimits(s.max_turns, s.rollout_max_context_len, s.rollout_max_response_len)
+        end = await play_turns(b, tr, task, limits=limits, sampling=sampling_params, generate=generate,
+                               interact=slot.interact, turns=ep.turns, stop=aborted)
+        ep.termination = end.termination
+        if end.step is not None:
+            ep.scores = end.step.scores
+            ep.reward = end.step.scores.value(s.reward)
+            ep.reward_detail = end.step.reward_detail or None

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.policy import tokenizer
 from pyhelpers.policy.prompt_builder import PromptBuilder
 from pyhelpers.policy.sglang_client import SGLangClient
 from pyhelpers.rollout.settings import PluginSettings
@@ -84,20 +85,13 @@ def get(args: Any, settings: PluginSettings) -> Runtime:
 
 @cache
 def _builder(tokenizer_path: str) -> tuple[PromptBuilder, int]:
-    """The policy tokenizer (loaded once per process) in the shared prompt builder, and the id
-    used to pad an otherwise empty response (eos, else pad)."""
+    """The policy tokenizer (loaded once per process, by the loader evaluation uses too) in the
+    shared prompt builder, and the id used to pad an otherwise empty response (eos, else pad)."""
     if not tokenizer_path:
         raise ToolkitError("no tokenizer for the policy", "shopsimrl_tokenizer_path / --hf-checkpoint",
                            "set HF_MODEL to the policy's HF directory")
-    from transformers import AutoTokenizer  # heavy: transformers (~2 s), only when a tokenizer is loaded
-
-    try:
-        tok = AutoTokenizer.from_pretrained(tokenizer_path, trust_remote_code=True)
-    except (OSError, ValueError) as exc:
-        raise ToolkitError(f"cannot load the policy tokenizer: {exc}", tokenizer_path,
-                           "point HF_MODEL at an HF model directory with tokenizer files") from None
-    pad = tok.eos_token_id if tok.eos_token_id is not None else tok.pad_token_id
-    return PromptBuilder(tok), int(pad if pad is not None else 0)
+    builder = tokenizer.load_builder(tokenizer_path, fix="point HF_MODEL at an HF model directory with tokenizer files")
+    return builder, tokenizer.pad_id(builder.tokenizer)
 
 
 @cache
