@@ -118,5 +118,5 @@ check: | $(VENV) ## Validate the configuration; names each bad knob and the fix
 	@.venv/bin/python -m pyhelpers config check
 
 .PHONY: readme-knobs
-readme-knobs: setup ## Regenerate README.md's knob table from env/defaults.env
+readme-knobs: setup ## Regenerate README.md's knob table and pyhelpers/config/knobs.py from env/defaults.env
 	@bin/readme-knobs

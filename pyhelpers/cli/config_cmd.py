@@ -112,3 +112,16 @@ def config_docs():
         default = f"`{knob.default}`" if knob.default else "(empty)"
         kind = f"`{knob.type.text}`".replace("|", "\\|") if knob.type else "?"
         click.echo(f"| `{knob.name}` | {default} | {kind} | {knob.doc.replace('|', '/')} |")
+
+
+@config.command("knobs-module")
+def config_knobs_module():
+    """Print pyhelpers/config/knobs.py as generated from env/defaults.env (make readme-knobs writes it).
+
+    \b
+    Example:
+      pyhelpers config knobs-module > pyhelpers/config/knobs.py
+    """
+    from pyhelpers.config import generate  # local: only this maintenance command needs the generator
+
+    sys.stdout.write(generate.source(config_mod.read_knobs()))

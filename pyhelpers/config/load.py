@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyhelpers.config import types as knob_types
+from pyhelpers.config.knobs import Knobs
 from pyhelpers.config.types import KnobType
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run.layout import wandb_dir
@@ -95,8 +96,10 @@ def is_secret(name: str, extra: frozenset[str] = frozenset()) -> bool:
 
 
 @dataclass(frozen=True)
-class Config:
-    """Resolved knob values (strings), where each came from, and the project root."""
+class Config(Knobs):
+    """Resolved knob values, where each came from, and the project root. Code outside config/
+    reads a knob as a typed attribute (cfg.ROUNDS: int; the attributes are generated from
+    env/defaults.env into knobs.py); the string accessors below are config/'s own."""
 
     values: dict[str, str]
     sources: dict[str, str]
@@ -137,6 +140,25 @@ class Config:
         """A path knob; relative paths are relative to the project root."""
         p = Path(os.path.expanduser(self.values[name]))
         return p if p.is_absolute() else self.root / p
+
+    # The converters behind the typed attributes of Knobs (each runs once per knob and Config).
+    def _raw(self, name: str) -> str:
+        return self.values[name]
+
+    def _int(self, name: str) -> int:
+        return self.int(name)
+
+    def _float(self, name: str) -> float:
+        return self.float(name)
+
+    def _flag(self, name: str) -> bool:
+        return self.flag(name)
+
+    def _path(self, name: str) -> Path:
+        return self.path(name)
+
+    def _path_or_none(self, name: str) -> Path | None:
+        return self.path(name) if self.values[name] else None
 
     def is_secret(self, name: str) -> bool:
         """name is a secret: by the naming rule, or listed in this configuration's SECRET_VARS."""
