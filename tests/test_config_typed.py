@@ -23,6 +23,7 @@ NOT_KNOBS = {
     "HOME": "where ~/.netrc lives (W&B's login)",
     "PATH": "where programs are found",
     "MPLCONFIGDIR": "matplotlib's cache, kept off the system disk",
+    "WANDB_BASE_URL": "W&B's own variable (.env or the environment): the host whose key the job's netrc holds",
     "SHOPSIM_ENV_MAX_NUM": "ShopSimulator's own variable: the launcher sets it for the fork it imports",
 }
 
@@ -40,10 +41,18 @@ def _is_os_environ(node: ast.AST) -> bool:
         isinstance(node.value, ast.Name) and node.value.id == "os"
 
 
+def _is_sources(node: ast.Call | ast.Subscript) -> bool:
+    target = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
+        getattr(node, "value", None)
+    return isinstance(target, ast.Attribute) and target.attr == "sources"
+
+
 def _string_lookups(tree: ast.AST, knobs: set[str]) -> list[tuple[int, str]]:
     """cfg.int("X"), cfg.get("X"), cfg.path("X"), cfg["X"], values["X"]...: a knob named by a string."""
     found = []
     for node in ast.walk(tree):
+        if isinstance(node, (ast.Call, ast.Subscript)) and _is_sources(node):
+            continue  # cfg.sources["X"]: where a knob's value came from, not its value
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
                 node.func.attr in {"int", "float", "flag", "path", "get", "getenv"} and \
                 _const(node.args[0]) in knobs:

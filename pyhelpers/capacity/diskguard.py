@@ -84,7 +84,7 @@ class Need:
 
 def _sizes(cfg, lay: RunLayout) -> tuple[int, int, str, str]:
     """(checkpoint bytes, HF export bytes, how each was found)."""
-    formula = diskplan.model_sizes(cfg.path("HF_MODEL"), cfg.flag("SAVE_OPTIM"))
+    formula = diskplan.model_sizes(cfg.HF_MODEL, cfg.SAVE_OPTIM)
     newest = ck.newest_complete(lay.megatron)
     ckpt, ckpt_how = formula.checkpoint, "estimated"
     if newest is not None:
@@ -100,14 +100,14 @@ def need(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_byt
     ckpt, hf, ckpt_how, hf_how = _sizes(cfg, lay)
     if stage == "train":
         items = [(f"new checkpoint ({ckpt_how})", ckpt)]
-        if cfg.flag("SAVE_HF"):
+        if cfg.SAVE_HF:
             items.append((f"new HF export by --save-hf ({hf_how})", hf))
     elif stage == "export":
         items = [(f"new HF export ({hf_how})", hf)]
     else:
         raise ValueError(stage)
-    margin = int(cfg.float("DISK_MARGIN_GB") * diskplan.GB)
-    where = cfg.path("TRAIN_SAVE")
+    margin = int(cfg.DISK_MARGIN_GB * diskplan.GB)
+    where = cfg.TRAIN_SAVE
     return Need(stage, tuple(items), margin=margin, free=free(where), where=where)
 
 

@@ -58,7 +58,7 @@ def config_check():
     """
     cfg = config_mod.load()
     _problems_or_exit(cfg)
-    click.echo(f"config ok: run {cfg.run_name}, {cfg['NUM_GPUS']} GPU(s), TP={cfg['TP_SIZE']}")
+    click.echo(f"config ok: run {cfg.run_name}, {cfg.NUM_GPUS} GPU(s), TP={cfg.TP_SIZE}")
 
 
 # The knobs bash itself reads (bin/train, bin/rehearse, bin/lib.sh, bin/in-env, bin/install-hooks).

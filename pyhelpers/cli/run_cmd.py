@@ -79,9 +79,9 @@ def run_check_resume(round_):
     cfg, lay = _ctx()
     _require_run(cfg, lay)
     if round_ is None:
-        pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
+        pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL)
     else:
-        pos = runstate.check_resume_round(lay, cfg.int("ROUNDS"), round_)
+        pos = runstate.check_resume_round(lay, cfg.ROUNDS, round_)
     where = "finished" if pos.finished else f"round {pos.round} at {pos.stage}"
     click.echo(f"resuming {cfg.run_name}: {where} ({pos.detail})", err=True)
 

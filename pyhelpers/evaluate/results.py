@@ -27,7 +27,7 @@ def results(cfg, lay: RunLayout) -> list[dict]:
     base = load_json_or_none(lay.baseline_val_summary)
     if base:
         rows.append({"round": "baseline", "val": val_line(base), "gate": None})
-    for r in range(cfg.int("ROUNDS")):
+    for r in range(cfg.ROUNDS):
         val, gate = load_json_or_none(lay.val_summary(r)), load_json_or_none(lay.gate_summary(r))
         if val or gate:
             rows.append({"round": r, "val": val_line(val) if val else None, "gate": gate_line(gate) if gate else None})

@@ -35,7 +35,7 @@ def _episodes_event(cfg, what: str, round_no: int | None, result) -> None:
 
 
 def val_tasks(cfg, tasks_path: Path | None):
-    path = tasks_path or cfg.path("VAL_TASKS")
+    path = tasks_path or cfg.VAL_TASKS
     return path, load_tasks(path, split="val")
 
 
@@ -82,8 +82,8 @@ def play_gate(cfg, settings, builder_factory, *, round_dir: Path, tasks_path: Pa
 
 
 def log_val_wandb(cfg, out: Path) -> str:
-    res = log_val(load_json(layout.summary(out)), project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
-                  run_dir=cfg.run_dir, mode=cfg.get("WANDB_MODE") or None)
+    res = log_val(load_json(layout.summary(out)), project=cfg.WANDB_PROJECT, group=cfg.WANDB_GROUP,
+                  run_dir=cfg.run_dir, mode=cfg.WANDB_MODE or None)
     return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")
 
 
@@ -92,7 +92,7 @@ def log_gate_wandb(cfg, round_dir: Path) -> str:
     bank = load_bank(files.compiled)
     doc = load_json(files.gate_decisions)
     counts = status_counts(apply_decisions(bank, doc["decisions"], round=int(bank["round"]), caps=caps_from(cfg)))
-    res = log_gate(load_json(layout.summary(files.gate_dir)), doc, counts, project=cfg["WANDB_PROJECT"],
-                   group=cfg["WANDB_GROUP"], run_dir=cfg.run_dir, round=int(bank["round"]),
-                   mode=cfg.get("WANDB_MODE") or None)
+    res = log_gate(load_json(layout.summary(files.gate_dir)), doc, counts, project=cfg.WANDB_PROJECT,
+                   group=cfg.WANDB_GROUP, run_dir=cfg.run_dir, round=int(bank["round"]),
+                   mode=cfg.WANDB_MODE or None)
     return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")

@@ -67,16 +67,16 @@ class EvalSettings:
                     tokenizer_dir: str | None = None) -> EvalSettings:
         """The knob values of `cfg` (a pyhelpers.config.load.Config), with the CLI's overrides."""
         return cls(
-            shopsim_url=shopsim_url or f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}",
-            server_url=server_url or f"http://127.0.0.1:{cfg.int('EVAL_PORT')}",
+            shopsim_url=shopsim_url or f"http://{cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}",
+            server_url=server_url or f"http://127.0.0.1:{cfg.EVAL_PORT}",
             tokenizer_dir=str(tokenizer_dir or (cfg.save_dir / "hf")),
-            concurrency=cfg.int("EVAL_CONCURRENCY"), slots=cfg.int("SHOPSIM_SLOTS"),
-            max_turns=cfg.int("MAX_TURNS"), max_context_len=cfg.int("ROLLOUT_MAX_CONTEXT_LEN"),
-            max_response_len=cfg.int("ROLLOUT_MAX_RESPONSE_LEN"),
-            skill_token_budget=cfg.int("SKILL_TOKEN_BUDGET"), episode_retries=cfg.int("EVAL_EPISODE_RETRIES"),
-            max_infra_share=cfg.float("EVAL_MAX_INFRA_SHARE"), reset_timeout_s=protocol.reset_timeout_s(cfg.int("SHOPSIM_RESET_RETRIES"),
-                                                    cfg.float("SHOPSIM_RESET_DELAY")),
-            shopsim_ready_s=cfg.float("SHOPSIM_START_TIMEOUT"),
+            concurrency=cfg.EVAL_CONCURRENCY, slots=cfg.SHOPSIM_SLOTS,
+            max_turns=cfg.MAX_TURNS, max_context_len=cfg.ROLLOUT_MAX_CONTEXT_LEN,
+            max_response_len=cfg.ROLLOUT_MAX_RESPONSE_LEN,
+            skill_token_budget=cfg.SKILL_TOKEN_BUDGET, episode_retries=cfg.EVAL_EPISODE_RETRIES,
+            max_infra_share=cfg.EVAL_MAX_INFRA_SHARE, reset_timeout_s=protocol.reset_timeout_s(cfg.SHOPSIM_RESET_RETRIES,
+                                                    cfg.SHOPSIM_RESET_DELAY),
+            shopsim_ready_s=cfg.SHOPSIM_START_TIMEOUT,
         ).check()
 
     def public(self) -> dict:

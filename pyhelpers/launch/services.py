@@ -74,22 +74,22 @@ def _shopsim_probe(url: str) -> ready.Probe:
 def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
     in_env = str(cfg.root / "bin" / "in-env")
     if name == "shopsim":
-        host, port = cfg["SHOPSIM_HOST"], cfg.int("SHOPSIM_PORT")
-        return Spec([in_env, cfg["SHOPSIM_ENV"], *launch_args.shopsim(cfg)],
-                    {"SHOPSIM_ENV_MAX_NUM": cfg["SHOPSIM_SLOTS"], "SHOPSIM_RESET_RETRIES": cfg["SHOPSIM_RESET_RETRIES"],
-                     "SHOPSIM_RESET_DELAY": cfg["SHOPSIM_RESET_DELAY"]},
+        host, port = cfg.SHOPSIM_HOST, cfg.SHOPSIM_PORT
+        return Spec([in_env, cfg.SHOPSIM_ENV, *launch_args.shopsim(cfg)],
+                    {"SHOPSIM_ENV_MAX_NUM": str(cfg.SHOPSIM_SLOTS), "SHOPSIM_RESET_RETRIES": str(cfg.SHOPSIM_RESET_RETRIES),
+                     "SHOPSIM_RESET_DELAY": f"{cfg.SHOPSIM_RESET_DELAY:g}"},
                     address=(host, port), probe=_shopsim_probe(f"http://{host}:{port}"), timeout_knob="SHOPSIM_START_TIMEOUT")
     if name == "ray-head":
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
-        port = cfg.int("EVAL_PORT")
-        return Spec([in_env, cfg["SLIME_ENV"], *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
+        port = cfg.EVAL_PORT
+        return Spec([in_env, cfg.SLIME_ENV, *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
 
 
 def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
-    port = cfg.int("RAY_DASHBOARD_PORT")
+    port = cfg.RAY_DASHBOARD_PORT
     temp = cfg.ray_temp_dir
 
     def before_start() -> list[str]:
@@ -97,7 +97,7 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
         gone = ray_sessions.prune(lay.run_dir, temp)
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
-    return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
+    return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
                 {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
@@ -134,7 +134,7 @@ def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: in
     """Wait until a started `name` answers (its *_START_TIMEOUT); NotReady carries its log's tail."""
     s = spec(cfg, lay, name, model=model)
     took = ready.wait_service(lay.pids, name, s.probe, timeout=cfg.float(s.timeout_knob),
-                              backoff_max=cfg.float("READY_BACKOFF_MAX"), knob=s.timeout_knob)
+                              backoff_max=cfg.READY_BACKOFF_MAX, knob=s.timeout_knob)
     rec = procs.load(procs.pidfile(lay.pids, name))
     s.once_up(set(procfs.group_members(rec.pgid)))
     events.append(lay.run_dir, "service-ready", service=name, seconds=round(took, 3),
@@ -196,7 +196,7 @@ def log_wandb(cfg, lay: RunLayout, poll: float = 0.2) -> list[str]:
 
 def stop(cfg, lay: RunLayout, *names: str) -> list[str]:
     """Stop the named services if they run (TERM, STOP_GRACE, KILL)."""
-    return [r.message for r in procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=names, missing_ok=True)]
+    return [r.message for r in procs.stop_all(lay.pids, cfg.STOP_GRACE, names=names, missing_ok=True)]
 
 
 def free_all_slots(cfg, lay: RunLayout, stage: str, round_: int | None) -> str:
@@ -206,7 +206,7 @@ def free_all_slots(cfg, lay: RunLayout, stage: str, round_: int | None) -> str:
     from pyhelpers.shopsim.client import ShopSimClient  # local: httpx, as in _shopsim_probe
 
     async def call():
-        async with ShopSimClient(f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}") as client:
+        async with ShopSimClient(f"http://{cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}") as client:
             return await client.release_all()
 
     said = str(asyncio.run(call()))
@@ -224,7 +224,7 @@ def watch_shopsim(cfg, lay: RunLayout, round_: int, stopped: Callable[[float], b
                   poll: float = 1.0) -> None:
     """Restart ShopSimulator when it dies, at most SHOPSIM_MAX_RESTARTS times in this round (then
     on_give_up(reason)), until stopped(timeout) -- e.g. threading.Event.wait -- returns True."""
-    limit = cfg.int("SHOPSIM_MAX_RESTARTS")
+    limit = cfg.SHOPSIM_MAX_RESTARTS
     while not stopped(poll):
         if not alive(lay, "shopsim"):
             done = restarts(lay, round_)

@@ -75,8 +75,8 @@ class Notifier:
 
     @classmethod
     def from_config(cls, cfg, log: Callable[[str], None] = lambda s: None) -> Notifier:
-        return cls(cfg.get("NOTIFY_WEBHOOK"), cfg.get("NOTIFY_FORMAT") or "generic", run=cfg.run_name,
-                   timeout=cfg.float("NOTIFY_TIMEOUT"), secret=cfg.get("NOTIFY_SECRET"), log=log)
+        return cls(cfg.NOTIFY_WEBHOOK, cfg.NOTIFY_FORMAT or "generic", run=cfg.run_name,
+                   timeout=cfg.NOTIFY_TIMEOUT, secret=cfg.NOTIFY_SECRET, log=log)
 
     @property
     def enabled(self) -> bool:

@@ -117,8 +117,8 @@ class Supervisor:
 
     @classmethod
     def from_config(cls, cfg) -> Supervisor:
-        return cls(cfg.int("MAX_RESTARTS"), cfg.int("MAX_RESTARTS_PER_STAGE"), backoff=cfg.float("RESTART_BACKOFF"),
-                   backoff_max=cfg.float("RESTART_BACKOFF_MAX"))
+        return cls(cfg.MAX_RESTARTS, cfg.MAX_RESTARTS_PER_STAGE, backoff=cfg.RESTART_BACKOFF,
+                   backoff_max=cfg.RESTART_BACKOFF_MAX)
 
     def decide(self, f: Failure) -> Decision:
         where = f"{f.stage} of round {f.round}" + (f" at step {f.step}" if f.step is not None else "")

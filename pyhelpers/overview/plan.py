@@ -55,25 +55,25 @@ def launches(cfg, lay: RunLayout, pos: runstate.Position,
     margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
     out.append(("slime job", train.job_entrypoint(cfg, lay, r=r, model_args=margs),
                 f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
-                f"{json.dumps(launch_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)}; MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}"))
-    if cfg.flag("ANALYST_ENABLED"):
+                f"{json.dumps(launch_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)}; MODEL_ARGS from {cfg.MODEL_ARGS_SCRIPT}"))
+    if cfg.ANALYST_ENABLED:
         out.append(("analyst", shlex.join(train.analyst_argv(lay, r)),
-                    f"its model: {cfg['ANALYST_MODEL']} at {cfg['ANALYST_BASE_URL']}"))
+                    f"its model: {cfg.ANALYST_MODEL} at {cfg.ANALYST_BASE_URL}"))
     out.append(("convert", shlex.join(export.convert_argv(cfg, lay, lay.last_iteration(r))),
-                "skipped when slime's --save-hf wrote the export" if cfg.flag("SAVE_HF") else ""))
+                "skipped when slime's --save-hf wrote the export" if cfg.SAVE_HF else ""))
     out.append(service("eval-server", model=evaluate.model_dir(cfg, lay)))
     out.append(("evaluate", "", "no command line: bare val, then the gate, in the loop's own process"))
     for name in services.BACKGROUND:
-        if name != "wandb-log" or cfg.get("WANDB_MODE") != "disabled":
+        if name != "wandb-log" or cfg.WANDB_MODE != "disabled":
             out.append((name, shlex.join(services.background_argv(name)), "in the background"))
     return out
 
 
 def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
-    rounds = cfg.int("ROUNDS")
+    rounds = cfg.ROUNDS
     exists = lay.manifest.is_file()
     try:
-        pos = runstate.position(lay, rounds, cfg.flag("BASELINE_VAL"))
+        pos = runstate.position(lay, rounds, cfg.BASELINE_VAL)
     except ToolkitError as exc:
         return [f"run {cfg.run_name}: cannot plan: {exc}"]
     r = 0 if pos.round is None else pos.round
@@ -92,13 +92,13 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
             out.append(f"    ({note})")
     secrets = sorted(n for n in cfg.secret_names if cfg.get(n))
     out.append("environment: CUDA_VISIBLE_DEVICES=" + cfg.cuda_visible_devices
-               + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg['WANDB_MODE']}; secrets passed only through "
+               + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg.WANDB_MODE}; secrets passed only through "
                "the environment: " + (", ".join(f"{n}=***" for n in secrets) or "none set"))
     for stage in ("train", "export"):
         n = diskguard.need(cfg, lay, stage)
         out.append(f"disk: {n.explain()} -> {'ok' if n.fits else 'SHORT'}")
     ray = ", ".join(f"{p.what} {p.port}" for p in ray_ports.ports(cfg))
-    out.append(f"opens: shopsim {cfg['SHOPSIM_HOST']}:{cfg['SHOPSIM_PORT']}, eval server 127.0.0.1:{cfg['EVAL_PORT']}, "
+    out.append(f"opens: shopsim {cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}, eval server 127.0.0.1:{cfg.EVAL_PORT}, "
                f"Ray on 127.0.0.1 only, the run's token required ({ray}; workers on kernel-chosen ports); "
                f"Ray temp dir {cfg.ray_temp_dir}")
     return out

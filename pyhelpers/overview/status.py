@@ -38,7 +38,7 @@ def bank_line(bank: dict) -> str:
 
 
 def summary_lines(cfg, lay: RunLayout) -> list[str]:
-    out = [f"run {cfg.run_name}: {cfg.int('ROUNDS')} round(s) of {cfg.int('STEPS_PER_ROUND')} steps"]
+    out = [f"run {cfg.run_name}: {cfg.ROUNDS} round(s) of {cfg.STEPS_PER_ROUND} steps"]
     out += [_result_line(row) for row in results(cfg, lay)]
     final = load_json_or_none(lay.final_bank)
     out.append(f"  final bank {lay.final_bank}: " + (bank_line(final) if final else "not written yet"))
@@ -111,7 +111,7 @@ def _progress(cfg, lay: RunLayout, pos: dict, evs: list[dict], running: bool) ->
     r, stage = pos.get("round"), pos.get("stage")
     if stage is None or pos.get("error"):
         return None
-    rounds, steps = cfg.int("ROUNDS"), lay.steps_per_round
+    rounds, steps = cfg.ROUNDS, lay.steps_per_round
     out: dict = {"round": r, "rounds": rounds, "stage": stage}
     if stage == "train" and r is not None:
         recs = read_jsonl(lay.rollout_metrics(r))
@@ -159,7 +159,7 @@ def _disk(cfg, lay: RunLayout) -> dict:
 
 def gather(cfg, lay: RunLayout) -> dict:
     try:
-        pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL")).as_dict()
+        pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL).as_dict()
     except ToolkitError as exc:
         pos = {"round": None, "stage": None, "detail": str(exc), "error": True}
     evs = events.read(lay.run_dir)

@@ -154,7 +154,7 @@ def _timeline(evs: list[dict], driver_alive: bool = False) -> tuple[list[dict], 
 
 
 def gather(cfg, lay: RunLayout) -> Tables:
-    rounds = cfg.int("ROUNDS")
+    rounds = cfg.ROUNDS
     t = Tables(rounds)
     base = load_json_or_none(lay.baseline_val_summary)
     if base:

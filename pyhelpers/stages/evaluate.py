@@ -38,7 +38,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 
 def _wandb_in_background(cfg, lay: RunLayout) -> None:
-    if cfg.get("WANDB_MODE") != "disabled":
+    if cfg.WANDB_MODE != "disabled":
         services.run_in_background(cfg, lay, "wandb-log")
 
 
@@ -58,7 +58,7 @@ def builder_for(builders: dict, model_dir: str):
 
 def model_dir(cfg, lay: RunLayout, baseline: bool = False) -> str:
     """What the eval server serves: the round's HF export (`hf`), or the base model for the baseline."""
-    return str(cfg.path("HF_MODEL") if baseline else lay.hf_link)
+    return str(cfg.HF_MODEL if baseline else lay.hf_link)
 
 
 def run(loop: StageContext, r: int) -> None:

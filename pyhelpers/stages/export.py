@@ -117,13 +117,13 @@ def convert_argv(cfg, lay: RunLayout, iteration: int) -> list[str]:
     """CONVERT_TO_HF on checkpoint iter_<iteration> into its staging dir (export(); make plan)."""
     return launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(lay.megatron / f"iter_{iteration:07d}"),
                                   "--output-dir", str(lay.hf_staging(iteration)), "--origin-hf-dir",
-                                  str(cfg.path("HF_MODEL")), *CONVERTER_FLAGS)
+                                  str(cfg.HF_MODEL), *CONVERTER_FLAGS)
 
 
 def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Path, list[Path]]:
     """The stage's work (see the module doc). Returns (target, removed exports)."""
     log_path = lay.logs / LOG
-    origin = cfg.path("HF_MODEL")
+    origin = cfg.HF_MODEL
     choice = prepare_export(lay, r, origin)
     if choice.action == "convert":
         progress("disk: " + diskguard.check(cfg, lay, "export").explain())
@@ -134,7 +134,7 @@ def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Pat
         try:
             status = child.wait()
         finally:
-            procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=[log_path.stem])
+            procs.stop_all(lay.pids, cfg.STOP_GRACE, names=[log_path.stem])
         events.append(lay.run_dir, "convert-end", round=r, iteration=choice.iteration, status=status)
         if status != 0:
             tail = "\n".join(procs.log_tail(log_path, 20))

@@ -87,8 +87,8 @@ def problem(inp: RunInput) -> str | None:
 def check(cfg, lay: RunLayout, fresh: bool = False) -> tuple[list[RunInput], list[tuple[RunInput, str]]]:
     """(files checked, [(file, problem)]) from where the run stands; `fresh`: as a new run (a fresh
     rehearsal replaces the previous one's files, which nothing will read)."""
-    seed = cfg.path("SEED_BANK") if cfg.get("SEED_BANK") else None
+    seed = cfg.SEED_BANK
     inputs = _seed(seed) if fresh else \
-        upcoming(lay, runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL")), seed)
+        upcoming(lay, runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL), seed)
     bad = [(i, p) for i in inputs if (p := problem(i))]
     return inputs, bad

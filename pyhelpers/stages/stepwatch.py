@@ -32,7 +32,7 @@ def head(r: int, rounds: int, stage: str) -> str:
 def watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], say: Callable[[str], None],
           eta_at: Callable[[list[dict], int], Eta], status: Callable[[str], None] = lambda s: None) -> None:
     """`eta_at(events, steps_done)`: round r's ETA in train (the driver's, from the registry)."""
-    rounds, steps = cfg.int("ROUNDS"), lay.steps_per_round
+    rounds, steps = cfg.ROUNDS, lay.steps_per_round
     path, marker = lay.rollout_metrics(r), lay.started_marker(r)
     seen = set(read_jsonl(path))
     since: float | None = None  # when the step in progress began
