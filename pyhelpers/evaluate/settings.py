@@ -24,16 +24,17 @@ class EvalSettings:
     shopsim_url: str                      # http://SHOPSIM_HOST:SHOPSIM_PORT
     server_url: str                       # SGLang eval server, http://127.0.0.1:EVAL_PORT
     tokenizer_dir: str                    # HF dir of the policy (TRAIN_SAVE/RUN_NAME/hf or --model-dir)
-    concurrency: int = 32                 # EVAL_CONCURRENCY
-    slots: int = 48                       # SHOPSIM_SLOTS: never more episodes in flight than this
-    max_turns: int = 20                   # MAX_TURNS
-    max_context_len: int = 24576          # ROLLOUT_MAX_CONTEXT_LEN
-    max_response_len: int = 4096          # ROLLOUT_MAX_RESPONSE_LEN
-    skill_token_budget: int = 1024        # SKILL_TOKEN_BUDGET
-    episode_retries: int = 3              # EVAL_EPISODE_RETRIES (infra errors only)
-    max_infra_share: float = 0.05         # EVAL_MAX_INFRA_SHARE: above it no summary is written
-    reset_timeout_s: float = 60.0         # > SHOPSIM_RESET_RETRIES x SHOPSIM_RESET_DELAY
-    shopsim_ready_s: float = 900.0        # SHOPSIM_START_TIMEOUT: wait for a restarted simulator
+    # The knobs' values, no defaults here: env/defaults.env holds them (from_config; tests give theirs).
+    concurrency: int                      # EVAL_CONCURRENCY
+    slots: int                            # SHOPSIM_SLOTS: never more episodes in flight than this
+    max_turns: int                        # MAX_TURNS
+    max_context_len: int                  # ROLLOUT_MAX_CONTEXT_LEN
+    max_response_len: int                 # ROLLOUT_MAX_RESPONSE_LEN
+    skill_token_budget: int               # SKILL_TOKEN_BUDGET
+    episode_retries: int                  # EVAL_EPISODE_RETRIES (infra errors only)
+    max_infra_share: float                # EVAL_MAX_INFRA_SHARE: above it no summary is written
+    reset_timeout_s: float                # > SHOPSIM_RESET_RETRIES x SHOPSIM_RESET_DELAY
+    shopsim_ready_s: float                # SHOPSIM_START_TIMEOUT: wait for a restarted simulator
     server_ready_s: float = 120.0         # wait for the SGLang server's /health before a retry
     # Not knobs (defaults fit the real stack; tests and the benchmark shorten them):
     request_timeout_s: float = 60.0       # one interact / release
