@@ -22,6 +22,7 @@ from pyhelpers.analyst.budget import Budget, CapReached, Clock, Stopped
 from pyhelpers.analyst.client import ChatClient, ChatError, FatalError, RejectedError, TransientError
 from pyhelpers.analyst.ledger import Ledger, RoundLock, batch_id, require_round
 from pyhelpers.analyst.stats import Stats, WandbLog, WandbOptions
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import validate, write_json_atomic
 
@@ -50,7 +51,7 @@ class Settings:
     backoff_max: float
 
     @classmethod
-    def from_config(cls, cfg, round_dir: Path, round_no: int | None = None) -> Settings:
+    def from_config(cls, cfg: Config, round_dir: Path, round_no: int | None = None) -> Settings:
         round_dir = Path(round_dir)
         return cls(round_dir=round_dir, round=require_round(round_dir, round_no),
                    base_url=cfg.ANALYST_BASE_URL, model=cfg.ANALYST_MODEL,

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.config.check import device_of
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run.layout import RunLayout
@@ -82,7 +83,7 @@ class Need:
                 f"{diskplan.gb(self.free)} free on {self.where}")
 
 
-def _sizes(cfg, lay: RunLayout) -> tuple[int, int, str, str]:
+def _sizes(cfg: Config, lay: RunLayout) -> tuple[int, int, str, str]:
     """(checkpoint bytes, HF export bytes, how each was found)."""
     formula = diskplan.model_sizes(cfg.HF_MODEL, cfg.SAVE_OPTIM)
     newest = ck.newest_complete(lay.megatron)
@@ -96,7 +97,7 @@ def _sizes(cfg, lay: RunLayout) -> tuple[int, int, str, str]:
     return ckpt, hf, ckpt_how, hf_how
 
 
-def need(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_bytes) -> Need:
+def need(cfg: Config, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_bytes) -> Need:
     ckpt, hf, ckpt_how, hf_how = _sizes(cfg, lay)
     if stage == "train":
         items = [(f"new checkpoint ({ckpt_how})", ckpt)]
@@ -111,7 +112,7 @@ def need(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_byt
     return Need(stage, tuple(items), margin=margin, free=free(where), where=where)
 
 
-def check(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_bytes) -> Need:
+def check(cfg: Config, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_bytes) -> Need:
     """Refuse (ToolkitError) when the stage's writes do not fit; nothing is deleted."""
     n = need(cfg, lay, stage, free=free)
     if not n.fits:

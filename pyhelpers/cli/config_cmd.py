@@ -10,9 +10,10 @@ import click
 
 from pyhelpers.config import load as config_mod
 from pyhelpers.config.check import check
+from pyhelpers.config.load import Config
 
 
-def _problems_or_exit(cfg) -> None:
+def _problems_or_exit(cfg: Config) -> None:
     problems = check(cfg)
     for p in problems:
         click.echo(str(p), err=True)

@@ -91,7 +91,7 @@ def memory(as_json, path, recompute, strict):
         raise SystemExit(1)
 
 
-def _print_text(cfg, ver, alt, rows, recompute) -> None:
+def _print_text(cfg: Config, ver, alt, rows, recompute) -> None:
     p = ver.plan
     click.echo(f"Memory plan per GPU: {p.model}, NUM_GPUS={cfg.NUM_GPUS}, TP_SIZE={p.tp} (DP={p.dp}), "
                f"logits path: {p.path}, recompute: {'full' if recompute else 'off'}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from pyhelpers.cli.common import ctx as _ctx
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.overview import manifest as runmanifest
 from pyhelpers.overview import rehearsal as rehearsal_mod
@@ -55,7 +56,7 @@ def run_init(rehearsal, resume, started_at):
     click.echo(str(lay.run_dir))
 
 
-def _require_run(cfg, lay) -> None:
+def _require_run(cfg: Config, lay) -> None:
     if lay.migrating_marker.is_file():
         raise ToolkitError("a migration into this run has not finished (not every file is verified)",
                            str(lay.migrating_marker), "run make migrate-machine FROM=... again; it continues "

@@ -18,6 +18,7 @@ from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err
 from pyhelpers.config import load as config_mod
 from pyhelpers.config.check import check
+from pyhelpers.config.load import Config
 from pyhelpers.doctor.envfile import netrc_has
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import convert_base as basemodel
@@ -40,7 +41,7 @@ def run():
     """Where the run stands and what the driver does next."""
 
 
-def _stop_job(cfg, lay):
+def _stop_job(cfg: Config, lay):
     return lambda: trainstage.stop_job(cfg, lay)
 
 

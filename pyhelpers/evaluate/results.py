@@ -4,6 +4,7 @@ notification and `make status` say about a round's results. Read-only.
 
 from __future__ import annotations
 
+from pyhelpers.config.load import Config
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.run.layout import RunLayout
 
@@ -22,7 +23,7 @@ def gate_line(summary: dict) -> str:
     return f"gate: {what}" + (f" (MDE {100 * mde:.0f} points)" if mde else "")
 
 
-def results(cfg, lay: RunLayout) -> list[dict]:
+def results(cfg: Config, lay: RunLayout) -> list[dict]:
     rows = []
     base = load_json_or_none(lay.baseline_val_summary)
     if base:

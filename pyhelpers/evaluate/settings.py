@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.shopsim import protocol
 
@@ -64,7 +65,7 @@ class EvalSettings:
         return self
 
     @classmethod
-    def from_config(cls, cfg, *, shopsim_url: str | None = None, server_url: str | None = None,
+    def from_config(cls, cfg: Config, *, shopsim_url: str | None = None, server_url: str | None = None,
                     tokenizer_dir: str | None = None) -> EvalSettings:
         """The knob values of `cfg` (a pyhelpers.config.load.Config), with the CLI's overrides."""
         return cls(

@@ -13,13 +13,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.launch.model_dirs import dist_problems, hf_problems
 from pyhelpers.procs.groups import log_tail
 
 
-def convert(cfg, model_args: list[str], log_path: Path, progress=lambda s: None) -> Path:
+def convert(cfg: Config, model_args: list[str], log_path: Path, progress=lambda s: None) -> Path:
     hf, dist = cfg.HF_MODEL, cfg.TORCH_DIST_MODEL
     problems, _ = hf_problems(hf)
     if problems:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyhelpers.config import ray_ports
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import ray_auth, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
@@ -71,7 +72,7 @@ def _shopsim_probe(url: str) -> ready.Probe:
     return probe
 
 
-def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
+def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Spec:
     in_env = str(cfg.root / "bin" / "in-env")
     if name == "shopsim":
         host, port = cfg.SHOPSIM_HOST, cfg.SHOPSIM_PORT
@@ -88,7 +89,7 @@ def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
 
 
-def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
+def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
     port = cfg.RAY_DASHBOARD_PORT
     temp = cfg.ray_temp_dir
 
@@ -115,7 +116,7 @@ def alive(lay: RunLayout, name: str) -> bool:
     return path.exists() and procs.state(procs.load(path)) == "alive"
 
 
-def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
+def start(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
           progress: Callable[[str], None] = lambda s: None) -> procs.Record:
     """Start `name` (its address checked free first) without waiting for it."""
     s = spec(cfg, lay, name, model=model)
@@ -130,7 +131,7 @@ def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: i
     return rec
 
 
-def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None) -> str:
+def wait(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None) -> str:
     """Wait until a started `name` answers (its *_START_TIMEOUT); NotReady carries its log's tail."""
     s = spec(cfg, lay, name, model=model)
     took = ready.wait_service(lay.pids, name, s.probe, timeout=cfg.float(s.timeout_knob),
@@ -142,7 +143,7 @@ def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: in
     return f"{name}: ready after {took:.1f} s"
 
 
-def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
+def ensure(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
            progress: Callable[[str], None] = lambda s: None) -> str:
     """Start `name` unless it is up, and wait until it answers. Returns what happened."""
     if alive(lay, name):
@@ -161,20 +162,20 @@ def background_argv(name: str) -> list[str]:
     return [sys.executable, "-m", "pyhelpers", "run", BACKGROUND[name]]
 
 
-def _background_env(cfg, name: str) -> dict[str, str] | None:
+def _background_env(cfg: Config, name: str) -> dict[str, str] | None:
     """wandb-log gets the W&B key (secret_env.USERS); the others inherit the driver's environment,
     which holds no secret."""
     return secret_env.for_user(cfg, name) if name in secret_env.USERS else None
 
 
-def run_in_background(cfg, lay: RunLayout, name: str) -> None:
+def run_in_background(cfg: Config, lay: RunLayout, name: str) -> None:
     """Background service `name` (BACKGROUND) unless one runs: `make stop` and `make resume` find it
     by its pidfile."""
     if not alive(lay, name):
         procs.start(name, background_argv(name), pids_dir=lay.pids, logs_dir=lay.logs, env=_background_env(cfg, name))
 
 
-def log_wandb(cfg, lay: RunLayout, poll: float = 0.2) -> list[str]:
+def log_wandb(cfg: Config, lay: RunLayout, poll: float = 0.2) -> list[str]:
     """The run's last W&B logging, waited for: `pyhelpers run log-wandb` as service wandb-log (a
     child, so that the W&B key is in its environment only, not in the driver's), once a background
     one has finished. Returns the lines it wrote; fails with its log's tail when it fails."""
@@ -194,12 +195,12 @@ def log_wandb(cfg, lay: RunLayout, poll: float = 0.2) -> list[str]:
     return [line for line in lines if line.startswith("W&B ")]  # its own; wandb's chatter stays in the log
 
 
-def stop(cfg, lay: RunLayout, *names: str) -> list[str]:
+def stop(cfg: Config, lay: RunLayout, *names: str) -> list[str]:
     """Stop the named services if they run (TERM, STOP_GRACE, KILL)."""
     return [r.message for r in procs.stop_all(lay.pids, cfg.STOP_GRACE, names=names, missing_ok=True)]
 
 
-def free_all_slots(cfg, lay: RunLayout, stage: str, round_: int | None) -> str:
+def free_all_slots(cfg: Config, lay: RunLayout, stage: str, round_: int | None) -> str:
     """Free every ShopSimulator slot before a stage plays (the run owns the simulator and nothing
     is playing): a killed job leaves the slots it held taken, and so does a reset that failed after
     pack_api popped a slot (docs/shopsim_protocol.md); nobody can name those. An event records it."""
@@ -219,7 +220,7 @@ def restarts(lay: RunLayout, round_: int, name: str = "shopsim") -> int:
                if e.get("kind") == "service-restart" and e.get("service") == name and e.get("round") == round_)
 
 
-def watch_shopsim(cfg, lay: RunLayout, round_: int, stopped: Callable[[float], bool],
+def watch_shopsim(cfg: Config, lay: RunLayout, round_: int, stopped: Callable[[float], bool],
                   on_give_up: Callable[[str], None], progress: Callable[[str], None] = lambda s: None,
                   poll: float = 1.0) -> None:
     """Restart ShopSimulator when it dies, at most SHOPSIM_MAX_RESTARTS times in this round (then

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyhelpers import stages
+from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results as eval_results
 from pyhelpers.launch import services
@@ -64,7 +65,7 @@ def _on_signal(signum, _frame):
 class Loop:
     """The `run loop` process: the stages of pyhelpers/stages run with this object, which
     holds what lives as long as the run's process does."""
-    cfg: object
+    cfg: Config
     lay: RunLayout
     model_args: list[str]
     echo: Echo

@@ -32,6 +32,7 @@ from pathlib import Path
 from pyhelpers.capacity import diskplan
 from pyhelpers.capacity.diskguard import free_bytes
 from pyhelpers.config.check import device_of
+from pyhelpers.config.load import Config
 from pyhelpers.doctor.disks import _links
 from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
@@ -47,7 +48,7 @@ AFTER_CHECKS = ("model-hf", "model-torch-dist", "train-tasks", "val-tasks", "dot
 CORRUPT_HOOK = "SHOPSIMRL_TEST_CORRUPT_AFTER_COPY"  # test-only: "root/path" to damage after its copy
 
 
-def dest_roots(cfg, lay: RunLayout) -> dict[str, Path]:
+def dest_roots(cfg: Config, lay: RunLayout) -> dict[str, Path]:
     return {"run": lay.run_dir, "save": lay.save_dir, "data": cfg.DATA_DIR,
             "hf_model": cfg.HF_MODEL, "torch_dist_model": cfg.TORCH_DIST_MODEL}
 
@@ -82,7 +83,7 @@ def fetch_manifest(from_: str, runs_dir: Path, bwlimit: int) -> tuple[dict, Path
     return data, target
 
 
-def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -> None:
+def env_gate(cfg: Config, environ, profile: str, manifest: dict, lay: RunLayout, echo) -> None:
     """Step 2-3: refuse before copying when this machine cannot run the job, or the space or a
     destination path is wrong."""
     results = run_checks(cfg, environ, profile, only=ENV_CHECKS)
@@ -119,7 +120,7 @@ def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -
                                str(where), "free space there or point the knob at a larger disk; nothing was copied")
 
 
-def copy_and_verify(cfg, lay: RunLayout, from_: str, manifest: dict, staging: Path, echo) -> list[str]:
+def copy_and_verify(cfg: Config, lay: RunLayout, from_: str, manifest: dict, staging: Path, echo) -> list[str]:
     """Steps 4-5: rsync each root, then every hash; returns the files damaged at the source."""
     roots, bwlimit = dest_roots(cfg, lay), cfg.MIGRATE_BWLIMIT
     src = from_.rstrip("/")
@@ -183,7 +184,7 @@ def place_links(lay: RunLayout, manifest: dict) -> None:
             ck.flip_hf(lay.hf_link, lay.save_dir / link["target"])
 
 
-def after_checks(cfg, environ, profile: str, lay: RunLayout, echo) -> list[str]:
+def after_checks(cfg: Config, environ, profile: str, lay: RunLayout, echo) -> list[str]:
     """Step 7: what must still be done before `make resume` (empty: nothing)."""
     todo = []
     for r in run_checks(cfg, environ, profile, only=AFTER_CHECKS):
@@ -202,14 +203,14 @@ def after_checks(cfg, environ, profile: str, lay: RunLayout, echo) -> list[str]:
     return todo
 
 
-def resume_command(cfg, lay: RunLayout) -> str:
+def resume_command(cfg: Config, lay: RunLayout) -> str:
     pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL)
     if pos.finished:
         return "nothing to resume: every round is finished (raise ROUNDS to train further)"
     return f"make resume ROUND={pos.round}  (round {pos.round} at {pos.stage}: {pos.detail})"
 
 
-def migrate(cfg, lay: RunLayout, from_: str, environ, profile: str, echo) -> int:
+def migrate(cfg: Config, lay: RunLayout, from_: str, environ, profile: str, echo) -> int:
     runs_dir = cfg.RUNS_DIR
     manifest, staging = fetch_manifest(from_, runs_dir, cfg.MIGRATE_BWLIMIT)
     if manifest["run"] != cfg.run_name:

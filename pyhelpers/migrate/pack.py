@@ -32,6 +32,7 @@ import subprocess
 from fnmatch import fnmatch
 from pathlib import Path
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.overview import rehearsal
@@ -127,7 +128,7 @@ def _link_into(src: Path, dst: Path) -> None:
         os.symlink(src.resolve(), dst)
 
 
-def _conda_export(cfg, env: str) -> str:
+def _conda_export(cfg: Config, env: str) -> str:
     """`conda env export` of env, through the same activation the run uses; or why it failed."""
     cmd = f'source "{cfg.CONDA_ROOT}/etc/profile.d/conda.sh" && conda env export -n "{env}"'
     try:
@@ -139,7 +140,7 @@ def _conda_export(cfg, env: str) -> str:
     return done.stdout
 
 
-def recreate_commands(cfg) -> list[dict]:
+def recreate_commands(cfg: Config) -> list[dict]:
     """What the pack leaves out, and the command that re-creates it on the new machine."""
     out = [{"what": "the conda envs slime and shopsim (M5)",
             "command": "restore the system image (M18), or conda env create -f env/conda/slime.yml (and shopsim.yml); "
@@ -155,7 +156,7 @@ def recreate_commands(cfg) -> list[dict]:
     return out
 
 
-def pack(cfg, lay: RunLayout, progress=lambda s: None) -> Path:
+def pack(cfg: Config, lay: RunLayout, progress=lambda s: None) -> Path:
     if not lay.manifest.is_file():
         raise ToolkitError(f"there is no run named {cfg.run_name} to pack", str(lay.run_dir),
                            "set RUN_NAME to the run you mean")

@@ -13,6 +13,7 @@ import shlex
 
 from pyhelpers.capacity import diskguard
 from pyhelpers.config import ray_ports
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import secret_env, services
 from pyhelpers.launch import slime_args as launch_args
@@ -37,7 +38,7 @@ def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
     return out
 
 
-def launches(cfg, lay: RunLayout, pos: runstate.Position,
+def launches(cfg: Config, lay: RunLayout, pos: runstate.Position,
              model_args: list[str] | None) -> list[tuple[str, str, str]]:
     """(name, command line, note) of what the run launches from `pos` on, in order, each command
     built by the very function its stage calls. The name is the service's (its log is
@@ -69,7 +70,7 @@ def launches(cfg, lay: RunLayout, pos: runstate.Position,
     return out
 
 
-def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
+def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
     rounds = cfg.ROUNDS
     exists = lay.manifest.is_file()
     try:

@@ -14,12 +14,13 @@ import json
 import os
 
 from pyhelpers.analyst.stats import Stats
+from pyhelpers.config.load import Config
 from pyhelpers.evaluate import round as rnd
 from pyhelpers.run.layout import RunLayout, wandb_markers
 from pyhelpers.tracking import wandb_log as wandb_logging
 
 
-def _analyst_final(cfg, lay: RunLayout, r: int) -> str | None:
+def _analyst_final(cfg: Config, lay: RunLayout, r: int) -> str | None:
     """The analyst's final counters of round r (after its drain) into its W&B run, once."""
     stats_path = lay.round_dir(r) / "analyst" / "stats.json"
     if not stats_path.is_file():
@@ -34,7 +35,7 @@ def _analyst_final(cfg, lay: RunLayout, r: int) -> str | None:
     return f"W&B run {rid}: " + ("logged the final counters" if done else "already logged, nothing sent")
 
 
-def log_all(cfg, lay: RunLayout) -> list[str]:
+def log_all(cfg: Config, lay: RunLayout) -> list[str]:
     if cfg.WANDB_MODE == "disabled":
         return ["W&B disabled (WANDB_MODE=disabled): nothing logged"]
 

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyhelpers.config.load import Config
 from pyhelpers.launch import services
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
@@ -37,7 +38,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return False, "val pending" if not got_val else "gate pending"
 
 
-def _wandb_in_background(cfg, lay: RunLayout) -> None:
+def _wandb_in_background(cfg: Config, lay: RunLayout) -> None:
     if cfg.WANDB_MODE != "disabled":
         services.run_in_background(cfg, lay, "wandb-log")
 
@@ -56,7 +57,7 @@ def builder_for(builders: dict, model_dir: str):
     return builders[key]
 
 
-def model_dir(cfg, lay: RunLayout, baseline: bool = False) -> str:
+def model_dir(cfg: Config, lay: RunLayout, baseline: bool = False) -> str:
     """What the eval server serves: the round's HF export (`hf`), or the base model for the baseline."""
     return str(cfg.HF_MODEL if baseline else lay.hf_link)
 
@@ -110,7 +111,7 @@ def play(loop: StageContext, r: int | None, *, baseline: bool = False) -> None:
     _wandb_in_background(cfg, lay)
 
 
-def _wait(cfg, lay: RunLayout, model: str, r: int | None):
+def _wait(cfg: Config, lay: RunLayout, model: str, r: int | None):
     try:
         return services.wait(cfg, lay, "eval-server", model=model, round_=r)
     except BaseException as exc:  # handed to the main thread, which raises it

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyhelpers.capacity import diskguard
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
@@ -113,14 +114,14 @@ def converter_added(lay: RunLayout, staging: Path) -> set[str] | None:
     return ck.added_from_origin(runs[-1]) if runs else None
 
 
-def convert_argv(cfg, lay: RunLayout, iteration: int) -> list[str]:
+def convert_argv(cfg: Config, lay: RunLayout, iteration: int) -> list[str]:
     """CONVERT_TO_HF on checkpoint iter_<iteration> into its staging dir (export(); make plan)."""
     return launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(lay.megatron / f"iter_{iteration:07d}"),
                                   "--output-dir", str(lay.hf_staging(iteration)), "--origin-hf-dir",
                                   str(cfg.HF_MODEL), *CONVERTER_FLAGS)
 
 
-def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Path, list[Path]]:
+def export(cfg: Config, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Path, list[Path]]:
     """The stage's work (see the module doc). Returns (target, removed exports)."""
     log_path = lay.logs / LOG
     origin = cfg.HF_MODEL

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyhelpers import jsonfiles
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.skills import bank as bank_mod
@@ -84,7 +85,7 @@ def problem(inp: RunInput) -> str | None:
     return None
 
 
-def check(cfg, lay: RunLayout, fresh: bool = False) -> tuple[list[RunInput], list[tuple[RunInput, str]]]:
+def check(cfg: Config, lay: RunLayout, fresh: bool = False) -> tuple[list[RunInput], list[tuple[RunInput, str]]]:
     """(files checked, [(file, problem)]) from where the run stands; `fresh`: as a new run (a fresh
     rehearsal replaces the previous one's files, which nothing will read)."""
     seed = cfg.SEED_BANK

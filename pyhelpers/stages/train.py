@@ -29,6 +29,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyhelpers.capacity import diskguard
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import rayjob, secret_env, services
@@ -101,12 +102,12 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
                  f"{timeout:g} s; freeing the ShopSimulator slots anyway")
 
 
-def job_entrypoint(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
+def job_entrypoint(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     """The slime job's entry point for round r, as submitted (and as `make plan` shows it)."""
     return launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r=r, plugin_flags=plugin_flags()))
 
 
-def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
+def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     entry = job_entrypoint(cfg, lay, r=r, model_args=model_args)
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
     port = cfg.RAY_DASHBOARD_PORT
@@ -133,7 +134,7 @@ def watch(loop: StageContext, r: int, job_id: str) -> rayjob.JobOutcome:
     return outcome
 
 
-def stop_job(cfg, lay: RunLayout) -> str:
+def stop_job(cfg: Config, lay: RunLayout) -> str:
     """Stop the job recorded in slime-job.json and wait up to STOP_GRACE s for it to end."""
     job = rayjob.recorded_job(lay.run_dir)
     grace = cfg.STOP_GRACE
@@ -175,7 +176,7 @@ def analyst_argv(lay: RunLayout, r: int) -> list[str]:
     return [sys.executable, "-m", "pyhelpers", "analyst", "run", "--round-dir", str(lay.round_dir(r)), "--wandb"]
 
 
-def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
+def _disk_watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
     """While the job trains: warn once when free space falls below what the round's final save
     needs (the guard acts only at stage boundaries: Megatron saves inside the job)."""
     interval = cfg.DISK_WATCH_INTERVAL
