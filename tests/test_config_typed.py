@@ -149,3 +149,17 @@ def test_each_knob_is_a_typed_attribute_of_config():
     else:
         raise AssertionError("Config must be immutable")
     assert Config is type(cfg)
+
+
+def test_one_command_parses_defaults_env_once(toolkit_env, tmp_path):
+    """`config export` (every bin/ script's first step) resolves, checks and prints the configuration
+    from one parse of env/defaults.env, not one per reader (SHOPSIMRL_PARSE_LOG: tests/fakes/README.md)."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "parses.log"
+    r = subprocess.run([sys.executable, "-m", "pyhelpers", "config", "export"], cwd=ROOT, capture_output=True,
+                       text=True, env={**toolkit_env, "SHOPSIMRL_PARSE_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    parses = log.read_text().splitlines() if log.exists() else []
+    assert len(parses) == 1, f"{len(parses)} parses of env/defaults.env in one `config export`: {parses}"

@@ -38,9 +38,24 @@ class Knob:
     type: KnobType | None = None
 
 
+_PARSED: dict[tuple[str, int, int], dict[str, Knob]] = {}
+
+
 def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
     """Declared knobs, in file order, with the comment lines above each as its doc and the `#:`
-    line as its type. A `#:` line that is not a type stops here, naming file and line."""
+    line as its type. A `#:` line that is not a type stops here, naming file and line. Parsed once
+    per process and version of the file (load, check and export each ask for them)."""
+    st = Path(path).stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = _parse_knobs(Path(path))
+    return dict(_PARSED[key])
+
+
+def _parse_knobs(path: Path) -> dict[str, Knob]:
+    if log := os.environ.get("SHOPSIMRL_PARSE_LOG"):  # test-only: count the parses (tests/fakes/README.md)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()} {path}\n")
     values, errors = read_env_file(path)
     if errors:
         raise ToolkitError("the knob declarations cannot be parsed", errors[0], "fix env/defaults.env")
