@@ -47,7 +47,9 @@ def main() -> int:
         try:
             settings = EvalSettings(shopsim_url=shop.url, server_url=sg.url, tokenizer_dir=str(world.tokenizer),
                                     concurrency=a.concurrency, slots=48, max_turns=a.max_turns,
-                                    max_context_len=32000, max_response_len=256).check()
+                                    max_context_len=32000, max_response_len=256, skill_token_budget=1024,
+                                    episode_retries=3, max_infra_share=0.05, reset_timeout_s=60.0,
+                                    shopsim_ready_s=900.0).check()
             builder = load_builder(settings.tokenizer_dir)
             specs = [EpisodeSpec(id=f"bench-{i}", task=world.tasks[i % len(world.tasks)])
                      for i in range(a.episodes)]

@@ -122,7 +122,9 @@ def test_progress_plain_lines_when_not_a_tty():
 
 
 def test_in_flight_never_exceeds_slots_and_dir_lock(tmp_path):
-    s = EvalSettings(shopsim_url="x", server_url="y", tokenizer_dir="z", concurrency=64, slots=48)
+    s = EvalSettings(shopsim_url="x", server_url="y", tokenizer_dir="z", concurrency=64, slots=48, max_turns=20,
+                     max_context_len=24576, max_response_len=4096, skill_token_budget=1024, episode_retries=3,
+                     max_infra_share=0.05, reset_timeout_s=60.0, shopsim_ready_s=900.0)
     assert s.in_flight == 48
     with DirLock(tmp_path):
         with pytest.raises(ToolkitError, match="another evaluation"), DirLock(tmp_path):

@@ -70,6 +70,17 @@ def test_a_rehearsal_leaves_every_artifact_of_a_run(reference):
                                                               "inject") if r or s != "rotate"}
 
 
+def test_a_whole_run_parses_env_defaults_at_most_once(reference):
+    """The configuration is resolved once per run start and handed on (issue #26 item 3): bin/train's
+    `config export` hands every later process the resolved values through the environment, and the
+    declarations through the generated pyhelpers/config/knobs.py (checked against defaults.env's
+    digest); no process of the run -- preflight, cleanup, the loop, the stages, the stand-ins --
+    parses env/defaults.env again. SHOPSIMRL_PARSE_LOG: tests/fakes/README.md."""
+    log = reference.tmp / "defaults-env-parses.log"
+    parses = log.read_text().splitlines() if log.exists() else []
+    assert len(parses) <= 1, f"{len(parses)} parses of env/defaults.env in one rehearsal: {parses[:12]}"
+
+
 def test_wandb_offline_runs_hold_the_logged_values(reference):
     run = reference.run
     by_type = _offline_runs(run)

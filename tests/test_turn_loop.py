@@ -143,7 +143,8 @@ def _evaluate(builder, max_turns: int):
     policy, sim = ScriptedPolicy(builder, REPLIES), ScriptedSimulator(TASK, PAGES)
     settings = EvalSettings(shopsim_url="http://127.0.0.1:9", server_url="http://127.0.0.1:9", tokenizer_dir="",
                             max_turns=max_turns, max_context_len=4096, max_response_len=256,
-                            sampling={"temperature": 1.0})
+                            sampling={"temperature": 1.0}, concurrency=1, slots=1, skill_token_budget=2000,
+                            episode_retries=0, max_infra_share=0.0, reset_timeout_s=5.0, shopsim_ready_s=5.0)
 
     async def main():
         ctx = episode.Context(settings, builder)

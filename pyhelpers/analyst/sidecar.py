@@ -22,6 +22,7 @@ from pyhelpers.analyst.budget import Budget, CapReached, Clock, Stopped
 from pyhelpers.analyst.client import ChatClient, ChatError, FatalError, RejectedError, TransientError
 from pyhelpers.analyst.ledger import Ledger, RoundLock, batch_id, require_round
 from pyhelpers.analyst.stats import Stats, WandbLog, WandbOptions
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import validate, write_json_atomic
 
@@ -50,15 +51,15 @@ class Settings:
     backoff_max: float
 
     @classmethod
-    def from_config(cls, cfg, round_dir: Path, round_no: int | None = None) -> Settings:
+    def from_config(cls, cfg: Config, round_dir: Path, round_no: int | None = None) -> Settings:
         round_dir = Path(round_dir)
         return cls(round_dir=round_dir, round=require_round(round_dir, round_no),
-                   base_url=cfg["ANALYST_BASE_URL"], model=cfg["ANALYST_MODEL"],
-                   batch_size=cfg.int("ANALYST_BATCH_SIZE"), max_rpm=cfg.float("ANALYST_MAX_RPM"),
-                   max_calls=cfg.int("ANALYST_MAX_CALLS"), timeout=cfg.float("ANALYST_TIMEOUT"),
-                   drain_timeout=cfg.float("ANALYST_DRAIN_TIMEOUT"),
-                   poll_interval=cfg.float("ANALYST_POLL_INTERVAL"), retries=cfg.int("ANALYST_RETRIES"),
-                   backoff=cfg.float("ANALYST_BACKOFF"), backoff_max=cfg.float("ANALYST_BACKOFF_MAX"))
+                   base_url=cfg.ANALYST_BASE_URL, model=cfg.ANALYST_MODEL,
+                   batch_size=cfg.ANALYST_BATCH_SIZE, max_rpm=cfg.ANALYST_MAX_RPM,
+                   max_calls=cfg.ANALYST_MAX_CALLS, timeout=cfg.ANALYST_TIMEOUT,
+                   drain_timeout=cfg.ANALYST_DRAIN_TIMEOUT,
+                   poll_interval=cfg.ANALYST_POLL_INTERVAL, retries=cfg.ANALYST_RETRIES,
+                   backoff=cfg.ANALYST_BACKOFF, backoff_max=cfg.ANALYST_BACKOFF_MAX)
 
     def public(self) -> dict:
         """What goes into W&B config: no secrets exist in here, and no host paths."""

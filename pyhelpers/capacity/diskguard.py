@@ -28,6 +28,7 @@ from pathlib import Path
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.config.check import device_of
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run.layout import RunLayout
@@ -82,9 +83,9 @@ class Need:
                 f"{diskplan.gb(self.free)} free on {self.where}")
 
 
-def _sizes(cfg, lay: RunLayout) -> tuple[int, int, str, str]:
+def _sizes(cfg: Config, lay: RunLayout) -> tuple[int, int, str, str]:
     """(checkpoint bytes, HF export bytes, how each was found)."""
-    formula = diskplan.model_sizes(cfg.path("HF_MODEL"), cfg.flag("SAVE_OPTIM"))
+    formula = diskplan.model_sizes(cfg.HF_MODEL, cfg.SAVE_OPTIM)
     newest = ck.newest_complete(lay.megatron)
     ckpt, ckpt_how = formula.checkpoint, "estimated"
     if newest is not None:
@@ -96,16 +97,16 @@ def _sizes(cfg, lay: RunLayout) -> tuple[int, int, str, str]:
     return ckpt, hf, ckpt_how, hf_how
 
 
-def checkpoint_writes(cfg, lay: RunLayout) -> list[tuple[str, int]]:
+def checkpoint_writes(cfg: Config, lay: RunLayout) -> list[tuple[str, int]]:
     """What a round's training adds: a new checkpoint, and slime's own HF export with SAVE_HF=1."""
     ckpt, hf, ckpt_how, hf_how = _sizes(cfg, lay)
     items = [(f"new checkpoint ({ckpt_how})", ckpt)]
-    if cfg.flag("SAVE_HF"):
+    if cfg.SAVE_HF:
         items.append((f"new HF export by --save-hf ({hf_how})", hf))
     return items
 
 
-def hf_export_writes(cfg, lay: RunLayout) -> list[tuple[str, int]]:
+def hf_export_writes(cfg: Config, lay: RunLayout) -> list[tuple[str, int]]:
     """What the converter adds: a new HF export."""
     _, hf, _, hf_how = _sizes(cfg, lay)
     return [(f"new HF export ({hf_how})", hf)]
@@ -114,14 +115,14 @@ def hf_export_writes(cfg, lay: RunLayout) -> list[tuple[str, int]]:
 Writes = Callable[..., list[tuple[str, int]]]  # (cfg, lay) -> [(what, bytes)]: a stage's WRITES
 
 
-def need(cfg, lay: RunLayout, stage: str, writes: Writes, free: Callable[[Path], int] = free_bytes) -> Need:
+def need(cfg: Config, lay: RunLayout, stage: str, writes: Writes, free: Callable[[Path], int] = free_bytes) -> Need:
     """`stage`'s writes (its WRITES in the stage registry) against the free space, with the margin."""
-    margin = int(cfg.float("DISK_MARGIN_GB") * diskplan.GB)
-    where = cfg.path("TRAIN_SAVE")
+    margin = int(cfg.DISK_MARGIN_GB * diskplan.GB)
+    where = cfg.TRAIN_SAVE
     return Need(stage, tuple(writes(cfg, lay)), margin=margin, free=free(where), where=where)
 
 
-def check(cfg, lay: RunLayout, stage: str, writes: Writes, free: Callable[[Path], int] = free_bytes) -> Need:
+def check(cfg: Config, lay: RunLayout, stage: str, writes: Writes, free: Callable[[Path], int] = free_bytes) -> Need:
     """Refuse (ToolkitError) when the stage's writes do not fit; nothing is deleted."""
     n = need(cfg, lay, stage, writes, free=free)
     if not n.fits:

@@ -54,7 +54,7 @@ def run(round_dir, drain, use_wandb, wandb_dir, round_no):
     from pyhelpers.analyst import sidecar
 
     cfg = config_mod.load()
-    key = cfg.get("DASHSCOPE_API_KEY")
+    key = cfg.DASHSCOPE_API_KEY
     if not key:
         raise ToolkitError("DASHSCOPE_API_KEY is not set", cfg.sources.get("DASHSCOPE_API_KEY", ".env"),
                            f"put DASHSCOPE_API_KEY=sk-... in {cfg.env_file} (never on a command line), "
@@ -69,7 +69,7 @@ def run(round_dir, drain, use_wandb, wandb_dir, round_no):
         signal.signal(sig, lambda *_: stop.set())
     opts = None
     if use_wandb:
-        opts = WandbOptions(project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"], mode=cfg["WANDB_MODE"],
+        opts = WandbOptions(project=cfg.WANDB_PROJECT, group=cfg.WANDB_GROUP, mode=cfg.WANDB_MODE,
                             dir=Path(wandb_dir or cfg.derived()["WANDB_DIR"]),
                             run_id=f"{cfg.run_name}-analyst-r{settings.round:03d}", config=settings.public())
     outcome = sidecar.run(settings, key, stop=stop, drain=drain, wandb=opts)

@@ -10,9 +10,10 @@ import click
 
 from pyhelpers.config import load as config_mod
 from pyhelpers.config.check import check
+from pyhelpers.config.load import Config
 
 
-def _problems_or_exit(cfg) -> None:
+def _problems_or_exit(cfg: Config) -> None:
     problems = check(cfg)
     for p in problems:
         click.echo(str(p), err=True)
@@ -58,7 +59,7 @@ def config_check():
     """
     cfg = config_mod.load()
     _problems_or_exit(cfg)
-    click.echo(f"config ok: run {cfg.run_name}, {cfg['NUM_GPUS']} GPU(s), TP={cfg['TP_SIZE']}")
+    click.echo(f"config ok: run {cfg.run_name}, {cfg.NUM_GPUS} GPU(s), TP={cfg.TP_SIZE}")
 
 
 # The knobs bash itself reads (bin/train, bin/rehearse, bin/lib.sh, bin/in-env, bin/install-hooks).
@@ -112,3 +113,16 @@ def config_docs():
         default = f"`{knob.default}`" if knob.default else "(empty)"
         kind = f"`{knob.type.text}`".replace("|", "\\|") if knob.type else "?"
         click.echo(f"| `{knob.name}` | {default} | {kind} | {knob.doc.replace('|', '/')} |")
+
+
+@config.command("knobs-module")
+def config_knobs_module():
+    """Print pyhelpers/config/knobs.py as generated from env/defaults.env (make readme-knobs writes it).
+
+    \b
+    Example:
+      pyhelpers config knobs-module > pyhelpers/config/knobs.py
+    """
+    from pyhelpers.config import generate  # local: only this maintenance command needs the generator
+
+    sys.stdout.write(generate.source(config_mod.parse_knobs(config_mod.DEFAULTS_FILE), config_mod.digest(config_mod.DEFAULTS_FILE)))

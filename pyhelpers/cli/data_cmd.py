@@ -43,7 +43,7 @@ def data_build(sources, server_file, out_dir, scenario, val_share, val_count, ev
       pyhelpers data build --source /root/ShopSimulator/shop_env/data
       pyhelpers data build --source fine_items_eval_train_all.json.gz --eval-tasks 1459
     """
-    out = out_dir or config_mod.load().path("DATA_DIR")
+    out = out_dir or config_mod.load().DATA_DIR
     res = taskdata.build(list(sources), server_file=server_file, scenario=scenario, val_share=val_share,
                          val_count=val_count, eval_tasks=eval_tasks, seed=seed)
     tasks.check_disjoint(res.train, res.val, str(out))

@@ -42,7 +42,7 @@ def doctor(ctx, as_json, profile, verbose, fresh_run):
         raise  # the root group prints it as `<what>: <where> (<fix>)`
     except Exception as exc:  # e.g. an unreadable .env: say so, no traceback
         raise click.ClickException(f"cannot read the configuration: {type(exc).__name__}: {exc}") from exc
-    profile = profile or cfg.get("DOCTOR_PROFILE") or "full"
+    profile = profile or cfg.DOCTOR_PROFILE or "full"
     if profile not in PROFILES:
         raise click.UsageError(f"DOCTOR_PROFILE={profile!r} is not one of {', '.join(PROFILES)}")
     results = run_checks(cfg, dict(os.environ), profile, fresh_run=fresh_run)
@@ -81,4 +81,4 @@ def install_hooks(dry_run):
         click.echo(step.describe(dry_run))
     if not dry_run:
         hooks.apply(steps)
-        click.echo(f"install-hooks: done; activate again (conda activate {cfg['SLIME_ENV']}) and run `make doctor`")
+        click.echo(f"install-hooks: done; activate again (conda activate {cfg.SLIME_ENV}) and run `make doctor`")

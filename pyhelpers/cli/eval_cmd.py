@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from pyhelpers.config import load as config_mod
+from pyhelpers.config.load import Config
 from pyhelpers.evaluate.settings import EvalSettings
 from pyhelpers.run.layout import RoundFiles
 
@@ -32,7 +33,7 @@ def _progress(quiet: bool):
     return None if quiet else click.get_text_stream("stderr")
 
 
-def _settings(cfg, model_dir, server, shopsim):
+def _settings(cfg: Config, model_dir, server, shopsim):
     return EvalSettings.from_config(cfg, shopsim_url=shopsim, server_url=server,
                                     tokenizer_dir=str(model_dir) if model_dir else None)
 

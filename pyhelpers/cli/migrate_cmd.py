@@ -61,4 +61,4 @@ def migrate_machine(from_, profile):
                            "make migrate-machine FROM=root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/<RUN>")
     cfg, lay = ctx()
     raise SystemExit(fetch.migrate(cfg, lay, from_=from_, environ=dict(os.environ),
-                                   profile=profile or cfg.get("DOCTOR_PROFILE") or "full", echo=_echo))
+                                   profile=profile or cfg.DOCTOR_PROFILE or "full", echo=_echo))

@@ -12,6 +12,7 @@ import click
 
 from pyhelpers.capacity import gpumem as memplan
 from pyhelpers.config import load as config_mod
+from pyhelpers.config.load import Config
 
 
 @click.group()
@@ -23,12 +24,12 @@ def _gib(n: int) -> str:
     return f"{n / memplan.GIB:.2f}"
 
 
-def _cfg_values(cfg) -> dict:
+def _cfg_values(cfg: Config) -> dict:
     return {
-        "NUM_GPUS": cfg.int("NUM_GPUS"), "TP_SIZE": cfg.int("TP_SIZE"),
-        "MAX_TOKENS_PER_GPU": cfg.int("MAX_TOKENS_PER_GPU"),
-        "ROLLOUT_MAX_CONTEXT_LEN": cfg.int("ROLLOUT_MAX_CONTEXT_LEN"),
-        "GPU_MEMORY_GB": cfg.float("GPU_MEMORY_GB"), "MEMORY_WARN_FRACTION": cfg.float("MEMORY_WARN_FRACTION"),
+        "NUM_GPUS": cfg.NUM_GPUS, "TP_SIZE": cfg.TP_SIZE,
+        "MAX_TOKENS_PER_GPU": cfg.MAX_TOKENS_PER_GPU,
+        "ROLLOUT_MAX_CONTEXT_LEN": cfg.ROLLOUT_MAX_CONTEXT_LEN,
+        "GPU_MEMORY_GB": cfg.GPU_MEMORY_GB, "MEMORY_WARN_FRACTION": cfg.MEMORY_WARN_FRACTION,
     }
 
 
@@ -68,13 +69,14 @@ def memory(as_json, path, recompute, strict):
       pyhelpers plan memory
       MAX_TOKENS_PER_GPU=32768 TP_SIZE=1 pyhelpers plan memory --json
     """
-    v = _cfg_values(config_mod.load())
+    cfg = config_mod.load()
+    v = _cfg_values(cfg)  # (the JSON answer names the knobs it read)
     kw = {"path": path, "recompute": recompute}
-    ver = memplan.verdict(v["MAX_TOKENS_PER_GPU"], v["ROLLOUT_MAX_CONTEXT_LEN"], tp=v["TP_SIZE"], num_gpus=v["NUM_GPUS"],
-                          gpu_gib=v["GPU_MEMORY_GB"], fraction=v["MEMORY_WARN_FRACTION"], **kw)
+    ver = memplan.verdict(cfg.MAX_TOKENS_PER_GPU, cfg.ROLLOUT_MAX_CONTEXT_LEN, tp=cfg.TP_SIZE, num_gpus=cfg.NUM_GPUS,
+                          gpu_gib=cfg.GPU_MEMORY_GB, fraction=cfg.MEMORY_WARN_FRACTION, **kw)
     other = "reference" if path == "slime" else "slime"
-    alt = memplan.plan(ver.plan.tokens, ver.plan.tp, v["NUM_GPUS"], path=other, recompute=recompute)
-    rows = memplan.table(v["NUM_GPUS"], **kw)
+    alt = memplan.plan(ver.plan.tokens, ver.plan.tp, cfg.NUM_GPUS, path=other, recompute=recompute)
+    rows = memplan.table(cfg.NUM_GPUS, **kw)
     if as_json:
         click.echo(json.dumps({
             "knobs": v, "path": path, "recompute": recompute, "limit_bytes": ver.limit_bytes,
@@ -84,17 +86,17 @@ def memory(as_json, path, recompute, strict):
             "table": [p.as_dict() for row in rows for p in row if p is not None],
         }, indent=2, sort_keys=True))
     else:
-        _print_text(v, ver, alt=alt, rows=rows, recompute=recompute)
+        _print_text(cfg, ver, alt=alt, rows=rows, recompute=recompute)
     if strict and not ver.fits:
         raise SystemExit(1)
 
 
-def _print_text(v, ver, alt, rows, recompute) -> None:
+def _print_text(cfg: Config, ver, alt, rows, recompute) -> None:
     p = ver.plan
-    click.echo(f"Memory plan per GPU: {p.model}, NUM_GPUS={v['NUM_GPUS']}, TP_SIZE={p.tp} (DP={p.dp}), "
+    click.echo(f"Memory plan per GPU: {p.model}, NUM_GPUS={cfg.NUM_GPUS}, TP_SIZE={p.tp} (DP={p.dp}), "
                f"logits path: {p.path}, recompute: {'full' if recompute else 'off'}")
-    click.echo(f"micro-batch T = {p.tokens} tokens = max(MAX_TOKENS_PER_GPU={v['MAX_TOKENS_PER_GPU']}, "
-               f"ROLLOUT_MAX_CONTEXT_LEN={v['ROLLOUT_MAX_CONTEXT_LEN']}): a longer episode is packed alone")
+    click.echo(f"micro-batch T = {p.tokens} tokens = max(MAX_TOKENS_PER_GPU={cfg.MAX_TOKENS_PER_GPU}, "
+               f"ROLLOUT_MAX_CONTEXT_LEN={cfg.ROLLOUT_MAX_CONTEXT_LEN}): a longer episode is packed alone")
     per_el = p.terms["logits"] // (p.tokens * p.vocab_rank)
     labels = {
         "logits": f"logits [T, V/TP] = [{p.tokens}, {p.vocab_rank}] x {per_el} B ({p.peak_step})",
@@ -108,8 +110,8 @@ def _print_text(v, ver, alt, rows, recompute) -> None:
         rough = "  rough" if name in memplan.ROUGH else ""
         click.echo(f"  {_gib(n):>7} GiB  {labels[name]}{rough}")
     click.echo(f"  {_gib(p.total):>7} GiB  total per GPU")
-    limit = f"{_gib(ver.limit_bytes)} GiB (MEMORY_WARN_FRACTION={v['MEMORY_WARN_FRACTION']:g} x " \
-            f"GPU_MEMORY_GB={v['GPU_MEMORY_GB']:g})"
+    limit = f"{_gib(ver.limit_bytes)} GiB (MEMORY_WARN_FRACTION={cfg.MEMORY_WARN_FRACTION:g} x " \
+            f"GPU_MEMORY_GB={cfg.GPU_MEMORY_GB:g})"
     if ver.fits:
         click.echo(f"fits: yes, {_gib(p.total)} GiB <= {limit}")
     else:
@@ -118,7 +120,7 @@ def _print_text(v, ver, alt, rows, recompute) -> None:
     click.echo(f"(with the {alt.path} logits path: logits {_gib(alt.terms['logits'])} GiB, "
                f"total {_gib(alt.total)} GiB)")
     click.echo("")
-    click.echo(f"Total GiB per GPU (logits GiB) by micro-batch tokens T x TP_SIZE, NUM_GPUS={v['NUM_GPUS']}; "
+    click.echo(f"Total GiB per GPU (logits GiB) by micro-batch tokens T x TP_SIZE, NUM_GPUS={cfg.NUM_GPUS}; "
                f"'!' = over {_gib(ver.limit_bytes)} GiB, '-' = TP_SIZE not possible:")
     for line in _table_lines(rows, memplan.TABLE_TP, ver.limit_bytes):
         click.echo(line)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from pyhelpers.cli.common import ctx as _ctx
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.overview import manifest as runmanifest
 from pyhelpers.overview import rehearsal as rehearsal_mod
@@ -55,7 +56,7 @@ def run_init(rehearsal, resume, started_at):
     click.echo(str(lay.run_dir))
 
 
-def _require_run(cfg, lay) -> None:
+def _require_run(cfg: Config, lay) -> None:
     if lay.migrating_marker.is_file():
         raise ToolkitError("a migration into this run has not finished (not every file is verified)",
                            str(lay.migrating_marker), "run make migrate-machine FROM=... again; it continues "
@@ -79,9 +80,9 @@ def run_check_resume(round_):
     cfg, lay = _ctx()
     _require_run(cfg, lay)
     if round_ is None:
-        pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
+        pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL)
     else:
-        pos = runstate.check_resume_round(lay, cfg.int("ROUNDS"), round_)
+        pos = runstate.check_resume_round(lay, cfg.ROUNDS, round_)
     where = "finished" if pos.finished else f"round {pos.round} at {pos.stage}"
     click.echo(f"resuming {cfg.run_name}: {where} ({pos.detail})", err=True)
 

@@ -18,6 +18,7 @@ from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err
 from pyhelpers.config import load as config_mod
 from pyhelpers.config.check import check
+from pyhelpers.config.load import Config
 from pyhelpers.doctor.envfile import netrc_has
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import convert_base as basemodel
@@ -40,7 +41,7 @@ def run():
     """Where the run stands and what the driver does next."""
 
 
-def _stop_job(cfg, lay):
+def _stop_job(cfg: Config, lay):
     return lambda: trainstage.stop_job(cfg, lay)
 
 
@@ -63,10 +64,10 @@ def run_stop():
     say = hints.for_run(bool(rehearsal.is_rehearsal(lay)))  # a rehearsal's hints name its own commands
     running = runlock.live_holder(lay.lock) is not None
     try:
-        finished = not running and runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL")).finished
+        finished = not running and runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL).finished
     except ToolkitError:
         finished = False
-    for line in runstop.stop_run(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay),
+    for line in runstop.stop_run(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay),
                                  progress=click.echo, mark=not finished):
         click.echo(line)
     if finished:
@@ -89,7 +90,7 @@ def run_cleanup():
     """
 
     cfg, lay = _ctx()
-    for line in runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay)):
+    for line in runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay)):
         click.echo(stamp("cleanup", line), err=True)
 
 
@@ -119,7 +120,7 @@ def run_rehearsal_reset(check_only):
         raise ToolkitError(f"RUN_NAME={cfg.run_name} is a real run, not a rehearsal", str(lay.manifest),
                            "give the rehearsal its own RUN_NAME (default: rehearsal)")
     if lay.run_dir.is_dir():  # a killed earlier rehearsal may have left services running
-        runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.float("STOP_GRACE"), stop_job=_stop_job(cfg, lay))
+        runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay))
 
     for p in rehearsal.fresh(lay):
         click.echo(stamp("rehearse", f"removed the previous rehearsal's {p}"), err=True)
@@ -336,12 +337,12 @@ def run_wandb_sync(dry_run):
     if dry_run or not todo:
         return
 
-    if not cfg.get("WANDB_API_KEY") and not netrc_has(os.environ.get("HOME", ""), "api.wandb.ai"):
+    if not cfg.WANDB_API_KEY and not netrc_has(os.environ.get("HOME", ""), "api.wandb.ai"):
         raise ToolkitError("no W&B key: WANDB_API_KEY is not set and ~/.netrc has no api.wandb.ai entry",
                            str(cfg.env_file), "set WANDB_API_KEY (your W&B key) in .env, or run `wandb login`; then run this again")
     env = {**os.environ, "WANDB_MODE": "online"}
-    if cfg.get("WANDB_API_KEY"):
-        env["WANDB_API_KEY"] = cfg["WANDB_API_KEY"]
+    if cfg.WANDB_API_KEY:
+        env["WANDB_API_KEY"] = cfg.WANDB_API_KEY
     wandb_cli = str(Path(sys.executable).with_name("wandb"))
     done = subprocess.run([wandb_cli, "sync", *map(str, todo)], env=env)
     if done.returncode != 0:
@@ -363,7 +364,7 @@ def run_convert_base(model_args):
     """
 
     cfg, _ = _ctx()
-    log = cfg.path("MODELS_DIR") / "convert-base.log"
+    log = cfg.MODELS_DIR / "convert-base.log"
     basemodel.convert(cfg, list(model_args), log, progress=echo_err)
 
 

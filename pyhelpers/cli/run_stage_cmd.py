@@ -11,6 +11,7 @@ import click
 from pyhelpers import report
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.cli.common import echo_err as _echo
+from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.launch import secret_env, services
 from pyhelpers.loop import loop as driver
@@ -80,7 +81,7 @@ def run_loop(stop_before, model_args):
         raise SystemExit(1) from None
 
 
-def _final_report(cfg, lay, say) -> None:
+def _final_report(cfg: Config, lay, say) -> None:
     services.stop(cfg, lay, "report")  # a round's background report: this one supersedes it
     try:
         say(f"report: {report.build(cfg, lay)}")

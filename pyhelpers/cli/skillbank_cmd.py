@@ -74,8 +74,8 @@ def compile_cmd(bank_path, cand_dir, out, round_, hf_dir, spool_dir, embedder, d
     """
     cfg = config_mod.load()
     bank, new, n_files = steps.compile_step(bank_path, cand_dir=cand_dir, round_=round_, hf_dir=hf_dir,
-                                            spool_dir=spool_dir, dup_jaccard=cfg.float("SKILL_DUP_JACCARD"),
-                                            max_skill_tokens=cfg.int("SKILL_MAX_TOKENS"), embedder=_embedder(embedder))
+                                            spool_dir=spool_dir, dup_jaccard=cfg.SKILL_DUP_JACCARD,
+                                            max_skill_tokens=cfg.SKILL_MAX_TOKENS, embedder=_embedder(embedder))
     if dry_run:
         bank_mod.check_bank(new, str(out))
         click.echo(f"dry run ({n_files} candidate files): " + steps.change_summary(bank, new, out=out, sha=bank_mod.bank_sha256(new)))
@@ -159,7 +159,7 @@ def render_cmd(bank_path, view, mask, budget, as_json):
       pyhelpers skillbank render round-001/skillbank.json --view full
     """
     bank = bank_mod.load_bank(bank_path)
-    budget = config_mod.load().int("SKILL_TOKEN_BUDGET") if budget is None else budget
+    budget = config_mod.load().SKILL_TOKEN_BUDGET if budget is None else budget
     ids = [m for m in mask.split(",") if m] if view == "masked" else None
     try:
         r = render(bank, view, budget, mask=ids)
@@ -185,5 +185,5 @@ def select_cmd(bank_path, max_skills, include_active):
       pyhelpers skillbank select round-000/compiled.json
     """
     bank = bank_mod.load_bank(bank_path)
-    max_skills = config_mod.load().int("GATE_MAX_SKILLS") if max_skills is None else max_skills
+    max_skills = config_mod.load().GATE_MAX_SKILLS if max_skills is None else max_skills
     click.echo(json.dumps(select_for_gate(bank, max_skills, include_active)))

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyhelpers.config import knobs as generated
 from pyhelpers.config import types as knob_types
+from pyhelpers.config.knobs import Knobs
 from pyhelpers.config.types import KnobType
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run.layout import wandb_dir
@@ -37,9 +39,43 @@ class Knob:
     type: KnobType | None = None
 
 
+_PARSED: dict[tuple[str, int, int], dict[str, Knob]] = {}
+
+
 def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
     """Declared knobs, in file order, with the comment lines above each as its doc and the `#:`
-    line as its type. A `#:` line that is not a type stops here, naming file and line."""
+    line as its type. A `#:` line that is not a type stops here, naming file and line.
+
+    The file is parsed when the declarations generated from it into knobs.py are not its own
+    (another file, or it changed since `make readme-knobs`: their digests differ), and then once
+    per process and version of the file. So a run start, whose processes get their values through
+    the environment `config export` hands them, parses env/defaults.env no more than once."""
+    st = Path(path).stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = _generated(Path(path)) or parse_knobs(Path(path))
+    return dict(_PARSED[key])
+
+
+def digest(path: Path) -> str:
+    """sha256 of a declarations file: which file knobs.py was generated from."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _generated(path: Path) -> dict[str, Knob] | None:
+    """The declarations knobs.py holds, when `path` is the very file they were generated from."""
+    if digest(path) != generated.SOURCE_SHA256:
+        return None
+    return {name: Knob(name, default, doc=doc, section=section,
+                       type=knob_types.parse(spec, f"{path}: {name}") if spec is not None else None)
+            for name, default, doc, section, spec in generated.DECLARED}
+
+
+def parse_knobs(path: Path) -> dict[str, Knob]:
+    """Parse a declarations file (read_knobs, and the generator that writes knobs.py)."""
+    if log := os.environ.get("SHOPSIMRL_PARSE_LOG"):  # test-only: count the parses (tests/fakes/README.md)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()} {path}\n")
     values, errors = read_env_file(path)
     if errors:
         raise ToolkitError("the knob declarations cannot be parsed", errors[0], "fix env/defaults.env")
@@ -95,8 +131,10 @@ def is_secret(name: str, extra: frozenset[str] = frozenset()) -> bool:
 
 
 @dataclass(frozen=True)
-class Config:
-    """Resolved knob values (strings), where each came from, and the project root."""
+class Config(Knobs):
+    """Resolved knob values, where each came from, and the project root. Code outside config/
+    reads a knob as a typed attribute (cfg.ROUNDS: int; the attributes are generated from
+    env/defaults.env into knobs.py); the string accessors below are config/'s own."""
 
     values: dict[str, str]
     sources: dict[str, str]
@@ -137,6 +175,25 @@ class Config:
         """A path knob; relative paths are relative to the project root."""
         p = Path(os.path.expanduser(self.values[name]))
         return p if p.is_absolute() else self.root / p
+
+    # The converters behind the typed attributes of Knobs (each runs once per knob and Config).
+    def _raw(self, name: str) -> str:
+        return self.values[name]
+
+    def _int(self, name: str) -> int:
+        return self.int(name)
+
+    def _float(self, name: str) -> float:
+        return self.float(name)
+
+    def _flag(self, name: str) -> bool:
+        return self.flag(name)
+
+    def _path(self, name: str) -> Path:
+        return self.path(name)
+
+    def _path_or_none(self, name: str) -> Path | None:
+        return self.path(name) if self.values[name] else None
 
     def is_secret(self, name: str) -> bool:
         """name is a secret: by the naming rule, or listed in this configuration's SECRET_VARS."""

@@ -34,7 +34,7 @@ def _num(sm: str) -> int:
 
 
 def resolve_cuobjdump(ctx: Context) -> str:
-    exe = ctx.cfg["CUOBJDUMP"]
+    exe = ctx.cfg.CUOBJDUMP
     fix = "set CUOBJDUMP=/path/to/cuobjdump (it ships with the CUDA toolkit, e.g. /usr/local/cuda/bin/cuobjdump)"
     if "/" in exe:
         if os.path.isfile(exe) and os.access(exe, os.X_OK):

@@ -22,20 +22,20 @@ ACTIVATE = 'source "$1/etc/profile.d/conda.sh" && conda activate "$2" && shift 2
 
 
 def conda_sh(ctx: Context) -> Path:
-    return ctx.path("CONDA_ROOT") / "etc" / "profile.d" / "conda.sh"
+    return ctx.cfg.CONDA_ROOT / "etc" / "profile.d" / "conda.sh"
 
 
 def env_prefix(ctx: Context, knob: str) -> Path:
     """Prefix of the env named by knob (SLIME_ENV/SHOPSIM_ENV): a name under CONDA_ROOT/envs,
     or a path (conda activate accepts both)."""
     name = ctx.cfg[knob]
-    return Path(name) if "/" in name else ctx.path("CONDA_ROOT") / "envs" / name  # as hooks.env_prefix
+    return Path(name) if "/" in name else ctx.cfg.CONDA_ROOT / "envs" / name  # as hooks.env_prefix
 
 
 def missing_env(ctx: Context, knob: str) -> str:
     """'' when conda.sh and the env exist; otherwise what is missing (one phrase)."""
     if not conda_sh(ctx).is_file():
-        return f"no conda at CONDA_ROOT={ctx.cfg['CONDA_ROOT']} ({conda_sh(ctx)} is missing)"
+        return f"no conda at CONDA_ROOT={ctx.cfg.CONDA_ROOT} ({conda_sh(ctx)} is missing)"
     prefix = env_prefix(ctx, knob)
     if not (prefix / "conda-meta").is_dir():
         return f"conda env {knob}={ctx.cfg[knob]} not found ({prefix}/conda-meta is missing)"
@@ -45,7 +45,7 @@ def missing_env(ctx: Context, knob: str) -> str:
 def check_conda(ctx: Context) -> list[Result]:
     sh = conda_sh(ctx)
     if not sh.is_file():
-        return [result("conda", FAIL, f"conda not found: {sh} is missing (CONDA_ROOT={ctx.cfg['CONDA_ROOT']})",
+        return [result("conda", FAIL, f"conda not found: {sh} is missing (CONDA_ROOT={ctx.cfg.CONDA_ROOT})",
                        fix="set CONDA_ROOT to your conda install (the dir holding etc/profile.d/conda.sh); "
                        "on a machine without the training image, `make rehearse` runs the whole run on stand-ins")]
     found, missing = [], []
@@ -63,7 +63,7 @@ def check_conda(ctx: Context) -> list[Result]:
 def run_in_env(ctx: Context, knob: str, argv: list[str], stdin: str | None = None,
                timeout: float = PROBE_TIMEOUT):
     """Run argv inside the activated env (bash, conda.sh, conda activate, exec)."""
-    cmd = ["bash", "-c", ACTIVATE, "doctor", str(ctx.path("CONDA_ROOT")), ctx.cfg[knob], *argv]
+    cmd = ["bash", "-c", ACTIVATE, "doctor", str(ctx.cfg.CONDA_ROOT), ctx.cfg[knob], *argv]
     return ctx.run(cmd, timeout=timeout, stdin=stdin)
 
 
@@ -72,7 +72,7 @@ def _probe(ctx: Context) -> dict:
     if why:
         raise CheckError(why, "fix the conda check first (CONDA_ROOT, SLIME_ENV)")
     try:
-        dists = lockfile.dists(lockfile.read_lock(ctx.path("SLIME_LOCK")))
+        dists = lockfile.dists(lockfile.read_lock(ctx.cfg.SLIME_LOCK))
     except ToolkitError:
         dists = ()  # the versions check reports the unreadable lock
     proc = run_in_env(ctx, "SLIME_ENV", ["python3", "-", *dists], stdin=PROBE_FILE.read_text(encoding="utf-8"))
@@ -83,9 +83,9 @@ def _probe(ctx: Context) -> dict:
             except json.JSONDecodeError:
                 break
     raise CheckError(
-        f"could not run python3 in the activated env SLIME_ENV={ctx.cfg['SLIME_ENV']} "
+        f"could not run python3 in the activated env SLIME_ENV={ctx.cfg.SLIME_ENV} "
         f"(exit {proc.returncode}): {tail(proc.stderr or proc.stdout) or 'no output'}",
-        f"try it by hand: source {conda_sh(ctx)} && conda activate {ctx.cfg['SLIME_ENV']} && python3 -V")
+        f"try it by hand: source {conda_sh(ctx)} && conda activate {ctx.cfg.SLIME_ENV} && python3 -V")
 
 
 def slime_probe(ctx: Context) -> dict:

@@ -85,7 +85,7 @@ def check_cudnn(ctx: Context) -> list[Result]:
     details = [hooks, f"wheel {wheel[0]} {wheel[1]} at {wheel_dir}"]
     if problems:
         fix = INSTALL if state != "ok" else (
-            f"{INSTALL} again, then check by hand: conda activate {ctx.cfg['SLIME_ENV']}; echo $LD_LIBRARY_PATH")
+            f"{INSTALL} again, then check by hand: conda activate {ctx.cfg.SLIME_ENV}; echo $LD_LIBRARY_PATH")
         return [result("cudnn", FAIL, "; ".join(problems), fix=fix + " (another activate.d script may reorder "
                        "LD_LIBRARY_PATH after ours)", details=details)]
     found = (f"LD_LIBRARY_PATH starts with {lib_dir}; CUDNN_PATH set; torch cuDNN {got} = "

@@ -21,14 +21,14 @@ PATH_KNOBS = ("DATA_DISK", "TRAIN_SAVE", "MODELS_DIR", "RUNS_DIR", "HF_MODEL", "
 
 
 def _system(ctx: Context) -> tuple[Path, int]:
-    system = ctx.path("SYSTEM_DISK")
+    system = ctx.cfg.SYSTEM_DISK
     return system, os.stat(system).st_dev
 
 
 def check_system_disk(ctx: Context) -> list[Result]:
-    system = ctx.path("SYSTEM_DISK")
+    system = ctx.cfg.SYSTEM_DISK
     if not system.exists():
-        return [result("system-disk", FAIL, f"SYSTEM_DISK={ctx.cfg['SYSTEM_DISK']} does not exist",
+        return [result("system-disk", FAIL, f"SYSTEM_DISK={ctx.cfg.SYSTEM_DISK} does not exist",
                        fix="set SYSTEM_DISK to the mount point of the system disk (usually /)")]
     _, sys_dev = _system(ctx)
     bad, ok = [], []
@@ -41,8 +41,8 @@ def check_system_disk(ctx: Context) -> list[Result]:
     details = [f"SYSTEM_DISK={system}: {diskplan.gb(free)} free (conda envs live there, M2)"] + \
         [f"on another disk: {w}" for w in ok]
     if bad:
-        data = ctx.cfg["DATA_DISK"]
-        if device_of(ctx.path("DATA_DISK"))[0] == sys_dev:  # never suggest the value just refused
+        data = ctx.cfg.DATA_DISK
+        if device_of(ctx.cfg.DATA_DISK)[0] == sys_dev:  # never suggest the value just refused
             fix = (f"M2: DATA_DISK={data} is on the system disk too: mount the data disk there, or set DATA_DISK "
                    "to where it is mounted (`df -h` lists the disks); TRAIN_SAVE and MODELS_DIR follow DATA_DISK "
                    "unless .env sets them")
@@ -57,10 +57,10 @@ def check_system_disk(ctx: Context) -> list[Result]:
 
 
 def check_disk_space(ctx: Context) -> list[Result]:
-    sz = diskplan.model_sizes(ctx.path("HF_MODEL"), ctx.cfg.flag("SAVE_OPTIM"))
-    save = ctx.path("TRAIN_SAVE")
+    sz = diskplan.model_sizes(ctx.cfg.HF_MODEL, ctx.cfg.SAVE_OPTIM)
+    save = ctx.cfg.TRAIN_SAVE
     held = tree_bytes(ctx.cfg.save_dir)
-    plan = diskplan.round_plan(sz, ctx.cfg.float("DISK_MARGIN_GB"), held)
+    plan = diskplan.round_plan(sz, ctx.cfg.DISK_MARGIN_GB, held)
     needs: dict[int, list[tuple[str, int, Path]]] = {}
 
     def need(knob: str, what: str, n: int) -> None:
@@ -68,7 +68,7 @@ def check_disk_space(ctx: Context) -> list[Result]:
         needs.setdefault(dev, []).append((f"{what} ({knob})", n, found))
 
     need("TRAIN_SAVE", "round peak", max(plan.peak - plan.held, 0))
-    hf, dist = ctx.path("HF_MODEL"), ctx.path("TORCH_DIST_MODEL")
+    hf, dist = ctx.cfg.HF_MODEL, ctx.cfg.TORCH_DIST_MODEL
     if not (hf / "config.json").is_file():
         need("MODELS_DIR", "HF base model, to download", sz.hf_export)
     if not dist.exists():
@@ -111,9 +111,9 @@ def _links(path: Path) -> list[tuple[Path, str]]:
 
 
 def check_legacy_symlinks(ctx: Context) -> list[Result]:
-    system = ctx.path("SYSTEM_DISK")
+    system = ctx.cfg.SYSTEM_DISK
     if not system.exists():
-        return [result("legacy-symlinks", FAIL, f"SYSTEM_DISK={ctx.cfg['SYSTEM_DISK']} does not exist",
+        return [result("legacy-symlinks", FAIL, f"SYSTEM_DISK={ctx.cfg.SYSTEM_DISK} does not exist",
                        fix="set SYSTEM_DISK to the mount point of the system disk (usually /)")]
     sys_dev = os.stat(system).st_dev
     warn, via = [], []

@@ -65,19 +65,19 @@ def netrc_has(home: str, host: str) -> bool:
 def check_secrets(ctx: Context) -> list[Result]:
     cfg = ctx.cfg
     found, bad, fixes = [], [], []
-    mode = cfg.get("WANDB_MODE")
+    mode = cfg.WANDB_MODE
     if mode in ("offline", "disabled"):
         later = "upload later with `make wandb-sync`" if mode == "offline" else "nothing is logged"
         found.append(f"W&B: WANDB_MODE={mode}, no key needed ({later})")
-    elif cfg.get("WANDB_API_KEY"):
+    elif cfg.WANDB_API_KEY:
         found.append(f"W&B: WANDB_API_KEY set (from {cfg.sources.get('WANDB_API_KEY')})")
     elif netrc_has(ctx.environ.get("HOME", ""), "api.wandb.ai"):
         found.append("W&B: api.wandb.ai entry in ~/.netrc (wandb login)")
     else:
         bad.append("W&B: WANDB_API_KEY not set, no api.wandb.ai entry in ~/.netrc")
         fixes.append(f"set WANDB_API_KEY (your W&B key) in {cfg.env_file}, or run `wandb login`, or set WANDB_MODE=offline")
-    if cfg.flag("ANALYST_ENABLED"):
-        if cfg.get("DASHSCOPE_API_KEY"):
+    if cfg.ANALYST_ENABLED:
+        if cfg.DASHSCOPE_API_KEY:
             found.append(f"analyst: DASHSCOPE_API_KEY set (from {cfg.sources.get('DASHSCOPE_API_KEY')})")
         else:
             bad.append("analyst: ANALYST_ENABLED=1 but DASHSCOPE_API_KEY is not set")

@@ -27,7 +27,7 @@ PROBE_FILE = Path(__file__).with_name("flags_probe.py")
 
 def model_args(ctx: Context) -> list[str]:
     """MODEL_ARGS of slime's model script, as bin/lib.sh load_model_args reads them."""
-    script = ctx.path("MODEL_ARGS_SCRIPT")
+    script = ctx.cfg.MODEL_ARGS_SCRIPT
     if not script.is_file():
         raise CheckError(f"slime's model script is missing: MODEL_ARGS_SCRIPT={script}",
                          "point MODEL_ARGS_SCRIPT at scripts/models/qwen3.5-4B.sh of your slime checkout")
@@ -42,7 +42,7 @@ def plan_argvs(ctx: Context) -> tuple[list[str], list[str]]:
     """slime train.py's flags (MODEL_ARGS first, as the job runs them) and the eval server's."""
     cfg = ctx.cfg
     slime = [*model_args(ctx), *launch_args.slime_train(cfg, from_config(cfg), r=0, plugin_flags=plugin_flags())]
-    launcher = shlex.split(cfg["SGLANG_LAUNCHER"])
+    launcher = shlex.split(cfg.SGLANG_LAUNCHER)
     sglang = launch_args.eval_server(cfg, str(from_config(cfg).hf_link))[len(launcher):]
     return slime, sglang
 
@@ -52,19 +52,19 @@ def check_flags(ctx: Context) -> list[Result]:
     if why:
         raise CheckError(why, "fix the conda check first (CONDA_ROOT, SLIME_ENV)")
     slime, sglang = plan_argvs(ctx)
-    request = {"paths": [str(ctx.path("MEGATRON_DIR")), str(ctx.path("SLIME_DIR"))], "slime": slime, "sglang": sglang}
+    request = {"paths": [str(ctx.cfg.MEGATRON_DIR), str(ctx.cfg.SLIME_DIR)], "slime": slime, "sglang": sglang}
     proc = run_in_env(ctx, "SLIME_ENV", ["python3", "-", json.dumps(request)],
                       stdin=PROBE_FILE.read_text(encoding="utf-8"))
     found = next((line[len(MARKER):] for line in proc.stdout.splitlines() if line.startswith(MARKER)), None)
     if found is None:
-        raise CheckError(f"the flag probe did not run in SLIME_ENV={ctx.cfg['SLIME_ENV']} (exit {proc.returncode}): "
+        raise CheckError(f"the flag probe did not run in SLIME_ENV={ctx.cfg.SLIME_ENV} (exit {proc.returncode}): "
                          f"{tail(proc.stderr or proc.stdout) or 'no output'}", "run `make doctor` again after the "
                          "conda and versions lines pass")
     out = json.loads(found)
     return [_verdict("slime-flags", "slime train.py", got=out["slime"], n=len(slime),
-                     where=f"MEGATRON_DIR={ctx.cfg['MEGATRON_DIR']}, SLIME_DIR={ctx.cfg['SLIME_DIR']}"),
+                     where=f"MEGATRON_DIR={ctx.cfg.MEGATRON_DIR}, SLIME_DIR={ctx.cfg.SLIME_DIR}"),
             _verdict("sglang-flags", "the eval server (sglang.launch_server)", got=out["sglang"], n=len(sglang),
-                     where=f"SLIME_ENV={ctx.cfg['SLIME_ENV']}")]
+                     where=f"SLIME_ENV={ctx.cfg.SLIME_ENV}")]
 
 
 def _verdict(name: str, program: str, got: dict, n: int, where: str) -> Result:

@@ -51,7 +51,7 @@ def parse_gpus(text: str) -> list[Gpu]:
 
 
 def _smi(ctx: Context, args: list[str]) -> str:
-    exe = ctx.cfg["NVIDIA_SMI"]
+    exe = ctx.cfg.NVIDIA_SMI
     resolved = shutil.which(exe, path=ctx.environ.get("PATH")) if "/" not in exe else exe
     if not resolved or not (os.path.isfile(resolved) and os.access(resolved, os.X_OK)):
         raise CheckError(f"nvidia-smi not found (NVIDIA_SMI={exe})", NO_GPU_FIX)
@@ -69,11 +69,11 @@ def gpu_list(ctx: Context) -> list[Gpu]:
 
 def used_gpus(ctx: Context) -> list[Gpu]:
     """The first NUM_GPUS GPUs (CUDA_VISIBLE_DEVICES=0..NUM_GPUS-1, M1)."""
-    return gpu_list(ctx)[: ctx.cfg.int("NUM_GPUS")]
+    return gpu_list(ctx)[: ctx.cfg.NUM_GPUS]
 
 
 def check_gpus(ctx: Context) -> list[Result]:
-    want, tp = ctx.cfg.int("NUM_GPUS"), ctx.cfg.int("TP_SIZE")
+    want, tp = ctx.cfg.NUM_GPUS, ctx.cfg.TP_SIZE
     gpus = gpu_list(ctx)
     listing = [f"GPU {g.index}: {g.name}, compute capability {g.capability} ({g.sm}), {g.memory_mib} MiB"
                for g in gpus]

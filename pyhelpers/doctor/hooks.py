@@ -31,15 +31,15 @@ class Step:
 
 
 def env_prefix(cfg: Config) -> Path:
-    name = cfg["SLIME_ENV"]
-    return Path(name) if "/" in name else cfg.path("CONDA_ROOT") / "envs" / name
+    name = cfg.SLIME_ENV
+    return Path(name) if "/" in name else cfg.CONDA_ROOT / "envs" / name
 
 
 def plan(cfg: Config) -> list[Step]:
     prefix = env_prefix(cfg)
     if not (prefix / "conda-meta").is_dir():
-        raise ToolkitError("conda env not found", f"{prefix} (SLIME_ENV={cfg['SLIME_ENV']}, "
-                           f"CONDA_ROOT={cfg['CONDA_ROOT']})", "set CONDA_ROOT / SLIME_ENV to the slime env")
+        raise ToolkitError("conda env not found", f"{prefix} (SLIME_ENV={cfg.SLIME_ENV}, "
+                           f"CONDA_ROOT={cfg.CONDA_ROOT})", "set CONDA_ROOT / SLIME_ENV to the slime env")
     steps = []
     for kind in KINDS:
         src, dst = PROJECT_ROOT / "env" / kind / HOOK, prefix / "etc" / "conda" / kind / HOOK

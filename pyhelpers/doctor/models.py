@@ -7,7 +7,7 @@ from pyhelpers.launch.model_dirs import dist_problems, hf_problems
 
 
 def check_models(ctx: Context) -> list[Result]:
-    hf, dist = ctx.path("HF_MODEL"), ctx.path("TORCH_DIST_MODEL")
+    hf, dist = ctx.cfg.HF_MODEL, ctx.cfg.TORCH_DIST_MODEL
     out = []
     problems, facts = hf_problems(hf)
     if problems:
@@ -20,7 +20,7 @@ def check_models(ctx: Context) -> list[Result]:
     if problems:
         out.append(result("model-torch-dist", FAIL, f"TORCH_DIST_MODEL={dist}: " + "; ".join(problems),
                           fix="convert the HF weights with `make convert-base` (it runs "
-                          f"{ctx.cfg['CONVERT_TO_TORCH_DIST']} with the flags of {ctx.cfg['MODEL_ARGS_SCRIPT']}, "
+                          f"{ctx.cfg.CONVERT_TO_TORCH_DIST} with the flags of {ctx.cfg.MODEL_ARGS_SCRIPT}, "
                           f"--hf-checkpoint {hf} --save {dist}; needs the GPUs)"))
     else:
         out.append(result("model-torch-dist", PASS, f"TORCH_DIST_MODEL={dist}: {found}"))

@@ -39,5 +39,5 @@ def check_ray_ports(ctx: Context) -> list[Result]:
                        fix=f"stop that process (a leftover run of this checkout: `make stop`), or move this run's Ray: "
                        f"set RAY_PORT (it and the {ray_ports.SPAN - 1} ports above it) or RAY_DASHBOARD_PORT "
                        "to free ones", details=lines)]
-    return [result("ray-ports", PASS, f"{len(wanted)} ports free: RAY_DASHBOARD_PORT={ctx.cfg['RAY_DASHBOARD_PORT']}, "
-                   f"RAY_PORT={ctx.cfg['RAY_PORT']}..{ctx.cfg.int('RAY_PORT') + ray_ports.SPAN - 1}", details=lines)]
+    return [result("ray-ports", PASS, f"{len(wanted)} ports free: RAY_DASHBOARD_PORT={ctx.cfg.RAY_DASHBOARD_PORT}, "
+                   f"RAY_PORT={ctx.cfg.RAY_PORT}..{ctx.cfg.RAY_PORT + ray_ports.SPAN - 1}", details=lines)]

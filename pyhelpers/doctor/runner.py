@@ -66,9 +66,9 @@ def _skips(ctx: Context) -> dict[str, str]:
     skips = {}
     if ctx.profile == "rehearse":
         skips.update({k: f"profile rehearse: {v}" for k, v in REHEARSE_SKIPS.items()})
-    for name in (s.strip() for s in ctx.cfg.get("DOCTOR_SKIP").split(",")):
+    for name in (s.strip() for s in ctx.cfg.DOCTOR_SKIP.split(",")):
         if name:
-            skips[name] = f"listed in DOCTOR_SKIP={ctx.cfg['DOCTOR_SKIP']}"
+            skips[name] = f"listed in DOCTOR_SKIP={ctx.cfg.DOCTOR_SKIP}"
     return skips
 
 

@@ -27,15 +27,15 @@ PACK_API = "shop_env/shop_env/pack_api.py"
 
 def check_shopsim(ctx: Context) -> list[Result]:
     out = []
-    api = ctx.path("SHOPSIM_DIR") / PACK_API
+    api = ctx.cfg.SHOPSIM_DIR / PACK_API
     if api.is_file():
         out.append(result("shopsim-dir", PASS, f"{api}"))
     else:
-        out.append(result("shopsim-dir", FAIL, f"{api} is missing (SHOPSIM_DIR={ctx.cfg['SHOPSIM_DIR']})",
+        out.append(result("shopsim-dir", FAIL, f"{api} is missing (SHOPSIM_DIR={ctx.cfg.SHOPSIM_DIR})",
                           fix="clone ShopAgent-Team/ShopSimulator into SHOPSIM_DIR (or copy it from the old machine), "
                           "or set SHOPSIM_DIR to the checkout"))
     out.append(_reset_retries(ctx))
-    host, port = ctx.cfg["SHOPSIM_HOST"], ctx.cfg.int("SHOPSIM_PORT")
+    host, port = ctx.cfg.SHOPSIM_HOST, ctx.cfg.SHOPSIM_PORT
     if ports.port_free(host, port):
         out.append(result("shopsim-port", PASS, f"{host}:{port} is free (SHOPSIM_PORT)"))
     elif _held_by_us(port, _ours(ctx)):
@@ -57,9 +57,9 @@ def _reset_retries(ctx: Context) -> Result:
     """SHOPSIM_RESET_RETRIES/DELAY act only through the project's launcher, which overwrites
     pack_api's MAX_RETRIES/RETRY_DELAY_SECONDS; a custom SHOPSIM_LAUNCHER running upstream's server
     keeps its constants, so other values would only make the user believe them."""
-    retries, delay = ctx.cfg.int("SHOPSIM_RESET_RETRIES"), ctx.cfg.float("SHOPSIM_RESET_DELAY")
-    knobs = f"SHOPSIM_RESET_RETRIES={ctx.cfg['SHOPSIM_RESET_RETRIES']}, SHOPSIM_RESET_DELAY={ctx.cfg['SHOPSIM_RESET_DELAY']}"
-    if not ctx.cfg.get("SHOPSIM_LAUNCHER"):
+    retries, delay = ctx.cfg.SHOPSIM_RESET_RETRIES, ctx.cfg.SHOPSIM_RESET_DELAY
+    knobs = f"SHOPSIM_RESET_RETRIES={ctx.cfg.SHOPSIM_RESET_RETRIES}, SHOPSIM_RESET_DELAY={ctx.cfg.SHOPSIM_RESET_DELAY:g}"
+    if not ctx.cfg.SHOPSIM_LAUNCHER:
         return result("shopsim-retries", PASS, f"{knobs}: set in pack_api by the project's launcher")
     if (retries, delay) == (UPSTREAM_RETRIES, UPSTREAM_DELAY_S):
         return result("shopsim-retries", PASS, f"{knobs}: the same as upstream pack_api's constants")
@@ -74,7 +74,7 @@ def _reset_retries(ctx: Context) -> Result:
 def check_exposure(ctx: Context) -> list[Result]:
     cfg = ctx.cfg
     opened = [
-        ("ShopSimulator", cfg["SHOPSIM_HOST"], "SHOPSIM_PORT"),
+        ("ShopSimulator", cfg.SHOPSIM_HOST, "SHOPSIM_PORT"),
         ("SGLang eval server", "127.0.0.1", "EVAL_PORT"),
     ]
     lines, held, public = [], [], []
@@ -92,8 +92,8 @@ def check_exposure(ctx: Context) -> list[Result]:
         lines.append(f"{what}: {host}:{port} ({knob}) {state}")
         if knob == "SHOPSIM_PORT" and not is_loopback(host):
             public.append(f"SHOPSIM_HOST={host}")
-    base = cfg.int("RAY_PORT")
-    ray_line = (f"Ray: dashboard + job API 127.0.0.1:{cfg['RAY_DASHBOARD_PORT']}, GCS and the rest 127.0.0.1:"
+    base = cfg.RAY_PORT
+    ray_line = (f"Ray: dashboard + job API 127.0.0.1:{cfg.RAY_DASHBOARD_PORT}, GCS and the rest 127.0.0.1:"
                 f"{base}-{base + ray_ports.SPAN - 1} (RAY_PORT), workers on kernel-chosen loopback ports; every "
                 "call needs the run's token (ray-ports above checks these ports)")
     lines.append(ray_line)

@@ -27,7 +27,7 @@ def found_versions(probe: dict, lock: dict[str, str]) -> dict[str, str | None]:
 
 
 def check_versions(ctx: Context) -> list[Result]:
-    lock_path = ctx.path("SLIME_LOCK")
+    lock_path = ctx.cfg.SLIME_LOCK
     lock = lockfile.read_lock(lock_path)
     probe = slime_probe(ctx)
     found = found_versions(probe, lock)
@@ -52,7 +52,7 @@ def check_versions(ctx: Context) -> list[Result]:
                f"interpreter: {probe.get('executable')}"] + warn
     if bad:
         return [result("versions", FAIL, "differs from the lock: " + "; ".join(bad),
-                       fix=REINSTALL.format(lock=ctx.cfg["SLIME_LOCK"]), details=details)]
+                       fix=REINSTALL.format(lock=ctx.cfg.SLIME_LOCK), details=details)]
     status = WARN if warn else PASS
     return [result("versions", status, ", ".join(shown) + (" (match the lock)" if not warn else ""),
                    fix="install the CUDA toolkit 12.8 into the slime env (env/conda/slime.yml)" if warn else "",

@@ -4,6 +4,7 @@ notification and `make status` say about a round's results. Read-only.
 
 from __future__ import annotations
 
+from pyhelpers.config.load import Config
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.run.layout import RunLayout
 
@@ -22,12 +23,12 @@ def gate_line(summary: dict) -> str:
     return f"gate: {what}" + (f" (MDE {100 * mde:.0f} points)" if mde else "")
 
 
-def results(cfg, lay: RunLayout) -> list[dict]:
+def results(cfg: Config, lay: RunLayout) -> list[dict]:
     rows = []
     base = load_json_or_none(lay.baseline_val_summary)
     if base:
         rows.append({"round": "baseline", "val": val_line(base), "gate": None})
-    for r in range(cfg.int("ROUNDS")):
+    for r in range(cfg.ROUNDS):
         val, gate = load_json_or_none(lay.val_summary(r)), load_json_or_none(lay.gate_summary(r))
         if val or gate:
             rows.append({"round": r, "val": val_line(val) if val else None, "gate": gate_line(gate) if gate else None})

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate import gate, val
 from pyhelpers.evaluate.wandb_val import log_val
@@ -26,7 +27,7 @@ from pyhelpers.tasks.files import load_tasks
 Echo = Callable[[str], None]
 
 
-def _episodes_event(cfg, what: str, round_no: int | None, result) -> None:
+def _episodes_event(cfg: Config, what: str, round_no: int | None, result) -> None:
     """How long the episodes took, for events.jsonl (the round-overhead benchmark subtracts it:
     episodes are the policy's time, not the toolkit's)."""
     if cfg.run_dir.is_dir():
@@ -34,12 +35,12 @@ def _episodes_event(cfg, what: str, round_no: int | None, result) -> None:
                       seconds=round(result.timing["wall_s"], 3))
 
 
-def val_tasks(cfg, tasks_path: Path | None):
-    path = tasks_path or cfg.path("VAL_TASKS")
+def val_tasks(cfg: Config, tasks_path: Path | None):
+    path = tasks_path or cfg.VAL_TASKS
     return path, load_tasks(path, split="val")
 
 
-def play_val(cfg, settings, builder, *, out: Path, round_no: int | None, label: str, tasks_path: Path | None,
+def play_val(cfg: Config, settings, builder, *, out: Path, round_no: int | None, label: str, tasks_path: Path | None,
              resume: bool, echo: Echo, progress=None) -> dict:
     path, tasks = val_tasks(cfg, tasks_path)
     summary, result = val.run_val(settings, builder, tasks=tasks, out_dir=out, resume=resume, label=label, round_no=round_no,
@@ -52,7 +53,7 @@ def play_val(cfg, settings, builder, *, out: Path, round_no: int | None, label: 
     return summary
 
 
-def play_gate(cfg, settings, builder_factory, *, round_dir: Path, tasks_path: Path | None, resume: bool, echo: Echo,
+def play_gate(cfg: Config, settings, builder_factory, *, round_dir: Path, tasks_path: Path | None, resume: bool, echo: Echo,
               progress=None) -> dict:
     files = RoundFiles(round_dir)
     compiled = files.compiled
@@ -81,18 +82,18 @@ def play_gate(cfg, settings, builder_factory, *, round_dir: Path, tasks_path: Pa
     return summary
 
 
-def log_val_wandb(cfg, out: Path) -> str:
-    res = log_val(load_json(layout.summary(out)), project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
-                  run_dir=cfg.run_dir, mode=cfg.get("WANDB_MODE") or None)
+def log_val_wandb(cfg: Config, out: Path) -> str:
+    res = log_val(load_json(layout.summary(out)), project=cfg.WANDB_PROJECT, group=cfg.WANDB_GROUP,
+                  run_dir=cfg.run_dir, mode=cfg.WANDB_MODE or None)
     return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")
 
 
-def log_gate_wandb(cfg, round_dir: Path) -> str:
+def log_gate_wandb(cfg: Config, round_dir: Path) -> str:
     files = RoundFiles(round_dir)
     bank = load_bank(files.compiled)
     doc = load_json(files.gate_decisions)
     counts = status_counts(apply_decisions(bank, doc["decisions"], round=int(bank["round"]), caps=caps_from(cfg)))
-    res = log_gate(load_json(layout.summary(files.gate_dir)), doc, counts, project=cfg["WANDB_PROJECT"],
-                   group=cfg["WANDB_GROUP"], run_dir=cfg.run_dir, round=int(bank["round"]),
-                   mode=cfg.get("WANDB_MODE") or None)
+    res = log_gate(load_json(layout.summary(files.gate_dir)), doc, counts, project=cfg.WANDB_PROJECT,
+                   group=cfg.WANDB_GROUP, run_dir=cfg.run_dir, round=int(bank["round"]),
+                   mode=cfg.WANDB_MODE or None)
     return f"W&B run {res['run_id']}: " + ("logged" if res["logged"] else "already logged, nothing sent")

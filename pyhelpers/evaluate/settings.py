@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.shopsim import protocol
 
@@ -24,16 +25,17 @@ class EvalSettings:
     shopsim_url: str                      # http://SHOPSIM_HOST:SHOPSIM_PORT
     server_url: str                       # SGLang eval server, http://127.0.0.1:EVAL_PORT
     tokenizer_dir: str                    # HF dir of the policy (TRAIN_SAVE/RUN_NAME/hf or --model-dir)
-    concurrency: int = 32                 # EVAL_CONCURRENCY
-    slots: int = 48                       # SHOPSIM_SLOTS: never more episodes in flight than this
-    max_turns: int = 20                   # MAX_TURNS
-    max_context_len: int = 24576          # ROLLOUT_MAX_CONTEXT_LEN
-    max_response_len: int = 4096          # ROLLOUT_MAX_RESPONSE_LEN
-    skill_token_budget: int = 1024        # SKILL_TOKEN_BUDGET
-    episode_retries: int = 3              # EVAL_EPISODE_RETRIES (infra errors only)
-    max_infra_share: float = 0.05         # EVAL_MAX_INFRA_SHARE: above it no summary is written
-    reset_timeout_s: float = 60.0         # > SHOPSIM_RESET_RETRIES x SHOPSIM_RESET_DELAY
-    shopsim_ready_s: float = 900.0        # SHOPSIM_START_TIMEOUT: wait for a restarted simulator
+    # The knobs' values, no defaults here: env/defaults.env holds them (from_config; tests give theirs).
+    concurrency: int                      # EVAL_CONCURRENCY
+    slots: int                            # SHOPSIM_SLOTS: never more episodes in flight than this
+    max_turns: int                        # MAX_TURNS
+    max_context_len: int                  # ROLLOUT_MAX_CONTEXT_LEN
+    max_response_len: int                 # ROLLOUT_MAX_RESPONSE_LEN
+    skill_token_budget: int               # SKILL_TOKEN_BUDGET
+    episode_retries: int                  # EVAL_EPISODE_RETRIES (infra errors only)
+    max_infra_share: float                # EVAL_MAX_INFRA_SHARE: above it no summary is written
+    reset_timeout_s: float                # > SHOPSIM_RESET_RETRIES x SHOPSIM_RESET_DELAY
+    shopsim_ready_s: float                # SHOPSIM_START_TIMEOUT: wait for a restarted simulator
     server_ready_s: float = 120.0         # wait for the SGLang server's /health before a retry
     # Not knobs (defaults fit the real stack; tests and the benchmark shorten them):
     request_timeout_s: float = 60.0       # one interact / release
@@ -63,20 +65,20 @@ class EvalSettings:
         return self
 
     @classmethod
-    def from_config(cls, cfg, *, shopsim_url: str | None = None, server_url: str | None = None,
+    def from_config(cls, cfg: Config, *, shopsim_url: str | None = None, server_url: str | None = None,
                     tokenizer_dir: str | None = None) -> EvalSettings:
         """The knob values of `cfg` (a pyhelpers.config.load.Config), with the CLI's overrides."""
         return cls(
-            shopsim_url=shopsim_url or f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}",
-            server_url=server_url or f"http://127.0.0.1:{cfg.int('EVAL_PORT')}",
+            shopsim_url=shopsim_url or f"http://{cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}",
+            server_url=server_url or f"http://127.0.0.1:{cfg.EVAL_PORT}",
             tokenizer_dir=str(tokenizer_dir or (cfg.save_dir / "hf")),
-            concurrency=cfg.int("EVAL_CONCURRENCY"), slots=cfg.int("SHOPSIM_SLOTS"),
-            max_turns=cfg.int("MAX_TURNS"), max_context_len=cfg.int("ROLLOUT_MAX_CONTEXT_LEN"),
-            max_response_len=cfg.int("ROLLOUT_MAX_RESPONSE_LEN"),
-            skill_token_budget=cfg.int("SKILL_TOKEN_BUDGET"), episode_retries=cfg.int("EVAL_EPISODE_RETRIES"),
-            max_infra_share=cfg.float("EVAL_MAX_INFRA_SHARE"), reset_timeout_s=protocol.reset_timeout_s(cfg.int("SHOPSIM_RESET_RETRIES"),
-                                                    cfg.float("SHOPSIM_RESET_DELAY")),
-            shopsim_ready_s=cfg.float("SHOPSIM_START_TIMEOUT"),
+            concurrency=cfg.EVAL_CONCURRENCY, slots=cfg.SHOPSIM_SLOTS,
+            max_turns=cfg.MAX_TURNS, max_context_len=cfg.ROLLOUT_MAX_CONTEXT_LEN,
+            max_response_len=cfg.ROLLOUT_MAX_RESPONSE_LEN,
+            skill_token_budget=cfg.SKILL_TOKEN_BUDGET, episode_retries=cfg.EVAL_EPISODE_RETRIES,
+            max_infra_share=cfg.EVAL_MAX_INFRA_SHARE, reset_timeout_s=protocol.reset_timeout_s(cfg.SHOPSIM_RESET_RETRIES,
+                                                    cfg.SHOPSIM_RESET_DELAY),
+            shopsim_ready_s=cfg.SHOPSIM_START_TIMEOUT,
         ).check()
 
     def public(self) -> dict:

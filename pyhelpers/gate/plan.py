@@ -23,6 +23,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.gate import masks
 
@@ -43,11 +44,11 @@ class GateKnobs:
     decay: float = 0.5   # weight of an estimate one round older when pooling rounds
 
     @classmethod
-    def from_config(cls, cfg) -> GateKnobs:
-        return cls(pairs=cfg.int("GATE_PAIRS"), arm_episodes=cfg.int("GATE_ARM_EPISODES"),
-                   seed=cfg.int("GATE_SEED"), max_skills=cfg.int("GATE_MAX_SKILLS"),
-                   failed_share=cfg.float("GATE_FAILED_SHARE"), alpha=cfg.float("GATE_ALPHA"),
-                   max_rounds=cfg.int("GATE_MAX_ROUNDS"))
+    def from_config(cls, cfg: Config) -> GateKnobs:
+        return cls(pairs=cfg.GATE_PAIRS, arm_episodes=cfg.GATE_ARM_EPISODES,
+                   seed=cfg.GATE_SEED, max_skills=cfg.GATE_MAX_SKILLS,
+                   failed_share=cfg.GATE_FAILED_SHARE, alpha=cfg.GATE_ALPHA,
+                   max_rounds=cfg.GATE_MAX_ROUNDS)
 
     def check(self) -> None:
         bad = []

@@ -13,14 +13,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.launch.model_dirs import dist_problems, hf_problems
 from pyhelpers.procs.groups import log_tail
 
 
-def convert(cfg, model_args: list[str], log_path: Path, progress=lambda s: None) -> Path:
-    hf, dist = cfg.path("HF_MODEL"), cfg.path("TORCH_DIST_MODEL")
+def convert(cfg: Config, model_args: list[str], log_path: Path, progress=lambda s: None) -> Path:
+    hf, dist = cfg.HF_MODEL, cfg.TORCH_DIST_MODEL
     problems, _ = hf_problems(hf)
     if problems:
         raise ToolkitError(f"the HF model is not usable: {'; '.join(problems)}", f"HF_MODEL={hf}",
@@ -32,7 +33,7 @@ def convert(cfg, model_args: list[str], log_path: Path, progress=lambda s: None)
         raise ToolkitError("TORCH_DIST_MODEL exists but is not a complete conversion", str(dist),
                            f"move it aside (mv {dist} {dist}.broken), then `make convert-base` again")
     if not model_args:
-        raise ToolkitError("no model arguments", f"MODEL_ARGS_SCRIPT={cfg['MODEL_ARGS_SCRIPT']}",
+        raise ToolkitError("no model arguments", f"MODEL_ARGS_SCRIPT={cfg.MODEL_ARGS_SCRIPT}",
                            "point MODEL_ARGS_SCRIPT at slime's scripts/models/qwen3.5-4B.sh")
     staging = dist.with_name(dist.name + ".partial")
     if staging.exists():

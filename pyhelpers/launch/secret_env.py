@@ -69,7 +69,7 @@ def for_user(cfg: Config, user: str, environ: Mapping[str, str] | None = None) -
 def job_netrc_entry(cfg: Config, run_dir: Path) -> dict[str, str]:
     """The job's runtime env entry naming its W&B netrc, {"NETRC": path}; {} when there is no key
     to hand (none set, or W&B disabled: wandb then finds the user's own ~/.netrc, or needs none)."""
-    if not cfg.get("WANDB_API_KEY") or cfg.get("WANDB_MODE") == "disabled":
+    if not cfg.WANDB_API_KEY or cfg.WANDB_MODE == "disabled":
         return {}
     return {"NETRC": str(layout.job_netrc(run_dir))}
 
@@ -81,7 +81,7 @@ def job_netrc(cfg: Config, run_dir: Path) -> dict[str, str]:
     if not entry:
         remove_job_netrc(run_dir)
         return {}
-    key, path = cfg["WANDB_API_KEY"], layout.job_netrc(run_dir)
+    key, path = cfg.WANDB_API_KEY, layout.job_netrc(run_dir)
     # wandb asks for the key of the host it talks to: WANDB_BASE_URL (.env or the environment the
     # job inherits), else W&B's cloud.
     base = cfg.get("WANDB_BASE_URL") or os.environ.get("WANDB_BASE_URL") or WANDB_HOST_DEFAULT

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyhelpers.config import ray_ports
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import ray_auth, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
@@ -72,25 +73,25 @@ def _shopsim_probe(url: str) -> ready.Probe:
     return probe
 
 
-def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
+def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Spec:
     in_env = str(cfg.root / "bin" / "in-env")
     if name == "shopsim":
-        host, port = cfg["SHOPSIM_HOST"], cfg.int("SHOPSIM_PORT")
-        return Spec([in_env, cfg["SHOPSIM_ENV"], *launch_args.shopsim(cfg)],
-                    {"SHOPSIM_ENV_MAX_NUM": cfg["SHOPSIM_SLOTS"], "SHOPSIM_RESET_RETRIES": cfg["SHOPSIM_RESET_RETRIES"],
-                     "SHOPSIM_RESET_DELAY": cfg["SHOPSIM_RESET_DELAY"]},
+        host, port = cfg.SHOPSIM_HOST, cfg.SHOPSIM_PORT
+        return Spec([in_env, cfg.SHOPSIM_ENV, *launch_args.shopsim(cfg)],
+                    {"SHOPSIM_ENV_MAX_NUM": str(cfg.SHOPSIM_SLOTS), "SHOPSIM_RESET_RETRIES": str(cfg.SHOPSIM_RESET_RETRIES),
+                     "SHOPSIM_RESET_DELAY": f"{cfg.SHOPSIM_RESET_DELAY:g}"},
                     address=(host, port), probe=_shopsim_probe(f"http://{host}:{port}"), timeout_knob="SHOPSIM_START_TIMEOUT")
     if name == "ray-head":
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
-        port = cfg.int("EVAL_PORT")
-        return Spec([in_env, cfg["SLIME_ENV"], *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
+        port = cfg.EVAL_PORT
+        return Spec([in_env, cfg.SLIME_ENV, *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
 
 
-def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
-    port = cfg.int("RAY_DASHBOARD_PORT")
+def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
+    port = cfg.RAY_DASHBOARD_PORT
     temp = cfg.ray_temp_dir
 
     def before_start() -> list[str]:
@@ -98,7 +99,7 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
         gone = ray_sessions.prune(lay.run_dir, temp)
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
-    return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
+    return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
                 {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
@@ -116,7 +117,7 @@ def alive(lay: RunLayout, name: str) -> bool:
     return path.exists() and procs.state(procs.load(path)) == "alive"
 
 
-def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
+def start(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
           progress: Callable[[str], None] = lambda s: None) -> procs.Record:
     """Start `name` (its address checked free first) without waiting for it."""
     s = spec(cfg, lay, name, model=model)
@@ -131,11 +132,11 @@ def start(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: i
     return rec
 
 
-def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None) -> str:
+def wait(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None) -> str:
     """Wait until a started `name` answers (its *_START_TIMEOUT); NotReady carries its log's tail."""
     s = spec(cfg, lay, name, model=model)
     took = ready.wait_service(lay.pids, name, s.probe, timeout=cfg.float(s.timeout_knob),
-                              backoff_max=cfg.float("READY_BACKOFF_MAX"), knob=s.timeout_knob)
+                              backoff_max=cfg.READY_BACKOFF_MAX, knob=s.timeout_knob)
     rec = procs.load(procs.pidfile(lay.pids, name))
     s.once_up(set(procfs.group_members(rec.pgid)))
     events.append(lay.run_dir, "service-ready", service=name, seconds=round(took, 3),
@@ -143,7 +144,7 @@ def wait(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: in
     return f"{name}: ready after {took:.1f} s"
 
 
-def ensure(cfg, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
+def ensure(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
            progress: Callable[[str], None] = lambda s: None) -> str:
     """Start `name` unless it is up, and wait until it answers. Returns what happened."""
     if alive(lay, name):
@@ -157,7 +158,7 @@ BACKGROUND = {"wandb-log": "log-wandb",  # after each evaluate (unless WANDB_MOD
               "report": "report"}        # after each round's inject
 
 
-def plan_line(cfg, lay: RunLayout, name: str, note: str = "", **kw) -> tuple[str, str, str]:
+def plan_line(cfg: Config, lay: RunLayout, name: str, note: str = "", **kw) -> tuple[str, str, str]:
     """(name, command line, note) of service `name` for `make plan`: the very argv start() runs."""
     return name, shlex.join(spec(cfg, lay, name, **kw).argv), note
 
@@ -167,20 +168,20 @@ def background_argv(name: str) -> list[str]:
     return [sys.executable, "-m", "pyhelpers", "run", BACKGROUND[name]]
 
 
-def _background_env(cfg, name: str) -> dict[str, str] | None:
+def _background_env(cfg: Config, name: str) -> dict[str, str] | None:
     """wandb-log gets the W&B key (secret_env.USERS); the others inherit the driver's environment,
     which holds no secret."""
     return secret_env.for_user(cfg, name) if name in secret_env.USERS else None
 
 
-def run_in_background(cfg, lay: RunLayout, name: str) -> None:
+def run_in_background(cfg: Config, lay: RunLayout, name: str) -> None:
     """Background service `name` (BACKGROUND) unless one runs: `make stop` and `make resume` find it
     by its pidfile."""
     if not alive(lay, name):
         procs.start(name, background_argv(name), pids_dir=lay.pids, logs_dir=lay.logs, env=_background_env(cfg, name))
 
 
-def log_wandb(cfg, lay: RunLayout, poll: float = 0.2) -> list[str]:
+def log_wandb(cfg: Config, lay: RunLayout, poll: float = 0.2) -> list[str]:
     """The run's last W&B logging, waited for: `pyhelpers run log-wandb` as service wandb-log (a
     child, so that the W&B key is in its environment only, not in the driver's), once a background
     one has finished. Returns the lines it wrote; fails with its log's tail when it fails."""
@@ -200,19 +201,19 @@ def log_wandb(cfg, lay: RunLayout, poll: float = 0.2) -> list[str]:
     return [line for line in lines if line.startswith("W&B ")]  # its own; wandb's chatter stays in the log
 
 
-def stop(cfg, lay: RunLayout, *names: str) -> list[str]:
+def stop(cfg: Config, lay: RunLayout, *names: str) -> list[str]:
     """Stop the named services if they run (TERM, STOP_GRACE, KILL)."""
-    return [r.message for r in procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=names, missing_ok=True)]
+    return [r.message for r in procs.stop_all(lay.pids, cfg.STOP_GRACE, names=names, missing_ok=True)]
 
 
-def free_all_slots(cfg, lay: RunLayout, stage: str, round_: int | None) -> str:
+def free_all_slots(cfg: Config, lay: RunLayout, stage: str, round_: int | None) -> str:
     """Free every ShopSimulator slot before a stage plays (the run owns the simulator and nothing
     is playing): a killed job leaves the slots it held taken, and so does a reset that failed after
     pack_api popped a slot (docs/shopsim_protocol.md); nobody can name those. An event records it."""
     from pyhelpers.shopsim.client import ShopSimClient  # local: httpx, as in _shopsim_probe
 
     async def call():
-        async with ShopSimClient(f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}") as client:
+        async with ShopSimClient(f"http://{cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}") as client:
             return await client.release_all()
 
     said = str(asyncio.run(call()))
@@ -225,12 +226,12 @@ def restarts(lay: RunLayout, round_: int, name: str = "shopsim") -> int:
                if e.get("kind") == "service-restart" and e.get("service") == name and e.get("round") == round_)
 
 
-def watch_shopsim(cfg, lay: RunLayout, round_: int, stopped: Callable[[float], bool],
+def watch_shopsim(cfg: Config, lay: RunLayout, round_: int, stopped: Callable[[float], bool],
                   on_give_up: Callable[[str], None], progress: Callable[[str], None] = lambda s: None,
                   poll: float = 1.0) -> None:
     """Restart ShopSimulator when it dies, at most SHOPSIM_MAX_RESTARTS times in this round (then
     on_give_up(reason)), until stopped(timeout) -- e.g. threading.Event.wait -- returns True."""
-    limit = cfg.int("SHOPSIM_MAX_RESTARTS")
+    limit = cfg.SHOPSIM_MAX_RESTARTS
     while not stopped(poll):
         if not alive(lay, "shopsim"):
             done = restarts(lay, round_)

@@ -32,35 +32,35 @@ ALGORITHM = [
 def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) -> list[str]:
     """slime train.py flags for round r (the model-args script's MODEL_ARGS come first, added by
     bin/ from slime's own scripts/models/qwen3.5-4B.sh)."""
-    gpus = cfg["NUM_GPUS"]
+    gpus = str(cfg.NUM_GPUS)
     megatron = str(lay.megatron)
     argv = [
         "--actor-num-nodes", "1", "--actor-num-gpus-per-node", gpus, "--num-gpus-per-node", gpus,
         "--colocate", "--rollout-num-gpus-per-engine", "1",
-        "--tensor-model-parallel-size", cfg["TP_SIZE"], "--sequence-parallel",
-        "--hf-checkpoint", str(cfg.path("HF_MODEL")), "--ref-load", str(cfg.path("TORCH_DIST_MODEL")),
-        "--load", megatron, "--save", megatron, "--save-interval", cfg["STEPS_PER_ROUND"],
-        "--prompt-data", str(cfg.path("TRAIN_TASKS")),
+        "--tensor-model-parallel-size", str(cfg.TP_SIZE), "--sequence-parallel",
+        "--hf-checkpoint", str(cfg.HF_MODEL), "--ref-load", str(cfg.TORCH_DIST_MODEL),
+        "--load", megatron, "--save", megatron, "--save-interval", str(cfg.STEPS_PER_ROUND),
+        "--prompt-data", str(cfg.TRAIN_TASKS),
         "--num-rollout", str(lay.num_rollout(r)), "--rollout-shuffle",
-        "--rollout-batch-size", cfg["ROLLOUT_GROUPS"], "--n-samples-per-prompt", cfg["SAMPLES_PER_GROUP"],
-        "--over-sampling-batch-size", cfg["OVER_SAMPLING_GROUPS"],
-        "--global-batch-size", cfg["GLOBAL_BATCH_SIZE"],
-        "--max-tokens-per-gpu", cfg["MAX_TOKENS_PER_GPU"], "--use-dynamic-batch-size",
-        "--rollout-max-response-len", cfg["ROLLOUT_MAX_RESPONSE_LEN"],
-        "--rollout-max-context-len", cfg["ROLLOUT_MAX_CONTEXT_LEN"],
-        "--sglang-context-length", cfg["ROLLOUT_MAX_CONTEXT_LEN"],
+        "--rollout-batch-size", str(cfg.ROLLOUT_GROUPS), "--n-samples-per-prompt", str(cfg.SAMPLES_PER_GROUP),
+        "--over-sampling-batch-size", str(cfg.OVER_SAMPLING_GROUPS),
+        "--global-batch-size", str(cfg.GLOBAL_BATCH_SIZE),
+        "--max-tokens-per-gpu", str(cfg.MAX_TOKENS_PER_GPU), "--use-dynamic-batch-size",
+        "--rollout-max-response-len", str(cfg.ROLLOUT_MAX_RESPONSE_LEN),
+        "--rollout-max-context-len", str(cfg.ROLLOUT_MAX_CONTEXT_LEN),
+        "--sglang-context-length", str(cfg.ROLLOUT_MAX_CONTEXT_LEN),
         "--rollout-temperature", "1.0", "--sglang-mem-fraction-static", "0.7",
         *ALGORITHM,
         "--skip-eval-before-train",
         "--custom-config-path", str(lay.plugin_config(r)),
         *plugin_flags,
     ]
-    if cfg.flag("SAVE_HF"):  # HF weights written from the GPUs at the round's final save (architecture §7)
+    if cfg.SAVE_HF:  # HF weights written from the GPUs at the round's final save (architecture §7)
         argv += ["--save-hf", lay.hf_dir_template]
-    if not cfg.flag("SAVE_OPTIM"):
+    if not cfg.SAVE_OPTIM:
         argv += ["--no-save-optim", "--no-load-optim"]
-    if cfg["WANDB_MODE"] != "disabled":
-        argv += ["--use-wandb", "--wandb-project", cfg["WANDB_PROJECT"], "--wandb-group", cfg["WANDB_GROUP"],
+    if cfg.WANDB_MODE != "disabled":
+        argv += ["--use-wandb", "--wandb-project", cfg.WANDB_PROJECT, "--wandb-group", cfg.WANDB_GROUP,
                  "--wandb-dir", str(lay.wandb_dir), "--disable-wandb-random-suffix"]
     return slime_flags.check(argv, slime_flags.SLIME_TRAIN_FLAGS, "slime train.py")
 
@@ -69,9 +69,9 @@ def runtime_env(cfg: Config, key_files: dict[str, str] | None = None) -> dict:
     """The job's runtime env: import paths, slime's NCCL setting and key_files (NETRC: the path of
     the job's W&B netrc, secret_env.job_netrc), never a secret -- Ray stores it in its GCS and shows
     it in the job's info; the Ray head and so the job inherit no secret either."""
-    pythonpath = ":".join([str(cfg.path("MEGATRON_DIR")), str(cfg.root), str(cfg.path("SLIME_DIR"))])
+    pythonpath = ":".join([str(cfg.MEGATRON_DIR), str(cfg.root), str(cfg.SLIME_DIR)])
     return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1",
-                         "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg["NVIDIA_SMI"], os.environ),
+                         "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg.NVIDIA_SMI, os.environ),
                          **(key_files or {})}}
 
 
@@ -79,12 +79,12 @@ def slime_entrypoint(cfg: Config, model_args: list[str], slime_args: list[str]) 
     """The job's entrypoint, a shell command line as Ray runs it: `python3 train.py MODEL_ARGS flags`.
     python3 is the slime env's (the Ray head runs activated). MODEL_ARGS come from slime's own
     model script (MODEL_ARGS_SCRIPT), not from this toolkit, so they are passed as they are."""
-    return shlex.join(["python3", str(cfg.path("SLIME_TRAIN")), *model_args, *slime_args])
+    return shlex.join(["python3", str(cfg.SLIME_TRAIN), *model_args, *slime_args])
 
 
 def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
     """One of slime's tools (the converters) in the slime env, with Megatron importable."""
-    return [str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], "env", f"PYTHONPATH={cfg.path('MEGATRON_DIR')}",
+    return [str(cfg.root / "bin" / "in-env"), cfg.SLIME_ENV, "env", f"PYTHONPATH={cfg.MEGATRON_DIR}",
             "python3", str(cfg.path(script_knob)), *args]
 
 
@@ -92,22 +92,25 @@ def ray_head(cfg: Config) -> list[str]:
     """`ray start` for a head in the foreground (--block) on loopback, every port from the
     configuration (pyhelpers/config/ray_ports.py; its environment: services.py)."""
     return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
-            *ray_ports.flags(cfg), "--num-gpus", cfg["NUM_GPUS"], "--temp-dir", cfg.ray_temp_dir,
+            *ray_ports.flags(cfg), "--num-gpus", str(cfg.NUM_GPUS), "--temp-dir", cfg.ray_temp_dir,
             "--disable-usage-stats"]
 
 
 def eval_server(cfg: Config, model_path: str) -> list[str]:
     """The SGLang eval server on the round's HF export: TP=1, DP=NUM_GPUS (M9), loopback only."""
-    argv = ["--model-path", model_path, "--tp-size", "1", "--dp-size", cfg["NUM_GPUS"],
-            "--host", "127.0.0.1", "--port", cfg["EVAL_PORT"], "--context-length", cfg["ROLLOUT_MAX_CONTEXT_LEN"]]
+    argv = ["--model-path", model_path, "--tp-size", "1", "--dp-size", str(cfg.NUM_GPUS),
+            "--host", "127.0.0.1", "--port", str(cfg.EVAL_PORT), "--context-length", str(cfg.ROLLOUT_MAX_CONTEXT_LEN)]
     slime_flags.check(argv, slime_flags.SGLANG_SERVER_FLAGS, "sglang.launch_server")
-    return [*shlex.split(cfg["SGLANG_LAUNCHER"]), *argv]
+    return [*shlex.split(cfg.SGLANG_LAUNCHER), *argv]
 
 
 def shopsim(cfg: Config) -> list[str]:
     """ShopSimulator through a launcher that fixes pool size, port, host, seed and reset retries
     before the envs are built (M6): SHOPSIM_LAUNCHER, or the project's own launcher."""
-    launcher = shlex.split(cfg["SHOPSIM_LAUNCHER"]) if cfg.get("SHOPSIM_LAUNCHER") else [
-        "python3", str(cfg.root / "pyhelpers" / "shopsim" / "launcher.py"), "--shopsim-dir", str(cfg.path("SHOPSIM_DIR"))]
-    return [*launcher, "--host", cfg["SHOPSIM_HOST"], "--port", cfg["SHOPSIM_PORT"],
-            "--slots", cfg["SHOPSIM_SLOTS"], "--seed", cfg["SHOPSIM_SEED"]]
+    # A launcher of the user's own reads the retries from its environment (launch/services.py);
+    # the project's takes them on its command line.
+    launcher = shlex.split(cfg.SHOPSIM_LAUNCHER) if cfg.SHOPSIM_LAUNCHER else [
+        "python3", str(cfg.root / "pyhelpers" / "shopsim" / "launcher.py"), "--shopsim-dir", str(cfg.SHOPSIM_DIR),
+        "--reset-retries", str(cfg.SHOPSIM_RESET_RETRIES), "--reset-delay", f"{cfg.SHOPSIM_RESET_DELAY:g}"]
+    return [*launcher, "--host", cfg.SHOPSIM_HOST, "--port", str(cfg.SHOPSIM_PORT),
+            "--slots", str(cfg.SHOPSIM_SLOTS), "--seed", str(cfg.SHOPSIM_SEED)]

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyhelpers import stages
+from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results as eval_results
 from pyhelpers.launch import services
@@ -64,7 +65,7 @@ def _on_signal(signum, _frame):
 class Loop:
     """The `run loop` process: the stages of pyhelpers/stages run with this object, which
     holds what lives as long as the run's process does."""
-    cfg: object
+    cfg: Config
     lay: RunLayout
     model_args: list[str]
     echo: Echo
@@ -89,13 +90,13 @@ class Loop:
 
     def eta(self, evs: list[dict], r: int, stage: str, steps_done: int) -> progress.Eta:
         """Round r's ETA standing at `stage` (the train stage's step watcher asks)."""
-        return progress.estimate(evs, stages.ROUND, rounds=self.cfg.int("ROUNDS"), steps=self.lay.steps_per_round,
+        return progress.estimate(evs, stages.ROUND, rounds=self.cfg.ROUNDS, steps=self.lay.steps_per_round,
                                  r=r, stage=stage, steps_done=steps_done)
 
     def _round_headline(self, r: int) -> str:
         row = next((x for x in eval_results.results(self.cfg, self.lay) if x["round"] == r), {})
         parts = [x for x in (row.get("val"), row.get("gate")) if x]
-        return f"round {r} of {self.cfg.int('ROUNDS')} done: " + ("; ".join(parts) or "no results")
+        return f"round {r} of {self.cfg.ROUNDS} done: " + ("; ".join(parts) or "no results")
 
     # --- the loop --------------------------------------------------------------------------
     def run_stage(self, r: int, stage: str) -> None:
@@ -115,10 +116,10 @@ class Loop:
         """Stages until the run is done ("done") or the next is `stop_before` ("stopped-before").
         Transient failures are restarted (see the module doc); a permanent one raises ToolkitError."""
         self._note_lost_driver()
-        first = runstate.position(self.lay, self.cfg.int("ROUNDS"), self.cfg.flag("BASELINE_VAL"))
+        first = runstate.position(self.lay, self.cfg.ROUNDS, self.cfg.BASELINE_VAL)
         if not first.finished:
             self.notifier.send("run-start", f"run started at round {first.round}, stage {first.stage} "
-                                            f"({self.cfg.int('ROUNDS')} rounds of {self.cfg.int('STEPS_PER_ROUND')} steps)")
+                                            f"({self.cfg.ROUNDS} rounds of {self.cfg.STEPS_PER_ROUND} steps)")
         try:
             end = self._stages(stop_before)
         except Stopped:
@@ -147,9 +148,9 @@ class Loop:
         while True:
             if self.lay.stopped_marker.is_file():  # make stop, between two stages: asked for, not an error
                 raise Stopped("make stop")
-            pos = runstate.position(self.lay, self.cfg.int("ROUNDS"), self.cfg.flag("BASELINE_VAL"))
+            pos = runstate.position(self.lay, self.cfg.ROUNDS, self.cfg.BASELINE_VAL)
             if pos.finished:
-                self.notifier.send("run-done", f"run finished: {self.cfg.int('ROUNDS')} rounds")
+                self.notifier.send("run-done", f"run finished: {self.cfg.ROUNDS} rounds")
                 return "done"
             if pos.stage == stop_before:
                 return "stopped-before"
@@ -189,7 +190,7 @@ class Loop:
         time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
 
     def _stop_everything(self) -> None:
-        for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.float("STOP_GRACE"),
+        for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.STOP_GRACE,
                                     stop_job=lambda: train.stop_job(self.cfg, self.lay)):
             self.echo(line)
 

@@ -32,6 +32,8 @@ import time
 import urllib.parse
 from collections.abc import Callable
 
+from pyhelpers.config.load import Config
+
 FORMATS = ("generic", "feishu", "dingtalk", "wecom", "slack")
 
 
@@ -74,9 +76,9 @@ class Notifier:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def from_config(cls, cfg, log: Callable[[str], None] = lambda s: None) -> Notifier:
-        return cls(cfg.get("NOTIFY_WEBHOOK"), cfg.get("NOTIFY_FORMAT") or "generic", run=cfg.run_name,
-                   timeout=cfg.float("NOTIFY_TIMEOUT"), secret=cfg.get("NOTIFY_SECRET"), log=log)
+    def from_config(cls, cfg: Config, log: Callable[[str], None] = lambda s: None) -> Notifier:
+        return cls(cfg.NOTIFY_WEBHOOK, cfg.NOTIFY_FORMAT or "generic", run=cfg.run_name,
+                   timeout=cfg.NOTIFY_TIMEOUT, secret=cfg.NOTIFY_SECRET, log=log)
 
     @property
     def enabled(self) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 
 TRANSIENT, PERMANENT = "transient", "permanent"
@@ -116,9 +117,9 @@ class Supervisor:
     seen: list[Failure] = field(default_factory=list)
 
     @classmethod
-    def from_config(cls, cfg) -> Supervisor:
-        return cls(cfg.int("MAX_RESTARTS"), cfg.int("MAX_RESTARTS_PER_STAGE"), backoff=cfg.float("RESTART_BACKOFF"),
-                   backoff_max=cfg.float("RESTART_BACKOFF_MAX"))
+    def from_config(cls, cfg: Config) -> Supervisor:
+        return cls(cfg.MAX_RESTARTS, cfg.MAX_RESTARTS_PER_STAGE, backoff=cfg.RESTART_BACKOFF,
+                   backoff_max=cfg.RESTART_BACKOFF_MAX)
 
     def decide(self, f: Failure) -> Decision:
         where = f"{f.stage} of round {f.round}" + (f" at step {f.step}" if f.step is not None else "")

@@ -32,6 +32,7 @@ from pathlib import Path
 from pyhelpers.capacity import diskplan
 from pyhelpers.capacity.diskguard import free_bytes
 from pyhelpers.config.check import device_of
+from pyhelpers.config.load import Config
 from pyhelpers.doctor.disks import _links
 from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
@@ -47,9 +48,9 @@ AFTER_CHECKS = ("model-hf", "model-torch-dist", "train-tasks", "val-tasks", "dot
 CORRUPT_HOOK = "SHOPSIMRL_TEST_CORRUPT_AFTER_COPY"  # test-only: "root/path" to damage after its copy
 
 
-def dest_roots(cfg, lay: RunLayout) -> dict[str, Path]:
-    return {"run": lay.run_dir, "save": lay.save_dir, "data": cfg.path("DATA_DIR"),
-            "hf_model": cfg.path("HF_MODEL"), "torch_dist_model": cfg.path("TORCH_DIST_MODEL")}
+def dest_roots(cfg: Config, lay: RunLayout) -> dict[str, Path]:
+    return {"run": lay.run_dir, "save": lay.save_dir, "data": cfg.DATA_DIR,
+            "hf_model": cfg.HF_MODEL, "torch_dist_model": cfg.TORCH_DIST_MODEL}
 
 
 def _rsync(src: str, dst: Path, bwlimit: int, extra: list[str] | None = None) -> int:
@@ -82,7 +83,7 @@ def fetch_manifest(from_: str, runs_dir: Path, bwlimit: int) -> tuple[dict, Path
     return data, target
 
 
-def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -> None:
+def env_gate(cfg: Config, environ, profile: str, manifest: dict, lay: RunLayout, echo) -> None:
     """Step 2-3: refuse before copying when this machine cannot run the job, or the space or a
     destination path is wrong."""
     results = run_checks(cfg, environ, profile, only=ENV_CHECKS)
@@ -93,14 +94,14 @@ def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -
         raise ToolkitError(f"this machine is not ready: {', '.join(failed)}", "make doctor",
                            "fix the FAIL lines above (nothing was copied), then run make migrate-machine again")
     roots = dest_roots(cfg, lay)
-    system_dev = os.stat(cfg.path("SYSTEM_DISK")).st_dev
+    system_dev = os.stat(cfg.SYSTEM_DISK).st_dev
     for root in sorted({f["root"] for f in manifest["files"]}):
         dest = roots[root]
         for link, target in _links(dest):
             if not link.exists():
                 raise ToolkitError(f"the {root} destination goes through a broken symlink: {link} -> {target}", str(dest),
                                    "remove the symlink, or point the knob at a real directory on the data disk")
-            if os.stat(link.resolve()).st_dev == system_dev and cfg.get("DOCTOR_PROFILE") != "rehearse":
+            if os.stat(link.resolve()).st_dev == system_dev and cfg.DOCTOR_PROFILE != "rehearse":
                 raise ToolkitError(f"the {root} destination resolves into the system disk through {link} -> {target} "
                                    "(M3: an old machine's legacy symlink)", str(dest),
                                    "configure the real path on the data disk in .env instead")
@@ -119,9 +120,9 @@ def env_gate(cfg, environ, profile: str, manifest: dict, lay: RunLayout, echo) -
                                str(where), "free space there or point the knob at a larger disk; nothing was copied")
 
 
-def copy_and_verify(cfg, lay: RunLayout, from_: str, manifest: dict, staging: Path, echo) -> list[str]:
+def copy_and_verify(cfg: Config, lay: RunLayout, from_: str, manifest: dict, staging: Path, echo) -> list[str]:
     """Steps 4-5: rsync each root, then every hash; returns the files damaged at the source."""
-    roots, bwlimit = dest_roots(cfg, lay), cfg.int("MIGRATE_BWLIMIT")
+    roots, bwlimit = dest_roots(cfg, lay), cfg.MIGRATE_BWLIMIT
     src = from_.rstrip("/")
     for root in sorted({f["root"] for f in manifest["files"]}):
         files = [f for f in manifest["files"] if f["root"] == root]
@@ -183,7 +184,7 @@ def place_links(lay: RunLayout, manifest: dict) -> None:
             ck.flip_hf(lay.hf_link, lay.save_dir / link["target"])
 
 
-def after_checks(cfg, environ, profile: str, lay: RunLayout, echo) -> list[str]:
+def after_checks(cfg: Config, environ, profile: str, lay: RunLayout, echo) -> list[str]:
     """Step 7: what must still be done before `make resume` (empty: nothing)."""
     todo = []
     for r in run_checks(cfg, environ, profile, only=AFTER_CHECKS):
@@ -202,16 +203,16 @@ def after_checks(cfg, environ, profile: str, lay: RunLayout, echo) -> list[str]:
     return todo
 
 
-def resume_command(cfg, lay: RunLayout) -> str:
-    pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL"))
+def resume_command(cfg: Config, lay: RunLayout) -> str:
+    pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL)
     if pos.finished:
         return "nothing to resume: every round is finished (raise ROUNDS to train further)"
     return f"make resume ROUND={pos.round}  (round {pos.round} at {pos.stage}: {pos.detail})"
 
 
-def migrate(cfg, lay: RunLayout, from_: str, environ, profile: str, echo) -> int:
-    runs_dir = cfg.path("RUNS_DIR")
-    manifest, staging = fetch_manifest(from_, runs_dir, cfg.int("MIGRATE_BWLIMIT"))
+def migrate(cfg: Config, lay: RunLayout, from_: str, environ, profile: str, echo) -> int:
+    runs_dir = cfg.RUNS_DIR
+    manifest, staging = fetch_manifest(from_, runs_dir, cfg.MIGRATE_BWLIMIT)
     if manifest["run"] != cfg.run_name:
         raise ToolkitError(f"the pack holds run {manifest['run']!r}, this configuration names {cfg.run_name!r}",
                            f"FROM={from_}", f"set RUN_NAME={manifest['run']} in .env (or on the command line)")

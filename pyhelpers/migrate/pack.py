@@ -32,6 +32,7 @@ import subprocess
 from fnmatch import fnmatch
 from pathlib import Path
 
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.overview import rehearsal
@@ -127,9 +128,9 @@ def _link_into(src: Path, dst: Path) -> None:
         os.symlink(src.resolve(), dst)
 
 
-def _conda_export(cfg, env: str) -> str:
+def _conda_export(cfg: Config, env: str) -> str:
     """`conda env export` of env, through the same activation the run uses; or why it failed."""
-    cmd = f'source "{cfg["CONDA_ROOT"]}/etc/profile.d/conda.sh" && conda env export -n "{env}"'
+    cmd = f'source "{cfg.CONDA_ROOT}/etc/profile.d/conda.sh" && conda env export -n "{env}"'
     try:
         done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -139,40 +140,40 @@ def _conda_export(cfg, env: str) -> str:
     return done.stdout
 
 
-def recreate_commands(cfg) -> list[dict]:
+def recreate_commands(cfg: Config) -> list[dict]:
     """What the pack leaves out, and the command that re-creates it on the new machine."""
     out = [{"what": "the conda envs slime and shopsim (M5)",
             "command": "restore the system image (M18), or conda env create -f env/conda/slime.yml (and shopsim.yml); "
                        "then make install-hooks and make doctor"}]
-    if not cfg.flag("MIGRATE_MODELS"):
-        out += [{"what": f"the base model's HF weights (HF_MODEL={cfg['HF_MODEL']})",
+    if not cfg.MIGRATE_MODELS:
+        out += [{"what": f"the base model's HF weights (HF_MODEL={cfg.HF_MODEL})",
                  "command": "copy MODELS_DIR from the old machine, or download Qwen3.5-4B into HF_MODEL"},
                 {"what": "its torch_dist conversion (TORCH_DIST_MODEL)", "command": "make convert-base"}]
-    if not cfg.flag("MIGRATE_DATA"):
+    if not cfg.MIGRATE_DATA:
         out.append({"what": "the task files (DATA_DIR)",
                     "command": "pyhelpers data build --source <ShopSimulator's fine_items files> (docs/shopsim_protocol.md)"})
     out.append({"what": "older Megatron checkpoints", "command": "none: rotation keeps only the newest, which is packed"})
     return out
 
 
-def pack(cfg, lay: RunLayout, progress=lambda s: None) -> Path:
+def pack(cfg: Config, lay: RunLayout, progress=lambda s: None) -> Path:
     if not lay.manifest.is_file():
         raise ToolkitError(f"there is no run named {cfg.run_name} to pack", str(lay.run_dir),
                            "set RUN_NAME to the run you mean")
     if not runlock.lock_free(lay.lock):
         raise ToolkitError("the run is in progress: its files change while it trains", str(lay.lock),
                            "stop it first (make stop), then make migrate-pack")
-    out = pack_dir(cfg.path("RUNS_DIR"), cfg.run_name)
+    out = pack_dir(cfg.RUNS_DIR, cfg.run_name)
     if (out / "files").exists():
         shutil.rmtree(out / "files")  # links only: the run's files are not touched
     save_files, links, newest = _save_files(lay)
     roots: dict[str, tuple[Path, list[tuple[Path, str]]]] = {
         "run": (lay.run_dir, _run_files(lay.run_dir)), "save": (lay.save_dir, save_files)}
-    if cfg.flag("MIGRATE_DATA"):
-        roots["data"] = (cfg.path("DATA_DIR"), _tree(cfg.path("DATA_DIR")))
-    if cfg.flag("MIGRATE_MODELS"):
-        roots["hf_model"] = (cfg.path("HF_MODEL"), _tree(cfg.path("HF_MODEL")))
-        roots["torch_dist_model"] = (cfg.path("TORCH_DIST_MODEL"), _tree(cfg.path("TORCH_DIST_MODEL")))
+    if cfg.MIGRATE_DATA:
+        roots["data"] = (cfg.DATA_DIR, _tree(cfg.DATA_DIR))
+    if cfg.MIGRATE_MODELS:
+        roots["hf_model"] = (cfg.HF_MODEL, _tree(cfg.HF_MODEL))
+        roots["torch_dist_model"] = (cfg.TORCH_DIST_MODEL, _tree(cfg.TORCH_DIST_MODEL))
     files, total = [], 0
     for root, (base, entries) in roots.items():
         progress(f"hashing {len(entries)} file(s) of {root} ({base})")
@@ -181,14 +182,14 @@ def pack(cfg, lay: RunLayout, progress=lambda s: None) -> Path:
             files.append({"root": root, "path": rel, "size": size, HASH: file_hash(src)})
             total += size
             _link_into(src, out / "files" / root / rel)
-    for env in (cfg["SLIME_ENV"], cfg["SHOPSIM_ENV"]):
+    for env in (cfg.SLIME_ENV, cfg.SHOPSIM_ENV):
         (out / f"conda-{env}.yml").write_text(_conda_export(cfg, env))
     write_json_atomic(out / "config.json", {k: v for k, v in cfg.public().items() if k not in cfg.secret_names})
     manifest = {
         "schema_version": 1, "run": cfg.run_name, "hash": HASH, "host": socket.gethostname(),
         "roots": {root: str(base) for root, (base, _) in roots.items()},  # the OLD machine's, for people
         "newest_iteration": newest, "files": files, "symlinks": links, "total_bytes": total,
-        "env_lock_blake2b": file_hash(cfg.path("SLIME_LOCK")) if cfg.path("SLIME_LOCK").is_file() else None,
+        "env_lock_blake2b": file_hash(cfg.SLIME_LOCK) if cfg.SLIME_LOCK.is_file() else None,
         "left_behind": [{"what": what, "paths": pat, "recreate": how} for pat, what, how in LEFT_BEHIND],
         "recreate": recreate_commands(cfg),
     }

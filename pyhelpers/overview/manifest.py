@@ -50,9 +50,9 @@ def file_sha256(path: Path) -> str | None:
 def fingerprints(cfg: Config) -> dict[str, str | None]:
     """Content hashes that identify the model and data independently of where they live."""
     return {
-        "hf_config_sha256": file_sha256(cfg.path("HF_MODEL") / "config.json"),
-        "train_tasks_sha256": file_sha256(cfg.path("TRAIN_TASKS")),
-        "val_tasks_sha256": file_sha256(cfg.path("VAL_TASKS")),
+        "hf_config_sha256": file_sha256(cfg.HF_MODEL / "config.json"),
+        "train_tasks_sha256": file_sha256(cfg.TRAIN_TASKS),
+        "val_tasks_sha256": file_sha256(cfg.VAL_TASKS),
     }
 
 

@@ -13,6 +13,7 @@ import shlex
 from pyhelpers import stages
 from pyhelpers.capacity import diskguard
 from pyhelpers.config import ray_ports
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import services
 from pyhelpers.run.layout import RunLayout
@@ -34,7 +35,7 @@ def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
     return out
 
 
-def launches(cfg, lay: RunLayout, pos: runstate.Position,
+def launches(cfg: Config, lay: RunLayout, pos: runstate.Position,
              model_args: list[str] | None) -> list[tuple[str, str, str]]:
     """(name, command line, note) of what the run launches from `pos` on, in order: each stage's
     `launches()` (built by the very functions the stage calls), then the background services. The
@@ -46,16 +47,16 @@ def launches(cfg, lay: RunLayout, pos: runstate.Position,
     for stage in seq:
         out += [item for item in stage.launches(cfg, lay, r, margs) if item not in out]
     for name in services.BACKGROUND:
-        if name != "wandb-log" or cfg.get("WANDB_MODE") != "disabled":
+        if name != "wandb-log" or cfg.WANDB_MODE != "disabled":
             out.append((name, shlex.join(services.background_argv(name)), "in the background"))
     return out
 
 
-def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
-    rounds = cfg.int("ROUNDS")
+def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
+    rounds = cfg.ROUNDS
     exists = lay.manifest.is_file()
     try:
-        pos = runstate.position(lay, rounds, cfg.flag("BASELINE_VAL"))
+        pos = runstate.position(lay, rounds, cfg.BASELINE_VAL)
     except ToolkitError as exc:
         return [f"run {cfg.run_name}: cannot plan: {exc}"]
     r = 0 if pos.round is None else pos.round
@@ -74,13 +75,13 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
             out.append(f"    ({note})")
     secrets = sorted(n for n in cfg.secret_names if cfg.get(n))
     out.append("environment: CUDA_VISIBLE_DEVICES=" + cfg.cuda_visible_devices
-               + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg['WANDB_MODE']}; secrets passed only through "
+               + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg.WANDB_MODE}; secrets passed only through "
                "the environment: " + (", ".join(f"{n}=***" for n in secrets) or "none set"))
     for stage in (s for s in stages.ROUND if s.writes):
         n = diskguard.need(cfg, lay, stage.name, stage.writes)
         out.append(f"disk: {n.explain()} -> {'ok' if n.fits else 'SHORT'}")
     ray = ", ".join(f"{p.what} {p.port}" for p in ray_ports.ports(cfg))
-    out.append(f"opens: shopsim {cfg['SHOPSIM_HOST']}:{cfg['SHOPSIM_PORT']}, eval server 127.0.0.1:{cfg['EVAL_PORT']}, "
+    out.append(f"opens: shopsim {cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}, eval server 127.0.0.1:{cfg.EVAL_PORT}, "
                f"Ray on 127.0.0.1 only, the run's token required ({ray}; workers on kernel-chosen ports); "
                f"Ray temp dir {cfg.ray_temp_dir}")
     return out

@@ -22,6 +22,7 @@ import json
 import shutil
 from pathlib import Path
 
+from pyhelpers.config.load import Config
 from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run import checkpoints as ck
@@ -102,7 +103,7 @@ def fresh(lay: RunLayout, dry_run: bool = False) -> list[Path]:
 TASK_CHECKS = (("TRAIN_TASKS", "train-tasks"), ("VAL_TASKS", "val-tasks"))
 
 
-def user_inputs(cfg, environ) -> tuple[list, list[str]]:
+def user_inputs(cfg: Config, environ) -> tuple[list, list[str]]:
     """(doctor results, notes) for the user's SEED_BANK and task files, before the rehearsal's
     stand-ins replace them. A task file that does not exist yet is a note (a rehearsal may come
     before `pyhelpers data build`); a SEED_BANK that is set must exist and be a valid bank."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from pyhelpers import stages
 from pyhelpers.capacity import diskguard
 from pyhelpers.capacity.diskplan import gb
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate.results import results
 from pyhelpers.jsonfiles import load_json_or_none
@@ -37,8 +38,8 @@ def bank_line(bank: dict) -> str:
     return status_line(bank)
 
 
-def summary_lines(cfg, lay: RunLayout) -> list[str]:
-    out = [f"run {cfg.run_name}: {cfg.int('ROUNDS')} round(s) of {cfg.int('STEPS_PER_ROUND')} steps"]
+def summary_lines(cfg: Config, lay: RunLayout) -> list[str]:
+    out = [f"run {cfg.run_name}: {cfg.ROUNDS} round(s) of {cfg.STEPS_PER_ROUND} steps"]
     out += [_result_line(row) for row in results(cfg, lay)]
     final = load_json_or_none(lay.final_bank)
     out.append(f"  final bank {lay.final_bank}: " + (bank_line(final) if final else "not written yet"))
@@ -71,7 +72,7 @@ def _held(pgid: int) -> list[tuple[str, int]]:
     return sorted({listening[i] for i in inodes if i in listening}, key=lambda a: a[1])
 
 
-def _services(cfg, lay: RunLayout) -> list[dict]:
+def _services(cfg: Config, lay: RunLayout) -> list[dict]:
     """The recorded services; a live one's address is the one its processes listen on (the
     knob's port when they hold it), never what this shell's configuration says now: .env may
     have changed since the run started, and a rehearsal's shell is not the run's."""
@@ -105,13 +106,13 @@ def _job(lay: RunLayout, evs: list[dict]) -> dict | None:
     return job
 
 
-def _progress(cfg, lay: RunLayout, pos: dict, evs: list[dict], running: bool) -> dict | None:
+def _progress(cfg: Config, lay: RunLayout, pos: dict, evs: list[dict], running: bool) -> dict | None:
     """Round r of R, the stage, step k/STEPS with the last step's figures (train) or the episodes
     the driver published (evaluate), and the ETA while a driver runs (runprogress)."""
     r, stage = pos.get("round"), pos.get("stage")
     if stage is None or pos.get("error"):
         return None
-    rounds, steps = cfg.int("ROUNDS"), lay.steps_per_round
+    rounds, steps = cfg.ROUNDS, lay.steps_per_round
     out: dict = {"round": r, "rounds": rounds, "stage": stage}
     if stages.get(stage).stepped and r is not None:
         recs = read_jsonl(lay.rollout_metrics(r))
@@ -152,15 +153,15 @@ def _step(lay: RunLayout, r: int | None) -> dict | None:
             "success_rate": (rec.get("metrics") or {}).get("rollout/shopsim/success_rate")}
 
 
-def _disk(cfg, lay: RunLayout) -> dict:
+def _disk(cfg: Config, lay: RunLayout) -> dict:
     save = next(s for s in stages.ROUND if s.writes)  # the round's save: what the next one needs
     n = diskguard.need(cfg, lay, save.name, save.writes)
     return {"free_bytes": n.free, "next_save_needs_bytes": n.total, "ok": n.fits, "explain": n.explain()}
 
 
-def gather(cfg, lay: RunLayout) -> dict:
+def gather(cfg: Config, lay: RunLayout) -> dict:
     try:
-        pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL")).as_dict()
+        pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL).as_dict()
     except ToolkitError as exc:
         pos = {"round": None, "stage": None, "detail": str(exc), "error": True}
     evs = events.read(lay.run_dir)

@@ -14,12 +14,13 @@ import json
 import os
 
 from pyhelpers.analyst.stats import Stats
+from pyhelpers.config.load import Config
 from pyhelpers.evaluate import round as rnd
 from pyhelpers.run.layout import RunLayout, wandb_markers
 from pyhelpers.tracking import wandb_log as wandb_logging
 
 
-def _analyst_final(cfg, lay: RunLayout, r: int) -> str | None:
+def _analyst_final(cfg: Config, lay: RunLayout, r: int) -> str | None:
     """The analyst's final counters of round r (after its drain) into its W&B run, once."""
     stats_path = lay.round_dir(r) / "analyst" / "stats.json"
     if not stats_path.is_file():
@@ -28,14 +29,14 @@ def _analyst_final(cfg, lay: RunLayout, r: int) -> str | None:
     stats = Stats(stats_path)
     stats.values = json.loads(stats_path.read_text(encoding="utf-8"))
     rid = wandb_logging.run_id(cfg.run_name, "analyst", f"r{r:03d}")
-    done = wandb_logging.log_once(project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"], job_type="analyst",
+    done = wandb_logging.log_once(project=cfg.WANDB_PROJECT, group=cfg.WANDB_GROUP, job_type="analyst",
                                   run_dir=cfg.run_dir, rid=rid, name=rid, config={"round": r},
-                                  log=lambda run: run.log(stats.metrics()), mode=cfg.get("WANDB_MODE") or None)
+                                  log=lambda run: run.log(stats.metrics()), mode=cfg.WANDB_MODE or None)
     return f"W&B run {rid}: " + ("logged the final counters" if done else "already logged, nothing sent")
 
 
-def log_all(cfg, lay: RunLayout) -> list[str]:
-    if cfg.get("WANDB_MODE") == "disabled":
+def log_all(cfg: Config, lay: RunLayout) -> list[str]:
+    if cfg.WANDB_MODE == "disabled":
         return ["W&B disabled (WANDB_MODE=disabled): nothing logged"]
 
     lock_dir = wandb_markers(lay.run_dir)
@@ -46,7 +47,7 @@ def log_all(cfg, lay: RunLayout) -> list[str]:
         out = []
         if lay.baseline_val_summary.is_file():
             out.append(rnd.log_val_wandb(cfg, lay.baseline_val_dir))
-        for r in range(cfg.int("ROUNDS")):
+        for r in range(cfg.ROUNDS):
             if lay.val_summary(r).is_file():
                 out.append(rnd.log_val_wandb(cfg, lay.val_dir(r)))
             if lay.gate_summary(r).is_file() and lay.gate_decisions(r).is_file():

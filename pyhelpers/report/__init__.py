@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pyhelpers.config.load import Config
 
-def build(cfg, lay, out: Path | None = None) -> Path:
+
+def build(cfg: Config, lay, out: Path | None = None) -> Path:
     """Write the report of the run at `lay` into `out` (default RUN_DIR/report); returns index.html."""
     from pyhelpers.report import (  # local: plots loads matplotlib; `import pyhelpers.report` stays light
         data,

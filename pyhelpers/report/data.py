@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyhelpers import stages
+from pyhelpers.config.load import Config
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
 from pyhelpers.rollout.metrics import read_jsonl
 from pyhelpers.run import events
@@ -156,8 +157,8 @@ def _timeline(evs: list[dict], driver_alive: bool = False) -> tuple[list[dict], 
     return rows, restarts
 
 
-def gather(cfg, lay: RunLayout) -> Tables:
-    rounds = cfg.int("ROUNDS")
+def gather(cfg: Config, lay: RunLayout) -> Tables:
+    rounds = cfg.ROUNDS
     t = Tables(rounds)
     base = load_json_or_none(lay.baseline_val_summary)
     if base:

@@ -278,4 +278,4 @@ class RunLayout:
 
 
 def from_config(cfg) -> RunLayout:
-    return RunLayout(cfg.run_dir, cfg.save_dir, cfg.int("STEPS_PER_ROUND"))
+    return RunLayout(cfg.run_dir, cfg.save_dir, cfg.STEPS_PER_ROUND)

@@ -82,8 +82,10 @@ def main(argv=None):
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--slots", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--reset-retries", type=int, default=int(os.environ.get("SHOPSIM_RESET_RETRIES", "5")), help="pack_api MAX_RETRIES (SHOPSIM_RESET_RETRIES)")
-    p.add_argument("--reset-delay", type=float, default=float(os.environ.get("SHOPSIM_RESET_DELAY", "5")), help="pack_api RETRY_DELAY_SECONDS (SHOPSIM_RESET_DELAY)")
+    # Given by the toolkit (launch/slime_args.py shopsim) from the resolved configuration: no
+    # default of our own here, so env/defaults.env stays the one place a default is written.
+    p.add_argument("--reset-retries", type=int, required=True, help="pack_api MAX_RETRIES (SHOPSIM_RESET_RETRIES)")
+    p.add_argument("--reset-delay", type=float, required=True, help="pack_api RETRY_DELAY_SECONDS (SHOPSIM_RESET_DELAY)")
     args = p.parse_args(argv)
 
     app_dir = os.path.join(args.shopsim_dir, "shop_env", "shop_env")

@@ -57,8 +57,8 @@ def inject_step(compiled_path: Path, *, decisions_path: Path | None, round_: int
 
 
 def caps_from(cfg) -> Caps:
-    return Caps(max_active=cfg.int("BANK_MAX_ACTIVE"), token_budget=cfg.int("SKILL_TOKEN_BUDGET"),
-                max_gate_rounds=cfg.int("GATE_MAX_ROUNDS"))
+    return Caps(max_active=cfg.BANK_MAX_ACTIVE, token_budget=cfg.SKILL_TOKEN_BUDGET,
+                max_gate_rounds=cfg.GATE_MAX_ROUNDS)
 
 
 def change_summary(old: dict, new: dict, *, out: Path, sha: str, label: str | None = None) -> str:

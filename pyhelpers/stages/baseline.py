@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pyhelpers.config.load import Config
 from pyhelpers.launch import services
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.stages import evaluate
@@ -18,7 +19,7 @@ COLOUR = "#8d6e63"
 SUMMARY = "bare val of the base model"
 
 
-def launches(cfg, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
+def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
     return [services.plan_line(cfg, lay, "shopsim"),
             services.plan_line(cfg, lay, "eval-server", "baseline: the base model's bare val",
                                model=evaluate.model_dir(cfg, lay, baseline=True))]

@@ -31,12 +31,12 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 def run(loop: StageContext, r: int) -> None:
     cfg, lay = loop.cfg, loop.lay
     train.drain_wait(loop, r)
-    hf = cfg.path("HF_MODEL")
+    hf = cfg.HF_MODEL
     for d in (lay.spool(r), lay.candidates(r)):
         d.mkdir(parents=True, exist_ok=True)
     old, new, _ = compile_step(bank_path=lay.bank_in(r), cand_dir=lay.candidates(r), round_=r,
                                hf_dir=hf if hf.is_dir() else None, spool_dir=lay.spool(r),
-                               dup_jaccard=cfg.float("SKILL_DUP_JACCARD"), max_skill_tokens=cfg.int("SKILL_MAX_TOKENS"))
+                               dup_jaccard=cfg.SKILL_DUP_JACCARD, max_skill_tokens=cfg.SKILL_MAX_TOKENS)
     out = lay.compiled(r)
     loop.echo(change_summary(old, new, out=out, sha=bank_mod.write_bank(out, new)))
     write_record(lay, r, "compile", output=out)

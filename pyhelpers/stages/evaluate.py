@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyhelpers.config.load import Config
 from pyhelpers.launch import services
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
@@ -36,7 +37,7 @@ def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInpu
     return [inputs.compiled(lay, r)]
 
 
-def launches(cfg, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
+def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
     return [services.plan_line(cfg, lay, "eval-server", model=model_dir(cfg, lay)),
             ("evaluate", "", "no command line: bare val, then the gate, in the loop's own process")]
 
@@ -48,8 +49,8 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return False, "val pending" if not got_val else "gate pending"
 
 
-def _wandb_in_background(cfg, lay: RunLayout) -> None:
-    if cfg.get("WANDB_MODE") != "disabled":
+def _wandb_in_background(cfg: Config, lay: RunLayout) -> None:
+    if cfg.WANDB_MODE != "disabled":
         services.run_in_background(cfg, lay, "wandb-log")
 
 
@@ -67,9 +68,9 @@ def builder_for(builders: dict, model_dir: str):
     return builders[key]
 
 
-def model_dir(cfg, lay: RunLayout, baseline: bool = False) -> str:
+def model_dir(cfg: Config, lay: RunLayout, baseline: bool = False) -> str:
     """What the eval server serves: the round's HF export (`hf`), or the base model for the baseline."""
-    return str(cfg.path("HF_MODEL") if baseline else lay.hf_link)
+    return str(cfg.HF_MODEL if baseline else lay.hf_link)
 
 
 def run(loop: StageContext, r: int) -> None:
@@ -121,7 +122,7 @@ def play(loop: StageContext, r: int | None, *, baseline: bool = False) -> None:
     _wandb_in_background(cfg, lay)
 
 
-def _wait(cfg, lay: RunLayout, model: str, r: int | None):
+def _wait(cfg: Config, lay: RunLayout, model: str, r: int | None):
     try:
         return services.wait(cfg, lay, "eval-server", model=model, round_=r)
     except BaseException as exc:  # handed to the main thread, which raises it

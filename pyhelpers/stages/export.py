@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyhelpers.capacity import diskguard
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
@@ -36,9 +37,9 @@ def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInpu
     return inputs.bank_and_analyst(lay, r, seed_bank)
 
 
-def launches(cfg, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
+def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
     return [("convert", shlex.join(convert_argv(cfg, lay, lay.last_iteration(r))),
-             "skipped when slime's --save-hf wrote the export" if cfg.flag("SAVE_HF") else "")]
+             "skipped when slime's --save-hf wrote the export" if cfg.SAVE_HF else "")]
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
@@ -126,17 +127,17 @@ def converter_added(lay: RunLayout, staging: Path) -> set[str] | None:
     return ck.added_from_origin(runs[-1]) if runs else None
 
 
-def convert_argv(cfg, lay: RunLayout, iteration: int) -> list[str]:
+def convert_argv(cfg: Config, lay: RunLayout, iteration: int) -> list[str]:
     """CONVERT_TO_HF on checkpoint iter_<iteration> into its staging dir (export(); make plan)."""
     return launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(lay.megatron / f"iter_{iteration:07d}"),
                                   "--output-dir", str(lay.hf_staging(iteration)), "--origin-hf-dir",
-                                  str(cfg.path("HF_MODEL")), *CONVERTER_FLAGS)
+                                  str(cfg.HF_MODEL), *CONVERTER_FLAGS)
 
 
-def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Path, list[Path]]:
+def export(cfg: Config, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Path, list[Path]]:
     """The stage's work (see the module doc). Returns (target, removed exports)."""
     log_path = lay.logs / LOG
-    origin = cfg.path("HF_MODEL")
+    origin = cfg.HF_MODEL
     choice = prepare_export(lay, r, origin)
     if choice.action == "convert":
         progress("disk: " + diskguard.check(cfg, lay, "export", WRITES).explain())
@@ -147,7 +148,7 @@ def export(cfg, lay: RunLayout, r: int, *, progress=lambda s: None) -> tuple[Pat
         try:
             status = child.wait()
         finally:
-            procs.stop_all(lay.pids, cfg.float("STOP_GRACE"), names=[log_path.stem])
+            procs.stop_all(lay.pids, cfg.STOP_GRACE, names=[log_path.stem])
         events.append(lay.run_dir, "convert-end", round=r, iteration=choice.iteration, status=status)
         if status != 0:
             tail = "\n".join(procs.log_tail(log_path, 20))

@@ -44,10 +44,10 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 def run(loop: StageContext, r: int) -> None:
     cfg, lay = loop.cfg, loop.lay
     decisions = lay.gate_decisions(r)
-    out = lay.bank_out(r, cfg.int("ROUNDS"))
+    out = lay.bank_out(r, cfg.ROUNDS)
     old, new = inject_step(lay.compiled(r), decisions_path=decisions if decisions.is_file() else None, round_=r,
                            caps=caps_from(cfg))
-    last = r == cfg.int("ROUNDS") - 1
+    last = r == cfg.ROUNDS - 1
     label = f"final bank (after round {r}, the last)" if last else None  # its `round` names no round of the run
     loop.echo(change_summary(old, new, out=out, sha=bank_mod.write_bank(out, new), label=label))
     write_record(lay, r, "inject", output=out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyhelpers import stages
+from pyhelpers.config.load import Config
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.stages import position as runstate
 from pyhelpers.stages.inputs import RunInput, problem
@@ -24,11 +25,11 @@ def upcoming(lay: RunLayout, pos: runstate.Position, seed_bank: Path | None) -> 
     return stage.reads(lay, pos.round, seed_bank)
 
 
-def check(cfg, lay: RunLayout, fresh: bool = False) -> tuple[list[RunInput], list[tuple[RunInput, str]]]:
+def check(cfg: Config, lay: RunLayout, fresh: bool = False) -> tuple[list[RunInput], list[tuple[RunInput, str]]]:
     """(files checked, [(file, problem)]) from where the run stands; `fresh`: as a new run (a fresh
     rehearsal replaces the previous one's files, which nothing will read)."""
-    seed = cfg.path("SEED_BANK") if cfg.get("SEED_BANK") else None
+    seed = cfg.SEED_BANK
     inputs = seed_input(seed) if fresh else \
-        upcoming(lay, runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL")), seed)
+        upcoming(lay, runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL), seed)
     bad = [(i, p) for i in inputs if (p := problem(i))]
     return inputs, bad

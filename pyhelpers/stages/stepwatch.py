@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from pyhelpers.config.load import Config
 from pyhelpers.rollout.metrics import read_jsonl
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
@@ -29,10 +30,10 @@ def head(r: int, rounds: int, stage: str) -> str:
     return f"round {r} ({r + 1} of {rounds}) {stage}"
 
 
-def watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], say: Callable[[str], None],
+def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool], say: Callable[[str], None],
           eta_at: Callable[[list[dict], int], Eta], status: Callable[[str], None] = lambda s: None) -> None:
     """`eta_at(events, steps_done)`: round r's ETA in train (the driver's, from the registry)."""
-    rounds, steps = cfg.int("ROUNDS"), lay.steps_per_round
+    rounds, steps = cfg.ROUNDS, lay.steps_per_round
     path, marker = lay.rollout_metrics(r), lay.started_marker(r)
     seen = set(read_jsonl(path))
     since: float | None = None  # when the step in progress began

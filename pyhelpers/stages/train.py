@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyhelpers.capacity import diskguard
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import rayjob, secret_env, services
@@ -62,15 +63,15 @@ def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInpu
     return inputs.bank_and_analyst(lay, r, seed_bank, new_run_reads_seed=True)
 
 
-def launches(cfg, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
+def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
     out = [services.plan_line(cfg, lay, "shopsim"), services.plan_line(cfg, lay, "ray-head"),
            ("slime job", job_entrypoint(cfg, lay, r=r, model_args=model_args),
             f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
             f"{json.dumps(launch_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)};"
-            f" MODEL_ARGS from {cfg['MODEL_ARGS_SCRIPT']}")]
-    if cfg.flag("ANALYST_ENABLED"):
+            f" MODEL_ARGS from {cfg.MODEL_ARGS_SCRIPT}")]
+    if cfg.ANALYST_ENABLED:
         out.append(("analyst", shlex.join(analyst_argv(lay, r)),
-                    f"its model: {cfg['ANALYST_MODEL']} at {cfg['ANALYST_BASE_URL']}"))
+                    f"its model: {cfg.ANALYST_MODEL} at {cfg.ANALYST_BASE_URL}"))
     return out
 
 
@@ -89,15 +90,15 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 def prepare(loop: StageContext, r: int) -> None:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
-    check_slime_prompts(cfg.path("TRAIN_TASKS"))  # slime would stop on it only after placement
+    check_slime_prompts(cfg.TRAIN_TASKS)  # slime would stop on it only after placement
     for d in (lay.spool(r), lay.candidates(r), lay.stage_record(r, "train").parent):
         d.mkdir(parents=True, exist_ok=True)
     if r == 0 and not lay.bank_in(0).is_file():
-        if cfg.get("SEED_BANK"):
-            seed = bank_mod.load_bank(cfg.path("SEED_BANK"))
+        if cfg.SEED_BANK:
+            seed = bank_mod.load_bank(cfg.SEED_BANK)
             bank_mod.write_bank(lay.bank_in(0), {**seed, "round": 0})
         else:
-            hf = cfg.path("HF_MODEL")
+            hf = cfg.HF_MODEL
             name, count = counter_for(hf if hf.is_dir() else None)
             bank_mod.write_bank(lay.bank_in(0), bank_mod.empty_bank(0, name, bank_mod.header_tokens(count)))
     write_plugin_yaml(lay.plugin_config(r), **plugin_values(cfg, lay, r))
@@ -123,19 +124,19 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
                  f"{timeout:g} s; freeing the ShopSimulator slots anyway")
 
 
-def job_entrypoint(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
+def job_entrypoint(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     """The slime job's entry point for round r, as submitted (and as `make plan` shows it)."""
     return launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r=r, plugin_flags=plugin_flags()))
 
 
-def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
+def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     entry = job_entrypoint(cfg, lay, r=r, model_args=model_args)
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
-    port = cfg.int("RAY_DASHBOARD_PORT")
+    port = cfg.RAY_DASHBOARD_PORT
     # The head answered within RAY_START_TIMEOUT; its job agent may need part of that again.
     runtime_env = launch_args.runtime_env(cfg, secret_env.job_netrc(cfg, lay.run_dir))
     rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, runtime_env,
-                                            agent_wait=cfg.float("RAY_START_TIMEOUT"),
+                                            agent_wait=cfg.RAY_START_TIMEOUT,
                                             head_up=lambda: services.alive(lay, "ray-head"))
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
     rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source))
@@ -146,19 +147,19 @@ def submit(cfg, lay: RunLayout, r: int, model_args: list[str]) -> str:
 
 def watch(loop: StageContext, r: int, job_id: str) -> rayjob.JobOutcome:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
-    api = rayjob.JobApi(cfg.int("RAY_DASHBOARD_PORT"), lay.run_dir)
+    api = rayjob.JobApi(cfg.RAY_DASHBOARD_PORT, lay.run_dir)
     outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=rayjob.marker_started(lay.started_marker(r)),
-                           start_timeout=cfg.float("JOB_START_TIMEOUT"), progress=echo)
+                           start_timeout=cfg.JOB_START_TIMEOUT, progress=echo)
     events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
                   exit_code=outcome.exit_code)
     time.sleep(0.2)  # let slime-log copy the job's last lines before it is stopped
     return outcome
 
 
-def stop_job(cfg, lay: RunLayout) -> str:
+def stop_job(cfg: Config, lay: RunLayout) -> str:
     """Stop the job recorded in slime-job.json and wait up to STOP_GRACE s for it to end."""
     job = rayjob.recorded_job(lay.run_dir)
-    grace = cfg.float("STOP_GRACE")
+    grace = cfg.STOP_GRACE
     try:
         if not job:
             return ""
@@ -197,10 +198,10 @@ def analyst_argv(lay: RunLayout, r: int) -> list[str]:
     return [sys.executable, "-m", "pyhelpers", "analyst", "run", "--round-dir", str(lay.round_dir(r)), "--wandb"]
 
 
-def _disk_watch(cfg, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
+def _disk_watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
     """While the job trains: warn once when free space falls below what the round's final save
     needs (the guard acts only at stage boundaries: Megatron saves inside the job)."""
-    interval = cfg.float("DISK_WATCH_INTERVAL")
+    interval = cfg.DISK_WATCH_INTERVAL
     base = diskguard.need(cfg, lay, "train", WRITES)  # sizes are fixed within a round: only free space moves
     while not stopped(interval):
         n = replace(base, free=diskguard.free_bytes(base.where))
@@ -221,7 +222,7 @@ def run(loop: StageContext, r: int) -> None:
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
     # job's driver is gone: wait for that process before freeing the slots it may still take.
-    _wait_for_old_plugin(lay, r, timeout=cfg.float("STOP_GRACE") + 30.0, echo=echo)
+    _wait_for_old_plugin(lay, r, timeout=cfg.STOP_GRACE + 30.0, echo=echo)
     echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='train', round_=r)}")  # a killed job's slots too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
     stop, gave_up = threading.Event(), []
@@ -244,7 +245,7 @@ def run(loop: StageContext, r: int) -> None:
     steps = threading.Thread(target=stepwatch.watch, daemon=True, name="step-watch",
                              args=(cfg, lay, r, stop.wait, echo, lambda evs, k: loop.eta(evs, r, "train", k), loop.status))
     steps.start()
-    analyst = cfg.flag("ANALYST_ENABLED")
+    analyst = cfg.ANALYST_ENABLED
     ok = False
     try:
         if analyst:
@@ -283,7 +284,7 @@ def run(loop: StageContext, r: int) -> None:
 def _warm_eval_builder(loop: StageContext) -> None:
     def warm():
         try:
-            evaluate.builder_for(loop.builders, str(loop.cfg.path("HF_MODEL")))
+            evaluate.builder_for(loop.builders, str(loop.cfg.HF_MODEL))
         except Exception:  # noqa: BLE001 - only a head start; the evaluate stage loads it if this failed
             pass
     threading.Thread(target=warm, daemon=True, name="warm-eval-builder").start()
@@ -298,7 +299,7 @@ def _drain_thread(loop: StageContext, r: int) -> threading.Thread:
         from pyhelpers.analyst import logs as analyst_logs  # local: see drain_wait
         from pyhelpers.analyst import sidecar
 
-        key = cfg.get("DASHSCOPE_API_KEY")
+        key = cfg.DASHSCOPE_API_KEY
         if not key:
             echo("analyst drain skipped: DASHSCOPE_API_KEY is not set")
             return
@@ -319,7 +320,7 @@ def drain_wait(loop: StageContext, r: int) -> None:
     (ANALYST_DRAIN_TIMEOUT + a minute); when none runs but records are pending (a resumed round),
     drain now. Never fails the round."""
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
-    if not cfg.flag("ANALYST_ENABLED"):
+    if not cfg.ANALYST_ENABLED:
         return
     t = loop.drains.pop(r, None)
     if t is None:
@@ -331,6 +332,6 @@ def drain_wait(loop: StageContext, r: int) -> None:
             return
         echo(f"{pending} spool record(s) not analysed yet: draining the Failure Analyst first")
         t = _drain_thread(loop, r)
-    t.join(timeout=cfg.float("ANALYST_DRAIN_TIMEOUT") + 60)
+    t.join(timeout=cfg.ANALYST_DRAIN_TIMEOUT + 60)
     if t.is_alive():
         echo("the analyst drain overran ANALYST_DRAIN_TIMEOUT; compiling what it wrote (the rest is not used)")

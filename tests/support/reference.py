@@ -115,6 +115,7 @@ class EnvironWatch(_Watch):
 def build(tmp: Path, world: Path) -> dict:
     """Run the reference rehearsal in `tmp`; what every worker's view is made of (JSON)."""
     env = rehearse_env(tmp, world, tracked=False)
+    env["SHOPSIMRL_PARSE_LOG"] = str(tmp / "defaults-env-parses.log")  # one line per parse (tests/fakes/README.md)
     token = Run(tmp / "runs").run_dir / "ray" / "auth-token"
 
     def ray_token() -> list[str]:
