@@ -15,7 +15,9 @@ import os
 
 from pyhelpers.analyst.stats import Stats
 from pyhelpers.evaluate import round as rnd
+from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout, wandb_markers
+from pyhelpers.tracking import gpu_wandb
 from pyhelpers.tracking import wandb_log as wandb_logging
 
 
@@ -55,6 +57,8 @@ def log_all(cfg, lay: RunLayout) -> list[str]:
                 line = _analyst_final(cfg, lay, r)
                 if line:
                     out.append(line)
+        out += gpu_wandb.log_rounds(events.read(lay.run_dir), project=cfg["WANDB_PROJECT"], group=cfg["WANDB_GROUP"],
+                                    run_dir=cfg.run_dir, mode=cfg.get("WANDB_MODE") or None)
         return out
     finally:
         os.close(fd)

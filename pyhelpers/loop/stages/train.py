@@ -129,8 +129,19 @@ def watch(loop: Loop, r: int, job_id: str) -> rayjob.JobOutcome:
                            start_timeout=cfg.float("JOB_START_TIMEOUT"), progress=echo)
     events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
                   exit_code=outcome.exit_code)
+    _note_checkpoint(lay, r)
     time.sleep(0.2)  # let slime-log copy the job's last lines before it is stopped
     return outcome
+
+
+def _note_checkpoint(lay: RunLayout, r: int) -> None:
+    """When the round's final save completed (Megatron writes the tracker once the iteration's
+    files are in place): the end of the GPUs' save and the start of the job's teardown
+    (pyhelpers/run/gpu_time.py). Read after the job ended, from the tracker's mtime."""
+    tracker = lay.megatron / ck.TRACKER
+    if ck.read_tracker(lay.megatron) == lay.last_iteration(r) and tracker.is_file():
+        events.append(lay.run_dir, "checkpoint-saved", round=r, iteration=lay.last_iteration(r),
+                      since=round(tracker.stat().st_mtime, 3))
 
 
 def stop_job(cfg, lay: RunLayout) -> str:
