@@ -20,7 +20,17 @@ from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
 
 
-def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
+def _chain(names: tuple[str, ...], beside: bool) -> str:
+    """Stages in order; `a || b` where a runs beside b (VAL_BESIDE_COMPILE, stages/__init__.py BESIDE)."""
+    from pyhelpers.loop import stages
+
+    out = names[0]
+    for prev, name in zip(names, names[1:], strict=False):
+        out += (" || " if beside and stages.get(prev).beside == name else " -> ") + name
+    return out
+
+
+def _stages_left(pos: runstate.Position, rounds: int, beside: bool = False) -> list[str]:
     if pos.finished:
         return []
     out = []
@@ -31,7 +41,7 @@ def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
         first, start = pos.round, STAGES.index(pos.stage)
     for r in range(first, rounds):
         names = STAGES[start:] if r == first else STAGES
-        out.append(f"round {r}: " + " -> ".join(names))
+        out.append(f"round {r}: " + _chain(names, beside))
     return out
 
 
@@ -81,7 +91,9 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
     out = [head, f"  state {lay.run_dir}", f"  weights {lay.save_dir}"]
     out.append("resume point: " + ("finished, nothing to do" if pos.finished
                                    else f"round {pos.round}, stage {pos.stage} ({pos.detail})"))
-    out += ["stages:"] + [f"  {s}" for s in _stages_left(pos, rounds)]
+    beside = cfg.flag("VAL_BESIDE_COMPILE")
+    out += ["stages:" + (" (a || b: b starts while a runs; the gate waits for compiled.json)" if beside else "")]
+    out += [f"  {s}" for s in _stages_left(pos, rounds, beside)]
     if pos.finished:
         return out
 

@@ -10,7 +10,8 @@ env/flags/sglang_server_flags.txt, or $FAKE_SGLANG_FLAGS_FILE), unknown ones are
 rejected with argparse's "unrecognized arguments" and exit 2, as the real parser does (prefix
 abbreviations such as --tp included). Fake-only: --fake-policy (default: MODEL_PATH/fake_policy.json
 when it exists: the policy is the fake model's "weights", so an HF export carries its own),
---latency-ms (default $FAKE_SGLANG_LATENCY_MS), --fake-sampling.
+--latency-ms (default $FAKE_SGLANG_LATENCY_MS), --fake-sampling; $FAKE_SGLANG_START_DELAY (seconds
+before the port binds: a slow start, for bench/round_gpu_idle.py).
 
 Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /generate with SGLang's
 answer shape (text -- ending in the EOS text only with sampling_params skip_special_tokens=False and
@@ -312,6 +313,9 @@ def make_handler(model: Model):
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     model = Model(args)
+    # Test-only: FAKE_SGLANG_START_DELAY=<s> waits <s> s before the port binds (weights loaded,
+    # CUDA graphs captured, kernels JIT-compiled: /health answers only after them in SGLang too).
+    time.sleep(float(os.environ.get("FAKE_SGLANG_START_DELAY", "0") or 0))
     return serve(args.host or "127.0.0.1", args.port or 30000, make_handler(model),
                  lambda url: f"fake_sglang: tp={args.tp_size or 1} dp={args.dp_size or 1} serving on {url}")
 
