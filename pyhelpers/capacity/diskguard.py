@@ -30,6 +30,7 @@ from pyhelpers.capacity import diskplan
 from pyhelpers.config.check import device_of
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import jit_caches
 from pyhelpers.run.layout import RunLayout
 
 # Test hook: pretend TRAIN_SAVE's filesystem has this many bytes free (a full disk without
@@ -102,6 +103,10 @@ def need(cfg, lay: RunLayout, stage: str, free: Callable[[Path], int] = free_byt
         items = [(f"new checkpoint ({ckpt_how})", ckpt)]
         if cfg.flag("SAVE_HF"):
             items.append((f"new HF export by --save-hf ({hf_how})", hf))
+        if cfg.flag("JIT_CACHE_ON_DATA_DISK"):  # they grow while the GPU processes compile
+            held = jit_caches.size_bytes(lay.save_dir)
+            items.append((f"JIT caches' growth (estimate {diskplan.gb(jit_caches.EXPECTED_BYTES)} in all, "
+                          f"{diskplan.gb(held)} now)", max(jit_caches.EXPECTED_BYTES - held, 0)))
     elif stage == "export":
         items = [(f"new HF export ({hf_how})", hf)]
     else:

@@ -29,7 +29,7 @@ from pyhelpers.launch import ray_auth, ray_ports, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs, ready
-from pyhelpers.run import events
+from pyhelpers.run import events, jit_caches
 from pyhelpers.run.layout import RunLayout
 
 RAY_READY_PATH = "/api/version"
@@ -79,7 +79,8 @@ def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
         port = cfg.int("EVAL_PORT")
-        return Spec([in_env, cfg["SLIME_ENV"], *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
+        return Spec([in_env, cfg["SLIME_ENV"], *launch_args.eval_server(cfg, model or str(lay.hf_link))],
+                    jit_caches.env(cfg),
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
 
@@ -94,7 +95,8 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
     return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, address=("127.0.0.1", port),
+                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **jit_caches.env(cfg)},
+                address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
                 # busy machine comes seconds after the dashboard: ready once both answer.

@@ -12,6 +12,7 @@ import shlex
 
 from pyhelpers.config.load import Config
 from pyhelpers.launch import gpu_topology, ray_ports, slime_flags
+from pyhelpers.run import jit_caches
 from pyhelpers.run.layout import RunLayout
 
 # GRPO settings (docs/training.md says why): no KL term (as the ShopSimulator paper's RL), clip-higher.
@@ -71,6 +72,7 @@ def runtime_env(cfg: Config, key_files: dict[str, str] | None = None) -> dict:
     pythonpath = ":".join([str(cfg.path("MEGATRON_DIR")), str(cfg.root), str(cfg.path("SLIME_DIR"))])
     return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1",
                          "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg["NVIDIA_SMI"], os.environ),
+                         **jit_caches.env(cfg),  # Megatron's and the engines' kernels: run/jit_caches.py
                          **(key_files or {})}}
 
 

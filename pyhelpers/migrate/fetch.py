@@ -38,6 +38,7 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.migrate.pack import HASH, file_hash, pack_dir
 from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import jit_caches
 from pyhelpers.run import manifest as runmanifest
 from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
@@ -48,7 +49,8 @@ CORRUPT_HOOK = "SHOPSIMRL_TEST_CORRUPT_AFTER_COPY"  # test-only: "root/path" to 
 
 
 def dest_roots(cfg, lay: RunLayout) -> dict[str, Path]:
-    return {"run": lay.run_dir, "save": lay.save_dir, "data": cfg.path("DATA_DIR"),
+    return {"run": lay.run_dir, "save": lay.save_dir, "jit_cache": jit_caches.root(lay.save_dir),
+            "data": cfg.path("DATA_DIR"),
             "hf_model": cfg.path("HF_MODEL"), "torch_dist_model": cfg.path("TORCH_DIST_MODEL")}
 
 
@@ -220,6 +222,11 @@ def migrate(cfg, lay: RunLayout, from_: str, environ, profile: str, echo) -> int
                            "migrating onto it could mix two runs: move it aside, or migrate under another RUNS_DIR")
     echo(f"migrating run {manifest['run']} from {from_} ({len(manifest['files'])} files, "
          f"{diskplan.gb(manifest['total_bytes'])}; packed on {manifest['host']})")
+    if any(f["root"] == "jit_cache" for f in manifest["files"]):
+        ok, why = jit_caches.carry(manifest.get("gpu"), jit_caches.gpu_identity(cfg["NVIDIA_SMI"]))
+        echo(why)
+        if not ok:
+            manifest = {**manifest, "files": [f for f in manifest["files"] if f["root"] != "jit_cache"]}
     env_gate(cfg, environ, profile=profile, manifest=manifest, lay=lay, echo=echo)
     lay.run_dir.mkdir(parents=True, exist_ok=True)
     lay.migrating_marker.write_text(json.dumps({"from": from_, "why": "a migration is copying this run"}) + "\n")

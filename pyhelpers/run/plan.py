@@ -12,10 +12,12 @@ import json
 import shlex
 
 from pyhelpers.capacity import diskguard
+from pyhelpers.capacity.diskplan import gb
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import ray_ports, secret_env, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.loop.stages import NAMES as STAGES
+from pyhelpers.run import jit_caches
 from pyhelpers.run import state as runstate
 from pyhelpers.run.layout import RunLayout
 
@@ -106,6 +108,11 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
     out.append("environment: CUDA_VISIBLE_DEVICES=" + cfg.cuda_visible_devices
                + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg['WANDB_MODE']}; secrets passed only through "
                "the environment: " + (", ".join(f"{n}=***" for n in secrets) or "none set"))
+    caches = jit_caches.env(cfg)
+    out.append(f"JIT caches: {jit_caches.root(lay.save_dir)} ({gb(jit_caches.size_bytes(lay.save_dir))} now), "
+               "for the slime job's Megatron and engines and the eval server: "
+               + " ".join(f"{k}={v}" for k, v in caches.items()) if caches else
+               "JIT caches: each program's default under ~ or /tmp (JIT_CACHE_ON_DATA_DISK=0)")
     for stage in ("train", "export"):
         n = diskguard.need(cfg, lay, stage)
         out.append(f"disk: {n.explain()} -> {'ok' if n.fits else 'SHORT'}")
