@@ -24,6 +24,8 @@ playing while compile waits, cut 4) is counted once, as the GPUs saw it.
 | other          | no   | whatever no interval above covers      |                                           |
 
 A stage killed with its driver (no stage-end; a later `driver-lost`) ends at its last event.
+The step watcher sees a step when its rollout ends (the plugin's metrics line), so the last step's
+optimizer update falls in `checkpoint`: slime's log has no line per update that the toolkit reads.
 """
 
 from __future__ import annotations

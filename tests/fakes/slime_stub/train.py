@@ -48,7 +48,7 @@ into that rollout while the actor plays it; FAKE_SLIME_KILL_BEFORE_DATA_STATE=<i
 between a save's tracker and its data state; FAKE_SLIME_STEP_DELAY=<s> sleeps per
 step; FAKE_SLIME_START_DELAY=<s> sleeps once placed, before the engines start (Megatron's init and
 checkpoint load), FAKE_SLIME_SAVE_DELAY=<s> inside each save before its tracker is written,
-FAKE_SLIME_EXIT_DELAY=<s> after the engines stopped, before the driver exits (teardown) -- the
+FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines stopped, before the driver exits (teardown) -- the
 three for bench/round_gpu_idle.py; FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
 comes).
 """
@@ -427,6 +427,7 @@ def main(argv: list[str]) -> int:
                 time.sleep(_seconds("FAKE_SLIME_SAVE_DELAY"))  # the save's writes, before its tracker
                 write_checkpoint(Path(args.save), rollout_id, optim=not args.no_save_optim, state=False)
                 if args.save_hf:
+                    time.sleep(_seconds("FAKE_SLIME_SAVE_HF_DELAY"))  # the GPUs' HF write
                     write_hf_export(Path(args.save_hf.format(rollout_id=rollout_id)), Path(args.hf_checkpoint),
                                     rollout_id)
                 if os.environ.get("FAKE_SLIME_KILL_BEFORE_DATA_STATE") == str(rollout_id):
