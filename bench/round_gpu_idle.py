@@ -90,7 +90,9 @@ def rehearse(name: str, knobs: dict[str, str], scale: float, tmp: Path) -> Path:
     (tmp / "home").mkdir()
     env.update(RUNS_DIR=str(tmp / "runs"), ROUNDS="2", SHOPSIMRL_ENV_FILE=str(tmp / ".env"), STOP_GRACE="2",
                HOME=str(tmp / "home"),
-               ANALYST_DRAIN_TIMEOUT="600", **own_ports(), **delay_env(scale), **knobs)
+               # The analyst as a real run has it (the rehearsal's batch of 1 serves kill/resume
+               # determinism, which a bench does not need): the drain's requests are the real count.
+               ANALYST_DRAIN_TIMEOUT="600", ANALYST_BATCH_SIZE="8", **own_ports(), **delay_env(scale), **knobs)
     print(f"  {name}: rehearsal in {tmp} ...", flush=True)
     done = subprocess.run([str(ROOT / "bin" / "rehearse")], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
