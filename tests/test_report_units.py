@@ -22,7 +22,7 @@ def _tables(baseline: bool, steps: int = 4) -> data.Tables:
 
 
 def _page(tmp_path, t: data.Tables) -> str:
-    pngs = {k: tmp_path / f"{k}.png" for k in ("val", "gate", "bank", "training", "timeline")}
+    pngs = {k: tmp_path / f"{k}.png" for k in ("val", "gate", "bank", "training", "timeline", "gpu")}
     return html.write(tmp_path / "index.html", "r", t=t, pngs=pngs, csvs={}).read_text()
 
 
@@ -71,4 +71,32 @@ def test_the_report_directory_holds_no_matplotlib_cache(tmp_path):
     assert (out / "index.html").is_file()
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["index.html", "val.png", "gate.png", "bank.png", "training.png", "timeline.png", "val.csv", "gate.csv",
-         "bank.csv", "steps.csv", "train.csv", "timeline.csv", "restarts.csv"])
+         "bank.csv", "steps.csv", "train.csv", "timeline.csv", "restarts.csv", "gpu.png", "gpu.csv"])
+
+
+def test_gpu_bars_add_up_to_each_rounds_wall_time_and_the_page_gives_the_idle_fraction(tmp_path, monkeypatch):
+    """Issue 29: per-round stacked bars (busy vs each idle phase) whose heights add up to the
+    round's wall time within 1 %, and the run's idle fraction, from events alone."""
+    from test_gpu_time import one_round
+
+    evs = one_round(0, 1000.0) + one_round(1, 1202.7)
+    evs[-1:] = []  # round 1's inject never ended: still running
+    t = _tables(baseline=False)
+    t.gpu, t.gpu_idle_frac = data.gpu_rows(evs)
+    walls = {row["round"]: row["wall_s"] for row in t.gpu}
+    assert walls[0] == pytest.approx(202.7) and [row["finished"] for row in t.gpu] == [True, False]
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda plt, fig, path: figs.append(fig) or path)
+    plt = plots._plt(tmp_path / "mpl")
+    plots.gpu_plot(plt, t, tmp_path / "gpu.png")
+    tops: dict[int, float] = {}
+    for patch in figs[0].axes[0].patches:
+        i = round(patch.get_x() + patch.get_width() / 2)
+        tops[i] = max(tops.get(i, 0.0), patch.get_y() + patch.get_height())
+    plt.close("all")
+    assert sorted(tops) == [0, 1]
+    for i, row in enumerate(t.gpu):
+        assert abs(tops[i] - row["wall_s"]) <= 0.01 * row["wall_s"], (row, tops[i])
+    page = _page(tmp_path, t)
+    assert f"GPUs idle {100 * t.gpu_idle_frac:.1f}% of the finished rounds" in page
+    assert t.gpu_idle_frac == pytest.approx(t.gpu[0]["idle_s"] / t.gpu[0]["wall_s"], abs=1e-4)

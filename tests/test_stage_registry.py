@@ -136,7 +136,7 @@ NOT_A_STAGE = {("pyhelpers/report/__init__.py", "train"): "the CSV of W&B's trai
 
 READERS = ["pyhelpers/report", "pyhelpers/stages/progress.py", "pyhelpers/stages/position.py",
            "pyhelpers/stages/inputs.py", "pyhelpers/stages/preflight.py", "pyhelpers/overview/plan.py",
-           "pyhelpers/capacity/diskguard.py"]
+           "pyhelpers/capacity/diskguard.py", "pyhelpers/run/gpu_time.py"]
 
 
 def test_the_registry_readers_name_no_stage():

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyhelpers.config import ray_ports
+from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import ray_auth, ray_sessions, secret_env
@@ -85,7 +85,8 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
         port = cfg.EVAL_PORT
-        return Spec([in_env, cfg.SLIME_ENV, *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
+        return Spec([in_env, cfg.SLIME_ENV, *launch_args.eval_server(cfg, model or str(lay.hf_link))],
+                    jit_caches.env(cfg),
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
 
@@ -100,7 +101,8 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
     return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, address=("127.0.0.1", port),
+                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **jit_caches.env(cfg)},
+                address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
                 # busy machine comes seconds after the dashboard: ready once both answer.

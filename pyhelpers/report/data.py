@@ -9,6 +9,7 @@
 | train    | optimizer step       | slime's offline W&B runs (train/*), when there are any        |
 | timeline | stage run            | events.jsonl (stage-start / stage-end)                        |
 | restarts | restart, failure, kill | events.jsonl (run-restart, service-restart, run-failed, driver-lost) |
+| gpu      | round                | events.jsonl: wall time split into GPU-busy and idle phases (run/gpu_time.py) |
 
 A round the run did not finish (crashed mid-round, or not reached yet) has rows marked
 `missing` (val, bank) or none (gate, steps), and a note saying what is missing.
@@ -30,7 +31,7 @@ from pyhelpers import stages
 from pyhelpers.config.load import Config
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
 from pyhelpers.rollout.metrics import read_jsonl
-from pyhelpers.run import events
+from pyhelpers.run import events, gpu_time
 from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout
 
@@ -51,6 +52,8 @@ class Tables:
     train: list[dict] = field(default_factory=list)
     timeline: list[dict] = field(default_factory=list)
     restarts: list[dict] = field(default_factory=list)
+    gpu: list[dict] = field(default_factory=list)  # gpu_time.RoundTime.row() per round started
+    gpu_idle_frac: float | None = None  # idle / wall over the finished rounds (None: none finished)
     notes: list[str] = field(default_factory=list)
 
 
@@ -182,8 +185,17 @@ def gather(cfg: Config, lay: RunLayout) -> Tables:
     final = load_json_or_none(lay.final_bank)
     t.bank.append(_bank_row("final", final))
     t.train = _train(lay)
-    t.timeline, t.restarts = _timeline(events.read(lay.run_dir), runlock.live_holder(lay.lock) is not None)
+    evs = events.read(lay.run_dir)
+    t.timeline, t.restarts = _timeline(evs, runlock.live_holder(lay.lock) is not None)
+    t.gpu, t.gpu_idle_frac = gpu_rows(evs)
     return t
+
+
+def gpu_rows(evs: list[dict]) -> tuple[list[dict], float | None]:
+    """Each round's GPU-busy/idle split, and the run's idle fraction over its finished rounds."""
+    rounds = gpu_time.split(evs, stages.GPU_ROLES)
+    done = [x for x in rounds if x.finished]
+    return [x.row() for x in rounds], (round(gpu_time.run_idle_frac(done), 4) if done else None)
 
 
 def write_csv(path: Path, rows: list[dict]) -> Path:

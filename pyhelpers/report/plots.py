@@ -13,8 +13,13 @@ from pathlib import Path
 
 from pyhelpers.jsonfiles import write_bytes_atomic
 from pyhelpers.report.data import BASELINE, STAGES, STATUSES, Tables
+from pyhelpers.run import gpu_time
 
 DECISION_COLORS = {"accept": "#2e7d32", "reject": "#c62828", "retire": "#9e9e9e", "keep": "#1565c0"}
+# busy in greens, idle phases in warm/grey tones (gpu_time.PHASES order, bottom to top)
+PHASE_COLORS = {"train-steps": "#1b5e20", "episodes": "#66bb6a", "server-start": "#c62828", "job-start": "#ef6c00",
+                "checkpoint": "#6a1b9a", "teardown": "#8d6e63", "hf-export": "#ab47bc", "server-stop": "#f06292",
+                "compile-wait": "#f9a825", "restart": "#212121", "other": "#bdbdbd"}
 STATUS_COLORS = {"active": "#2e7d32", "probation": "#1565c0", "candidate": "#90caf9", "retired": "#9e9e9e",
                  "rejected": "#c62828", "merged": "#ffcc80"}
 
@@ -165,11 +170,32 @@ def timeline_plot(plt, t: Tables, path: Path) -> Path:
     return _save(plt, fig, path)
 
 
+def gpu_plot(plt, t: Tables, path: Path) -> Path:
+    """One stacked bar per round: seconds of each GPU-busy and GPU-idle phase (they add up to the
+    round's wall time: gpu_time.split partitions it)."""
+    fig, ax = plt.subplots(figsize=(10, 4))
+    if not t.gpu:
+        ax.text(0.5, 0.5, "no round has started yet", ha="center", va="center")
+        ax.set_axis_off()
+        return _save(plt, fig, path)
+    xs = [str(row["round"]) + ("" if row["finished"] else " (running)") for row in t.gpu]
+    bottom = [0.0] * len(t.gpu)
+    for phase in gpu_time.PHASES:
+        h = [row[f"{phase}_s"] for row in t.gpu]
+        label = phase + (" (busy)" if phase in gpu_time.BUSY else "")
+        ax.bar(xs, h, bottom=bottom, color=PHASE_COLORS[phase], label=label, edgecolor="white", linewidth=0.3)
+        bottom = [b + x for b, x in zip(bottom, h, strict=True)]
+    frac = "—" if t.gpu_idle_frac is None else f"{100 * t.gpu_idle_frac:.1f}%"
+    ax.set(xlabel="round", ylabel="seconds", title=f"GPU time per round: busy vs each idle phase (run idle: {frac})")
+    ax.legend(fontsize=7, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return _save(plt, fig, path)
+
+
 def draw_all(t: Tables, steps_per_round: int, out: Path, cache_dir: Path) -> dict[str, Path]:
-    """The five figures into `out`; matplotlib's font cache in `cache_dir` (not in `out`, which is
+    """The six figures into `out`; matplotlib's font cache in `cache_dir` (not in `out`, which is
     the report a user copies away)."""
     plt = _plt(cache_dir)
     return {"val": val_plot(plt, t, out / "val.png"), "gate": gate_plot(plt, t, out / "gate.png"),
             "bank": bank_plot(plt, t, out / "bank.png"),
             "training": training_plot(plt, t, steps_per_round=steps_per_round, path=out / "training.png"),
-            "timeline": timeline_plot(plt, t, out / "timeline.png")}
+            "timeline": timeline_plot(plt, t, out / "timeline.png"), "gpu": gpu_plot(plt, t, out / "gpu.png")}

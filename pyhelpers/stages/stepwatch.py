@@ -41,6 +41,8 @@ def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool],
         now = time.time()
         if since is None and marker.exists():
             since = marker.stat().st_mtime
+            # the GPUs' start of real work this job (pyhelpers/run/gpu_time.py): the marker's time
+            events.append(lay.run_dir, "rollout-started", round=r, since=round(since, 3))
         recs = read_jsonl(path)
         new = sorted(k for k in recs if k not in seen)
         for rid in new:

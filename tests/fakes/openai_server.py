@@ -25,6 +25,7 @@ import argparse
 import collections
 import hashlib
 import json
+import os
 import re
 import signal
 import socket
@@ -245,7 +246,10 @@ def main() -> None:
                     help="exit when this process ends (a rehearsal's driver: even a SIGKILLed one leaves none)")
     args = ap.parse_args()
     expect = _knob(args.expect_key_knob) if args.expect_key_knob else None
-    srv = FakeOpenAI(expect_key=expect).start(args.port)
+    # Test-only: FAKE_ANALYST_DELAY_S=<s> answers every request <s> s late (a slow model, so the
+    # analyst's end-of-round drain outlasts the export, as a real DashScope drain can).
+    delay = float(os.environ.get("FAKE_ANALYST_DELAY_S", "0") or 0)
+    srv = FakeOpenAI(default=slow(delay) if delay > 0 else None, expect_key=expect).start(args.port)
     if args.port_file:
         args.port_file.write_text(f"{srv.port}\n")
     done = threading.Event()

@@ -46,7 +46,10 @@ flag, and FAKE_SLIME_CRASH_ONCE=<marker file>: crash only while the marker is ab
 it) exits 1 after printing the failure's real signature -- with FAKE_SLIME_CRASH_AFTER_S=<s>, <s> s
 into that rollout while the actor plays it; FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id> exits 137
 between a save's tracker and its data state; FAKE_SLIME_STEP_DELAY=<s> sleeps per
-step; FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
+step; FAKE_SLIME_START_DELAY=<s> sleeps once placed, before the engines start (Megatron's init and
+checkpoint load), FAKE_SLIME_SAVE_DELAY=<s> inside each save before its tracker is written,
+FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines stopped, before the driver exits (teardown) -- the
+three for bench/round_gpu_idle.py; FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
 comes).
 """
 
@@ -370,6 +373,10 @@ def maybe_crash_mid_step(rollout_id: int, pending) -> None:
         maybe_crash(rollout_id)
 
 
+def _seconds(name: str) -> float:
+    return float(os.environ.get(name, "0") or 0)
+
+
 def main(argv: list[str]) -> int:
     import ray
     from megatron_layout import write_checkpoint, write_hf_export
@@ -381,6 +388,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: (stop_engines(), os._exit(143)))
     start = load_start(args)
     place(args)
+    time.sleep(_seconds("FAKE_SLIME_START_DELAY"))
     start_engines(args, start - 1 if start > 0 else None)
     manager = ray.remote(RolloutManager).options(num_cpus=1, num_gpus=0).remote(args)
     if start > 0:
@@ -416,8 +424,10 @@ def main(argv: list[str]) -> int:
                 # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
                 # data source's state (RolloutManager.save). FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id>
                 # (test-only) dies in between, as a stop at that moment would.
+                time.sleep(_seconds("FAKE_SLIME_SAVE_DELAY"))  # the save's writes, before its tracker
                 write_checkpoint(Path(args.save), rollout_id, optim=not args.no_save_optim, state=False)
                 if args.save_hf:
+                    time.sleep(_seconds("FAKE_SLIME_SAVE_HF_DELAY"))  # the GPUs' HF write
                     write_hf_export(Path(args.save_hf.format(rollout_id=rollout_id)), Path(args.hf_checkpoint),
                                     rollout_id)
                 if os.environ.get("FAKE_SLIME_KILL_BEFORE_DATA_STATE") == str(rollout_id):
@@ -432,6 +442,7 @@ def main(argv: list[str]) -> int:
         stop_engines()
         if run is not None:
             run.finish()
+    time.sleep(_seconds("FAKE_SLIME_EXIT_DELAY"))
     log(f"done: rollouts {start}..{args.num_rollout - 1}")
     return 0
 

@@ -1,0 +1,150 @@
+"""Benchmark: GPU-idle seconds per round, today's order against each cut of issue 29, in one run.
+
+Each configuration is a rehearsal (ROUNDS=2) whose stand-ins wait as long as the real parts do
+(DELAYS below: the real figure, its source, the stand-in knob that waits it), scaled by SCALE so
+the bench runs in a few minutes on two cores. The split is the one `make report` draws
+(pyhelpers/run/gpu_time.py, from the run's events.jsonl). Prints, per configuration and round,
+wall, busy and idle seconds with the idle phases, then the idle fraction of each configuration
+against today's order as a ratio measured in this one run, and the same for the idle time between
+the jobs (every idle phase but job-start: on this CPU machine a job's start is mostly Ray's and
+Python's own start, which is not scaled and swamps the modelled delays):
+
+    .venv/bin/python bench/round_gpu_idle.py              # every configuration (~3 min)
+    .venv/bin/python bench/round_gpu_idle.py --scale 0.01 # shorter delays
+
+Seconds printed are the rehearsal's (scaled); divide by SCALE for the real-time equivalent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from pyhelpers import stages  # noqa: E402
+from pyhelpers.run import events, gpu_time  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Delay:
+    real_s: float  # the real part's time, seconds, for Qwen3.5-4B on 4 A800s
+    knob: str  # the stand-in's test-only variable that waits it (tests/fakes/README.md)
+    source: str
+
+
+# THE table: one row per real part that keeps the GPUs waiting. "estimate" where no published
+# figure for this model size exists; the source then says what the estimate rests on.
+DELAYS = {
+    "megatron-start": Delay(90, "FAKE_SLIME_START_DELAY",
+                            "estimate: Megatron init + torch_dist load of an 8.4 GB weights-only checkpoint "
+                            "(architecture §7) at ~0.1-0.2 GB/s per rank with process-group setup"),
+    "sglang-start": Delay(30, "FAKE_SGLANG_START_DELAY",
+                          "estimate: 8.4 GB weights load + CUDA graph capture (12 s for a main model: "
+                          "github.com/sgl-project/sglang/issues/10088; SGLang logs 'This can take up to several "
+                          "minutes': issues/4007)"),
+    "jit-cold": Delay(60, "FAKE_SGLANG_JIT_DELAY",
+                      "estimate: FlashInfer/Triton JIT of a dense model's kernels on a cold cache (one uncached "
+                      "FlashInfer kernel took 678 s on an H200: github.com/sgl-project/sglang-omni/issues/1194)"),
+    "step": Delay(250, "FAKE_SLIME_STEP_DELAY",
+                  "estimate: README's example progress line (step 4:10) for 32 episodes x 8 turns"),
+    "save": Delay(10, "FAKE_SLIME_SAVE_DELAY", "estimate: 8.4 GB weights-only torch_dist save at ~1 GB/s"),
+    "save-hf": Delay(10, "FAKE_SLIME_SAVE_HF_DELAY",
+                     "estimate: the same 8.4 GB written again as HF safetensors by --save-hf (SAVE_HF=1 only)"),
+    "teardown": Delay(15, "FAKE_SLIME_EXIT_DELAY",
+                      "estimate: slime's engines and Ray actors stopped, the job's driver exits"),
+    "convert": Delay(60, "FAKE_CONVERT_DELAY",
+                     "estimate, scaled from 107 s load+convert+save of Qwen3-30B-A3B "
+                     "(github.com/NVIDIA-NeMo/Megatron-Bridge/issues/1752) to a 4B dense model"),
+    "analyst-request": Delay(60, "FAKE_ANALYST_DELAY_S",
+                             "estimate: one DashScope qwen-plus answer to a spool record's whole episode "
+                             "(ANALYST_TIMEOUT's default allows 120 s)"),
+    "eval-turn-ms": Delay(800, "FAKE_SGLANG_LATENCY_MS", "estimate: one policy turn (~200 tokens decoded), ms"),
+}
+SCALE = 1 / 60  # rehearsal seconds per real second
+
+# Today's order, then each cut (its knobs); every configuration runs with the same delays.
+CONFIGS = {
+    "today": {"VAL_BESIDE_COMPILE": "0", "JIT_CACHE_ON_DATA_DISK": "0"},
+    "cut 4: val beside compile": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "0"},
+    "cuts 4+5: and JIT caches on the data disk": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1"},
+    "cuts 4+5+6: and SAVE_HF=1": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1"},
+}
+
+
+def delay_env(scale: float) -> dict[str, str]:
+    return {d.knob: f"{d.real_s * scale:.3f}" if not d.knob.endswith("_MS") else f"{d.real_s * scale:.1f}"
+            for d in DELAYS.values()}
+
+
+def rehearse(name: str, knobs: dict[str, str], scale: float, tmp: Path) -> Path:
+    from support.rehearsal import own_ports
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "FAKE_"))}
+    # A fresh home: the programs' default caches (~/.cache/...) start as cold as the data disk's.
+    (tmp / "home").mkdir()
+    env.update(RUNS_DIR=str(tmp / "runs"), ROUNDS="2", SHOPSIMRL_ENV_FILE=str(tmp / ".env"), STOP_GRACE="2",
+               HOME=str(tmp / "home"),
+               # The analyst as a real run has it (the rehearsal's batch of 1 serves kill/resume
+               # determinism, which a bench does not need): the drain's requests are the real count.
+               ANALYST_DRAIN_TIMEOUT="600", ANALYST_BATCH_SIZE="8", **own_ports(), **delay_env(scale), **knobs)
+    print(f"  {name}: rehearsal in {tmp} ...", flush=True)
+    done = subprocess.run([str(ROOT / "bin" / "rehearse")], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        sys.exit(f"the rehearsal '{name}' failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return tmp / "runs" / "rehearsal"
+
+
+def show(name: str, rounds: list[gpu_time.RoundTime]) -> None:
+    print(f"{name}:")
+    for rt in rounds:
+        phases = ", ".join(f"{p} {rt.seconds[p]:.1f}" for p in gpu_time.IDLE if rt.seconds[p] >= 0.05)
+        print(f"  round {rt.round}: wall {rt.wall_s:6.1f} s  busy {rt.busy_s:6.1f}  idle {rt.idle_s:6.1f} "
+              f"({100 * rt.idle_frac:4.1f}%)  [{phases}]")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=SCALE, help="rehearsal seconds per real second")
+    ap.add_argument("--only", choices=list(CONFIGS), action="append", help="run only these configurations")
+    args = ap.parse_args()
+    print(f"delays (real s -> rehearsal s at scale {args.scale:g}):")
+    for name, d in DELAYS.items():
+        print(f"  {name:<16}{d.real_s:>7g} -> {d.real_s * args.scale:6.2f}  {d.knob}")
+    results: dict[str, list[gpu_time.RoundTime]] = {}
+    for name, knobs in CONFIGS.items():
+        if args.only and name not in args.only:
+            continue
+        run_dir = rehearse(name, knobs, args.scale, Path(tempfile.mkdtemp(prefix="round-gpu-idle-")))
+        evs = events.read(run_dir)
+        results[name] = [rt for rt in gpu_time.split(evs, stages.GPU_ROLES) if rt.finished]
+        converted = sum(1 for e in evs if e["kind"] == "convert-start")
+        print(f"    exports: {converted} by the converter, {len(results[name]) - converted} from --save-hf", flush=True)
+    base = None
+    for name, rounds in results.items():
+        show(name, rounds)
+        frac = gpu_time.run_idle_frac(rounds)
+        idle = sum(rt.idle_s for rt in rounds) / len(rounds)
+        # Between the jobs: every idle phase but job-start, whose time here is mostly Ray's and
+        # Python's start on the CPU (not scaled), and which no cut of this bench changes.
+        between = sum(rt.idle_s - rt.seconds["job-start"] for rt in rounds) / len(rounds)
+        if base is None:
+            base = (frac, idle, between)
+            print(f"  idle fraction {100 * frac:.1f}%; idle {idle:.1f} s per round, {between:.1f} s of it between "
+                  "the jobs")
+        else:
+            print(f"  idle fraction {100 * frac:.1f}% = {frac / base[0]:.2f} x today's; idle {idle:.1f} s per round "
+                  f"= {idle / base[1]:.2f} x; between the jobs {between:.1f} s = {between / base[2]:.2f} x today's "
+                  f"(real: {between / args.scale:.0f} s against {base[2] / args.scale:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
