@@ -89,7 +89,7 @@ def test_a_test_that_writes_into_the_shared_reference_fails_naming_the_file(tmp_
 # A module whose tests share a module-scoped fixture (a server it starts once), as test_eval's and
 # the two-node tests' do: conftest marks them one xdist group, so one worker starts it once.
 GROUPED = """
-import os, pathlib, time
+import os, time
 import pytest
 
 @pytest.fixture(scope="module")
