@@ -27,3 +27,33 @@ def _plan_text(env: dict, tmp_path: Path) -> str:
 
 def test_a_one_node_plan_is_byte_identical_to_the_one_node_toolkits(toolkit_env, tmp_path):
     assert _plan_text(toolkit_env, tmp_path) == (GOLDEN / "plan-one-node.txt").read_text()
+
+
+# What Ray 2.60 writes when a worker node's raylet dies under the job (the GCS's health check,
+# then the actor's death cause: strings of ray/_raylet.so and gcs_server at 2.60.0).
+NODE_LOST_LOG = """\
+fake slime: rollout 5: 64 samples, mean reward 0.312
+Traceback (most recent call last):
+  File "/root/slime/train.py", line 61, in train
+    rollout_data_ref = ray.get(rollout_manager.generate.remote(rollout_id))
+ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+\tclass_name: RolloutManager
+\tip: 198.51.100.2
+The actor died because its node has died. Node Id: 4c0f3e1d9b
+\tthe actor's node was terminated unexpectedly: health check failed due to missing too many heartbeats
+"""
+TASK_NODE_LOST = ("ray.exceptions.RayTaskError: Task failed because the node it was running on is dead or "
+                  "unavailable. Node IP: 198.51.100.2, node ID: 4c0f3e1d9b. This can happen if the node was "
+                  "preempted, had a hardware failure, or its raylet crashed unexpectedly.")
+
+
+def test_a_lost_worker_node_is_its_own_transient_cause_naming_the_node():
+    from pyhelpers.loop.supervisor import TRANSIENT, classify
+
+    for log in (NODE_LOST_LOG, TASK_NODE_LOST):
+        f = classify("train", 1, 25, "slime job FAILED (exit code 1): ", log)
+        assert (f.cause, f.kind) == ("node-lost", TRANSIENT), f
+    # a plain engine death on a live node stays `engine`; a killed process stays `node`
+    assert classify("train", 1, 25, "x", "ray.exceptions.ActorDiedError: The actor is dead because its "
+                    "worker process has died.").cause == "engine"
+    assert classify("train", 1, 25, "slime job FAILED (exit code -9)", "").cause == "node"

@@ -36,6 +36,12 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      "an NCCL error or timeout between the GPUs"),
     ("cuda-oom", TRANSIENT, r"CUDA out of memory|OutOfMemoryError",
      "out of GPU memory (a restart may get past it; if it repeats at the same step, see docs/oom_qwen35_4b.md)"),
+    # A worker node gone (its raylet killed, the machine lost): Ray's GCS declares it dead after its
+    # health check fails, and every actor or task on it fails with these (ray 2.60 _raylet.so, gcs_server).
+    # Before `engine` and `node`, which would also match: the restart must wait for the node to rejoin.
+    ("node-lost", TRANSIENT, r"its node has died|node it was running on is dead|node was terminated unexpectedly|"
+                             r"NodeDiedError|Node is dead because the health check failed|missing too many heartbeats",
+     "a worker node left the cluster (raylet killed, machine lost): the restart waits JOIN_TIMEOUT for it to rejoin"),
     ("engine", TRANSIENT, r"RayActorError|ActorDiedError|ActorUnavailableError|RaySystemError|GetTimeoutError|"
                           r"SGLang engine (died|crashed)|sglang\S* (died|crashed|exited)",
      "an SGLang engine or a Ray actor died"),
