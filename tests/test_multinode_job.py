@@ -57,3 +57,39 @@ def test_a_lost_worker_node_is_its_own_transient_cause_naming_the_node():
     assert classify("train", 1, 25, "x", "ray.exceptions.ActorDiedError: The actor is dead because its "
                     "worker process has died.").cause == "engine"
     assert classify("train", 1, 25, "slime job FAILED (exit code -9)", "").cause == "node"
+
+
+def _fake_ib(root: Path, *states: str) -> Path:
+    """A /sys/class/infiniband with one device per state (its port 1's state file, as the kernel's)."""
+    for i, state in enumerate(states):
+        port = root / f"mlx5_{i}" / "ports" / "1"
+        port.mkdir(parents=True)
+        (port / "state").write_text(f"{state}\n")
+    return root
+
+
+def _nccl_net(env: dict, monkeypatch, ib_root: Path) -> dict:
+    from pyhelpers.doctor import nccl_net, runner
+    from pyhelpers.doctor.base import Context
+
+    monkeypatch.setattr(nccl_net, "IB_ROOT", ib_root)
+    ctx = Context(config.load(env), env)
+    return {r.name: r for r in runner.run_one(ctx, "nccl-net", nccl_net.check_nccl_net)}
+
+
+def test_doctor_warns_when_nccl_would_use_sockets_beside_infiniband(toolkit_env, tmp_path, monkeypatch):
+    two = {**toolkit_env, "NNODES": "2", "NODE_ADDR": "198.51.100.1", "NET_IFACE": "eth0"}
+    ib = _fake_ib(tmp_path / "ib", "4: ACTIVE", "1: DOWN")
+    for off in ({"NCCL_IB_DISABLE": "1"}, {"NCCL_NET": "Socket"}):
+        r = _nccl_net({**two, **off}, monkeypatch, ib)["nccl-net"]
+        assert r.status == "WARN", r
+        name, value = next(iter(off.items()))
+        assert f"{name}={value}" in r.found and "TCP sockets" in r.found and "mlx5_0" in r.found, r.found
+        assert f"unset {name}" in r.fix, r.fix
+    assert _nccl_net(two, monkeypatch, ib)["nccl-net"].status == "PASS"
+    down = _nccl_net(two, monkeypatch, _fake_ib(tmp_path / "ib-down", "1: DOWN"))["nccl-net"]
+    assert down.status == "WARN" and "no port ACTIVE" in down.found, down
+    none = _nccl_net({**two, "NCCL_IB_DISABLE": "1"}, monkeypatch, tmp_path / "no-ib")["nccl-net"]
+    assert none.status == "PASS" and "no InfiniBand device" in none.found, none
+    one = _nccl_net({**toolkit_env, "NCCL_IB_DISABLE": "1"}, monkeypatch, ib)["nccl-net"]
+    assert one.status == "PASS" and "one node" in one.found, one

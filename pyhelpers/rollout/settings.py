@@ -46,6 +46,9 @@ class PluginSettings:
     tokenizer_path: str = ""           # HF model dir of the policy; "" = slime's --hf-checkpoint
     policy_model: str = ""             # recorded in spool records (policy.model)
     draw_limit_factor: int = 4         # DRAW_LIMIT_FACTOR: a step draws <= this x ROLLOUT_GROUPS groups
+    # NNODES > 1: shopsim_url is the head's gate, which wants the token in this file (a path, never the
+    # token: shopsim/gate.py); "" = the simulator on this node's loopback, no token (NNODES=1).
+    shopsim_token_path: str = ""
     # Not knobs (defaults fit the real stack; tests shorten them):
     shopsim_timeout_s: float = 60.0    # one interact/release request
     shopsim_reset_timeout_s: float = 90.0  # one reset (> pack_api's own 5 x 5 s wait for a slot)
