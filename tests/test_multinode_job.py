@@ -10,6 +10,7 @@ from pathlib import Path
 from conftest import ROOT
 
 from pyhelpers.config import load as config
+from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.run import plan as runplan
 from pyhelpers.run.layout import from_config
 
@@ -93,3 +94,43 @@ def test_doctor_warns_when_nccl_would_use_sockets_beside_infiniband(toolkit_env,
     assert none.status == "PASS" and "no InfiniBand device" in none.found, none
     one = _nccl_net({**toolkit_env, "NCCL_IB_DISABLE": "1"}, monkeypatch, ib)["nccl-net"]
     assert one.status == "PASS" and "one node" in one.found, one
+
+
+def _two_nodes(env: dict, **more) -> dict:
+    """A head's configuration of a two-node run (addresses of the documentation range: the knobs'
+    own check, not the subject here, would refuse them on this machine)."""
+    return {**env, "NNODES": "2", "NODE_ADDR": "198.51.100.1", "NET_IFACE": "veth-head", **more}
+
+
+def test_a_two_node_job_spans_both_nodes_with_four_gpus_each(toolkit_env):
+    cfg = config.load(_two_nodes(toolkit_env))
+    argv = launch_args.slime_train(cfg, from_config(cfg), 0, [])
+    joined = " ".join(argv)
+    assert "--actor-num-nodes 2 --actor-num-gpus-per-node 4 --num-gpus-per-node 4 --colocate" in joined, joined
+    # slime then sets --rollout-num-gpus to actor_num_gpus_per_node x actor_num_nodes under --colocate
+    # (slime 624b824 slime/utils/arguments.py:1922-1923): engines on all 8 GPUs, no flag of ours
+    assert "--rollout-num-gpus " not in joined
+
+
+PROXIES = {"http_proxy": "http://proxy.corp:3128", "HTTPS_PROXY": "http://proxy.corp:3128",
+           "ALL_PROXY": "socks5://proxy.corp:1080", "no_proxy": "localhost"}
+
+
+def test_the_jobs_env_clears_proxies_and_leaves_per_node_values_to_each_raylet(toolkit_env, monkeypatch):
+    from pyhelpers.launch import node_env, services
+
+    for k, v in {**PROXIES, "SLIME_HOST_IP": "10.0.0.9", "NCCL_SOCKET_IFNAME": "eth9"}.items():
+        monkeypatch.setenv(k, v)
+    cfg = config.load(_two_nodes(toolkit_env))
+    job = launch_args.runtime_env(cfg)["env_vars"]
+    assert {k: job.get(k) for k in node_env.PROXY_VARS} == dict.fromkeys(node_env.PROXY_VARS, "")
+    # the runtime env is the same on every node: a per-node value there would override each raylet's
+    assert not {"SLIME_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"} & set(job), job
+    head = services.spec(cfg, from_config(cfg), "ray-head")
+    assert {k: head.env_extra.get(k) for k in ("SLIME_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")} == \
+        {"SLIME_HOST_IP": "198.51.100.1", "NCCL_SOCKET_IFNAME": "=veth-head", "GLOO_SOCKET_IFNAME": "veth-head"}
+    assert set(node_env.PROXY_VARS) <= set(head.env_drop), head.env_drop
+    # one node: as before (no proxy clearing, no per-node values: tests/golden/plan-one-node.txt)
+    one = config.load(toolkit_env)
+    assert not set(node_env.PROXY_VARS) & set(launch_args.runtime_env(one)["env_vars"])
+    assert "SLIME_HOST_IP" not in services.spec(one, from_config(one), "ray-head").env_extra

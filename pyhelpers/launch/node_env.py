@@ -44,3 +44,13 @@ def job_env_vars() -> dict[str, str]:
 
 def multinode(cfg) -> bool:
     return cfg.int("NNODES") > 1
+
+
+def of_this_node(cfg) -> dict[str, str]:
+    """Added to the environment of this node's `ray start` (head or worker); nothing on one node."""
+    return raylet_env(cfg["NODE_ADDR"], cfg["NET_IFACE"]) if multinode(cfg) else {}
+
+
+def dropped(cfg) -> tuple[str, ...]:
+    """Taken out of the environment of this node's `ray start`; nothing on one node."""
+    return PROXY_VARS if multinode(cfg) else ()

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_auth, ray_ports, ray_sessions, secret_env
+from pyhelpers.launch import node_env, ray_auth, ray_ports, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs, ready
@@ -94,7 +94,8 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
     return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, address=("127.0.0.1", port),
+                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg)},
+                address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
                 # busy machine comes seconds after the dashboard: ready once both answer.
@@ -102,7 +103,7 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
                                               headers=lambda: ray_auth.headers(lay.run_dir)),
                              ready.tcp_probe("127.0.0.1", ray_ports.port_of(cfg, "dashboard agent HTTP"))),
                 timeout_knob="RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
-                env_drop=ray_auth.OVERRIDING, before_start=before_start,
+                env_drop=ray_auth.OVERRIDING + node_env.dropped(cfg), before_start=before_start,
                 once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids))
 
 

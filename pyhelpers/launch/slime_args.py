@@ -11,7 +11,7 @@ import os
 import shlex
 
 from pyhelpers.config.load import Config
-from pyhelpers.launch import gpu_topology, ray_ports, slime_flags
+from pyhelpers.launch import gpu_topology, node_env, ray_ports, slime_flags
 from pyhelpers.run.layout import RunLayout
 
 # GRPO settings (docs/training.md says why): no KL term (as the ShopSimulator paper's RL), clip-higher.
@@ -30,11 +30,14 @@ ALGORITHM = [
 
 def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) -> list[str]:
     """slime train.py flags for round r (the model-args script's MODEL_ARGS come first, added by
-    bin/ from slime's own scripts/models/qwen3.5-4B.sh)."""
+    bin/ from slime's own scripts/models/qwen3.5-4B.sh). NNODES nodes of NUM_GPUS GPUs each:
+    --num-gpus-per-node is slime's engine layout per node (default 8, wrong on 4-GPU nodes);
+    under --colocate slime puts the rollout engines on all NNODES x NUM_GPUS GPUs itself
+    (slime 624b824 slime/utils/arguments.py:1922-1923)."""
     gpus = cfg["NUM_GPUS"]
     megatron = str(lay.megatron)
     argv = [
-        "--actor-num-nodes", "1", "--actor-num-gpus-per-node", gpus, "--num-gpus-per-node", gpus,
+        "--actor-num-nodes", cfg["NNODES"], "--actor-num-gpus-per-node", gpus, "--num-gpus-per-node", gpus,
         "--colocate", "--rollout-num-gpus-per-engine", "1",
         "--tensor-model-parallel-size", cfg["TP_SIZE"], "--sequence-parallel",
         "--hf-checkpoint", str(cfg.path("HF_MODEL")), "--ref-load", str(cfg.path("TORCH_DIST_MODEL")),
@@ -67,10 +70,13 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
 def runtime_env(cfg: Config, key_files: dict[str, str] | None = None) -> dict:
     """The job's runtime env: import paths, slime's NCCL setting and key_files (NETRC: the path of
     the job's W&B netrc, secret_env.job_netrc), never a secret -- Ray stores it in its GCS and shows
-    it in the job's info; the Ray head and so the job inherit no secret either."""
+    it in the job's info; the Ray head and so the job inherit no secret either. It is the same on
+    every node, so it never holds a per-node value (SLIME_HOST_IP, the socket interfaces: each
+    raylet's own, node_env.py); on a multi-node run it empties every proxy variable."""
     pythonpath = ":".join([str(cfg.path("MEGATRON_DIR")), str(cfg.root), str(cfg.path("SLIME_DIR"))])
     return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1",
                          "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg["NVIDIA_SMI"], os.environ),
+                         **(node_env.job_env_vars() if node_env.multinode(cfg) else {}),
                          **(key_files or {})}}
 
 
