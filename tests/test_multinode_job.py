@@ -134,3 +134,68 @@ def test_the_jobs_env_clears_proxies_and_leaves_per_node_values_to_each_raylet(t
     one = config.load(toolkit_env)
     assert not set(node_env.PROXY_VARS) & set(launch_args.runtime_env(one)["env_vars"])
     assert "SLIME_HOST_IP" not in services.spec(one, from_config(one), "ray-head").env_extra
+
+
+class _Cluster:
+    """The head's node list as Ray's state API gives it, step by step: the worker lost, then back as
+    a new node after `rejoin_after` reads (None: never)."""
+
+    def __init__(self, rejoin_after: int | None):
+        self.reads, self.rejoin_after = 0, rejoin_after
+
+    def __call__(self, *_a, **_k):
+        from pyhelpers.launch.ray_nodes import Node
+
+        self.reads += 1
+        nodes = [Node("h1", "198.51.100.1", True, True, 4),
+                 Node("w1", "198.51.100.2", False, False, 4, "health check failed due to missing too many heartbeats")]
+        if self.rejoin_after is not None and self.reads > self.rejoin_after:
+            nodes.append(Node("w2", "198.51.100.2", False, True, 4))
+        return nodes
+
+
+def _lost_node_loop(toolkit_env, monkeypatch, cluster, **knobs):
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.launch import ray_nodes
+    from pyhelpers.loop import loop as loop_mod
+    from pyhelpers.loop.stages import train
+
+    cfg = config.load(_two_nodes(toolkit_env, RESTART_BACKOFF="0", **knobs))
+    lay = from_config(cfg)
+    lay.logs.mkdir(parents=True, exist_ok=True)
+    (lay.logs / "slime-log.log").write_text(NODE_LOST_LOG)
+    calls = []
+    monkeypatch.setattr(ray_nodes, "list_nodes", cluster)
+    monkeypatch.setattr(ray_nodes, "POLL_S", 0.01)
+    monkeypatch.setattr(train, "stop_job", lambda *a: calls.append("stop_job") or "slime job: stopped")
+    monkeypatch.setattr(loop_mod.runstop, "cleanup", lambda *a, **k: calls.append("cleanup") or [])
+    lines = []
+    lp = loop_mod.Loop(cfg, lay, model_args=[], echo=lines.append)
+    exc = ToolkitError("slime job x FAILED (exit code 1): ", "round 0; full log: logs/slime-log.log", "")
+    return lp, exc, calls, lines
+
+
+def test_a_lost_node_restart_keeps_the_head_and_waits_for_the_node_to_rejoin(toolkit_env, monkeypatch):
+    from pyhelpers.run import events
+
+    cluster = _Cluster(rejoin_after=3)
+    lp, exc, calls, lines = _lost_node_loop(toolkit_env, monkeypatch, cluster)
+    lp._failed(0, "train", exc)  # returns: the loop then continues from the last checkpoint
+    assert calls == ["stop_job"], calls  # the head, its other workers and ShopSimulator stay up
+    assert cluster.reads == 4, cluster.reads
+    text = "\n".join(lines)
+    assert "198.51.100.2 lost" in text and "node 198.51.100.2 worker, 4 GPU(s), alive" in text, text
+    restart = [e for e in events.read(lp.lay.run_dir) if e["kind"] == "run-restart"]
+    assert restart and restart[-1]["cause"] == "node-lost", restart
+
+
+def test_a_lost_node_that_never_rejoins_stops_the_run_naming_it(toolkit_env, monkeypatch):
+    import pytest
+
+    from pyhelpers.errors import ToolkitError
+
+    lp, exc, calls, lines = _lost_node_loop(toolkit_env, monkeypatch, _Cluster(rejoin_after=None),
+                                            JOIN_TIMEOUT="0.05")
+    with pytest.raises(ToolkitError, match=r"not whole after 0.05 s \(JOIN_TIMEOUT\): 198.51.100.2 lost") as err:
+        lp._failed(0, "train", exc)
+    assert "make join" in err.value.fix, err.value.fix

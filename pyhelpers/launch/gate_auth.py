@@ -17,8 +17,12 @@ from pathlib import Path
 from pyhelpers.run import layout
 
 
+def token_file(run_dir: Path) -> Path:
+    return layout.shopsim_gate_token(run_dir)
+
+
 def ensure_token(run_dir: Path) -> Path:
-    path = layout.shopsim_gate_token(run_dir)
+    path = token_file(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.parent.chmod(0o700)
     if path.is_file() and path.stat().st_size:

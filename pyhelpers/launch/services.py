@@ -4,6 +4,7 @@ is ready (architecture §5).
 | service     | runs in      | command                                   | ready when                      |
 |-------------|--------------|-------------------------------------------|---------------------------------|
 | shopsim     | SHOPSIM_ENV  | the ShopSimulator launcher (M6)           | the no-slot probe answers       |
+| shopsim-gate| the toolkit  | the gate on NODE_ADDR (NNODES > 1 only)   | the probe answers through it    |
 | ray-head    | SLIME_ENV    | ray start --head --block ... (loopback)   | /api/version (token), agent up |
 | eval-server | SLIME_ENV    | SGLang, TP=1, DP=NUM_GPUS on a model (M9) | GET /health answers 200         |
 
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import node_env, ray_auth, ray_ports, ray_sessions, secret_env
+from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_ports, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs, ready
@@ -48,13 +49,13 @@ class Spec:
     once_up: Callable[[set[int]], None] = lambda pids: None  # given the service's pids
 
 
-def _shopsim_probe(url: str) -> ready.Probe:
+def _shopsim_probe(url: str, token: Callable[[], str] = lambda: "") -> ready.Probe:
     def probe() -> tuple[bool, str]:
         from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, not_shopsim
         from pyhelpers.shopsim.protocol import NotShopSim
 
         async def ask() -> bool:
-            async with ShopSimClient(url) as client:
+            async with ShopSimClient(url, token=token()) as client:
                 return await client.probe()
 
         try:
@@ -75,6 +76,8 @@ def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
                     {"SHOPSIM_ENV_MAX_NUM": cfg["SHOPSIM_SLOTS"], "SHOPSIM_RESET_RETRIES": cfg["SHOPSIM_RESET_RETRIES"],
                      "SHOPSIM_RESET_DELAY": cfg["SHOPSIM_RESET_DELAY"]},
                     address=(host, port), probe=_shopsim_probe(f"http://{host}:{port}"), timeout_knob="SHOPSIM_START_TIMEOUT")
+    if name == "shopsim-gate":
+        return _shopsim_gate(cfg, lay)
     if name == "ray-head":
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
@@ -82,6 +85,25 @@ def spec(cfg, lay: RunLayout, name: str, model: str | None = None) -> Spec:
         return Spec([in_env, cfg["SLIME_ENV"], *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
+
+
+def _shopsim_gate(cfg, lay: RunLayout) -> Spec:
+    """ShopSimulator's gate (NNODES > 1): the rollout plugin may run on any node (docs/multinode.md)."""
+    import sys
+
+    from pyhelpers.shopsim.gate import read_token
+
+    host, port = cfg["NODE_ADDR"], cfg.int("SHOPSIM_PORT")
+    token_file = gate_auth.token_file(lay.run_dir)
+    argv = [sys.executable, "-m", "pyhelpers.shopsim.gate", "--listen", f"{host}:{port}",
+            "--upstream", f"{cfg['SHOPSIM_HOST']}:{port}", "--token-file", str(token_file)]
+    return Spec(argv, {}, address=(host, port),
+                probe=_shopsim_probe(f"http://{host}:{port}", token=lambda: read_token(token_file)),
+                timeout_knob="SHOPSIM_START_TIMEOUT", before_start=lambda: _made(gate_auth.ensure_token(lay.run_dir)))
+
+
+def _made(_path) -> list[str]:
+    return []
 
 
 def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyhelpers.errors import Stopped, ToolkitError
-from pyhelpers.launch import services
+from pyhelpers.launch import node_env, ray_nodes, services
 from pyhelpers.loop import stages, supervisor
 from pyhelpers.loop.notify import Notifier
 from pyhelpers.loop.stages import train
@@ -175,12 +175,32 @@ class Loop:
         n = len(self.supervisor.seen)
         events.append(self.lay.run_dir, "run-restart", round=r, stage=stage, step=failure.step, cause=failure.cause,
                       excerpt=failure.excerpt, attempt=n, wait_s=decision.wait_s)
+        what = "the job" if failure.cause == "node-lost" and node_env.multinode(self.cfg) else "the job and the services"
         self.echo(f"restart {n} of at most {self.supervisor.max_restarts}: {decision.reason}; "
-                  f"stopping the job and the services, then resuming in {decision.wait_s:g} s")
+                  f"stopping {what}, then resuming in {decision.wait_s:g} s")
         self.notifier.send("restart", f"restart {n}: {decision.reason}"[:1500], round=r, stage=stage,
                            cause=failure.cause)
+        if failure.cause == "node-lost" and node_env.multinode(self.cfg):
+            self._wait_for_lost_node(decision.wait_s)
+            return
         self._stop_everything()
         time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
+
+    def _wait_for_lost_node(self, wait_s: float) -> None:
+        """A worker node left mid-round: only the job is stopped -- the head, the other workers and
+        ShopSimulator stay, so the lost node rejoins the same cluster (`make join` there) -- then
+        the cluster is awaited whole for up to JOIN_TIMEOUT (raises, naming the missing node, when
+        it is not). The train stage then continues from the last checkpoint: slime replays the
+        steps after it, whose records the plugin rewrites, so nothing is counted twice."""
+        cfg = self.cfg
+        self.echo(train.stop_job(cfg, self.lay))
+        time.sleep(wait_s)
+        port = cfg.int("RAY_DASHBOARD_PORT")
+        self.echo(f"waiting up to {cfg.float('JOIN_TIMEOUT'):g} s (JOIN_TIMEOUT) for the cluster to be whole "
+                  "again (run `make join` on the lost worker)")
+        nodes = ray_nodes.wait_for(cfg.int("NNODES"), cfg.int("NUM_GPUS"), cfg.float("JOIN_TIMEOUT"),
+                                   nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir), progress=self.echo)
+        events.append(self.lay.run_dir, "nodes-whole", nodes=[n.ip for n in nodes])
 
     def _stop_everything(self) -> None:
         for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.float("STOP_GRACE"),

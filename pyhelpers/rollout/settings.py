@@ -18,7 +18,7 @@ from typing import Any
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import write_bytes_atomic
-from pyhelpers.run.layout import RoundFiles
+from pyhelpers.run.layout import RoundFiles, shopsim_gate_token
 from pyhelpers.shopsim import protocol
 
 PREFIX = "shopsimrl_"
@@ -173,6 +173,13 @@ def write_plugin_yaml(path: Path, **values: Any) -> PluginSettings:
     return s
 
 
+def _through_the_gate(cfg: Any, layout: Any) -> dict[str, str]:
+    """NNODES > 1: slime's RolloutManager, where the plugin runs, may be on any node; it reaches the
+    head's simulator through the gate on the head's NODE_ADDR with the run's token (shopsim/gate.py)."""
+    return {"shopsim_url": f"http://{cfg['NODE_ADDR']}:{cfg.int('SHOPSIM_PORT')}",
+            "shopsim_token_path": str(shopsim_gate_token(layout.run_dir))}
+
+
 def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
     """The YAML values of round r from the run's configuration (pyhelpers.config.load.Config) and
     layout (pyhelpers.run.layout.RunLayout). The bank is the one injected into round r."""
@@ -186,6 +193,7 @@ def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
         "bank_path": str(bank) if bank.exists() else "",
         "tasks_path": str(cfg.path("TRAIN_TASKS")),
         "shopsim_url": f"http://{cfg['SHOPSIM_HOST']}:{cfg.int('SHOPSIM_PORT')}",
+        **(_through_the_gate(cfg, layout) if cfg.int("NNODES") > 1 else {}),
         "shopsim_slots": cfg.int("SHOPSIM_SLOTS"),
         "shopsim_episode_concurrency": cfg.int("SHOPSIM_EPISODE_CONCURRENCY"),
         "max_turns": cfg.int("MAX_TURNS"),

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import rayjob, secret_env, services
+from pyhelpers.launch import node_env, rayjob, secret_env, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.loop.stages import evaluate
 from pyhelpers.procs import groups as procs
@@ -199,6 +199,8 @@ def run(loop: Loop, r: int) -> None:
 
     prepare(loop, r)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
+    if node_env.multinode(cfg):  # the plugin may run on a worker: it reaches the simulator through the gate
+        echo(services.ensure(cfg, lay, "shopsim-gate", round_=r, progress=echo))
     # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
     # job's driver is gone: wait for that process before freeing the slots it may still take.
     _wait_for_old_plugin(lay, r, timeout=cfg.float("STOP_GRACE") + 30.0, echo=echo)

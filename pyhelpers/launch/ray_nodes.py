@@ -1,0 +1,95 @@
+"""The nodes of the run's Ray cluster, as its head knows them (a multi-node run, docs/multinode.md).
+
+Read from Ray's state API on the loopback dashboard (GET /api/v0/nodes, what `ray list nodes`
+calls: ray 2.60 dashboard/modules/state/state_head.py:136-140, the rows of
+util/state/common.py:584-620 -- node_ip, is_head_node, state ALIVE/DEAD, state_message,
+resources_total) with the run's token. A node whose raylet died stays listed as DEAD with its
+address, which is how `make status` names a lost worker; one that rejoins is a new ALIVE row.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyhelpers.errors import ToolkitError
+from pyhelpers.launch import ray_auth
+
+POLL_S = 2.0  # between two reads of the node list while waiting
+
+
+@dataclass(frozen=True)
+class Node:
+    node_id: str
+    ip: str
+    head: bool
+    alive: bool
+    gpus: int
+    why: str = ""  # Ray's state message of a dead node
+
+    def line(self) -> str:
+        role = "head" if self.head else "worker"
+        state = "alive" if self.alive else f"LOST ({self.why or 'dead'})"
+        return f"{self.ip} {role}, {self.gpus} GPU(s), {state}"
+
+
+def list_nodes(dashboard_port: int, run_dir: Path, timeout: float = 5.0) -> list[Node]:
+    import requests  # local: `make status` imports this module without a multi-node run
+
+    url = f"http://127.0.0.1:{dashboard_port}/api/v0/nodes"
+    with requests.Session() as http:
+        http.trust_env = False  # loopback: never through an http_proxy of the environment
+        r = http.get(url, params={"limit": 10000}, headers=ray_auth.headers(run_dir), timeout=timeout)
+    if r.status_code in (401, 403):
+        raise ray_auth.refused(r.status_code, url)
+    r.raise_for_status()
+    rows = ((r.json().get("data") or {}).get("result") or {}).get("result") or []
+    return [Node(str(n.get("node_id", "")), str(n.get("node_ip", "")), bool(n.get("is_head_node")),
+                 n.get("state") == "ALIVE", int(float((n.get("resources_total") or {}).get("GPU", 0))),
+                 str(n.get("state_message") or "")) for n in rows]
+
+
+def missing(nodes: list[Node], nnodes: int, gpus: int) -> list[str]:
+    """What keeps the cluster from being NNODES alive nodes of NUM_GPUS GPUs each ([] = complete)."""
+    alive = [n for n in nodes if n.alive]
+    out = [f"{n.ip} has {n.gpus} GPU(s), NUM_GPUS={gpus}" for n in alive if n.gpus < gpus]
+    back = {n.ip for n in alive}
+    lost = sorted({n.ip for n in nodes if not n.alive and n.ip not in back})
+    out += [f"{ip} lost ({next(n.why for n in nodes if n.ip == ip and not n.alive) or 'dead'})" for ip in lost]
+    short = nnodes - len(alive)
+    if short > len(lost):
+        out.append(f"{short - len(lost)} worker(s) never joined")
+    elif short <= 0 and lost:
+        out = [x for x in out if " lost (" not in x]  # replaced by a new node: the cluster is whole
+    return out
+
+
+def wait_for(nnodes: int, gpus: int, timeout: float, nodes: Callable[[], list[Node]],
+             progress: Callable[[str], None] = lambda s: None, poll: float | None = None,
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> list[Node]:
+    """Wait up to timeout s until the cluster holds nnodes alive nodes of >= gpus GPUs each, saying
+    who joined; refuse naming what is still missing."""
+    deadline, seen, gaps, said = clock() + timeout, set(), ["the head did not answer"], None
+    while True:
+        try:
+            got = nodes()
+            gaps = missing(got, nnodes, gpus)
+        except Exception as exc:  # noqa: BLE001 - the head may be busy; the deadline still applies
+            got, gaps = [], [f"the head's state API did not answer ({type(exc).__name__})"]
+        for n in got:
+            if n.alive and n.node_id not in seen:
+                seen.add(n.node_id)
+                progress(f"node {n.line()}")
+        if gaps and gaps != said:
+            progress("waiting for: " + "; ".join(gaps))
+        said = gaps
+        if not gaps and sum(n.alive for n in got) >= nnodes:
+            return [n for n in got if n.alive]
+        if clock() >= deadline:
+            raise ToolkitError(f"the cluster is not whole after {timeout:g} s (JOIN_TIMEOUT): " + "; ".join(gaps),
+                               "the run's Ray head (make status lists its nodes)",
+                               "on each missing worker run `make join` (its log: make logs SERVICE=ray-worker there), "
+                               "then `make resume`")
+        sleep(POLL_S if poll is None else poll)
