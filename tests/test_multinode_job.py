@@ -199,3 +199,24 @@ def test_a_lost_node_that_never_rejoins_stops_the_run_naming_it(toolkit_env, mon
     with pytest.raises(ToolkitError, match=r"not whole after 0.05 s \(JOIN_TIMEOUT\): 198.51.100.2 lost") as err:
         lp._failed(0, "train", exc)
     assert "make join" in err.value.fix, err.value.fix
+
+
+def test_status_lists_the_nodes_with_gpus_and_addresses_and_names_a_lost_one(toolkit_env, monkeypatch):
+    from pyhelpers.launch import ray_nodes
+    from pyhelpers.run import manifest as runmanifest
+    from pyhelpers.run import status as runstatus
+
+    cfg = config.load(_two_nodes(toolkit_env))
+    lay = from_config(cfg)
+    lay.run_dir.mkdir(parents=True)
+    runmanifest.record_or_compare(cfg, lay.manifest)
+    monkeypatch.setattr(ray_nodes, "list_nodes", _Cluster(rejoin_after=None))
+    monkeypatch.setattr(runstatus, "_ray_head_up", lambda st: True)
+    st = runstatus.gather(cfg, lay)
+    text = "\n".join(runstatus.render(st))
+    assert "nodes: 1 of 2 alive (NNODES=2)" in text, text
+    assert "198.51.100.1 head, 4 GPU(s), alive" in text, text
+    assert "MISSING: 198.51.100.2 lost (health check failed due to missing too many heartbeats)" in text, text
+    assert st["nodes"]["missing"] == ["198.51.100.2 lost (health check failed due to missing too many heartbeats)"]
+    one = config.load(toolkit_env)
+    assert "nodes" not in runstatus.gather(one, from_config(one))

@@ -12,7 +12,7 @@ from pyhelpers.capacity import diskguard
 from pyhelpers.capacity.diskplan import gb
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import rayjob
+from pyhelpers.launch import ray_nodes, rayjob
 from pyhelpers.procs import groups as procs
 from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import checkpoints as ck
@@ -187,6 +187,34 @@ def _disk(cfg, lay: RunLayout) -> dict:
     return {"free_bytes": n.free, "next_save_needs_bytes": n.total, "ok": n.fits, "explain": n.explain()}
 
 
+def _ray_head_up(st: dict) -> bool:
+    return any(s["name"] == "ray-head" and s["state"] == "alive" for s in st["services"])
+
+
+def _nodes(cfg, lay: RunLayout, st: dict) -> dict:
+    """A multi-node run's nodes as its Ray head lists them (docs/multinode.md), a lost one named."""
+    nnodes = cfg.int("NNODES")
+    if not _ray_head_up(st):
+        return {"nnodes": nnodes, "nodes": None, "missing": [], "note": "the run's Ray head is not running"}
+    try:
+        nodes = ray_nodes.list_nodes(cfg.int("RAY_DASHBOARD_PORT"), lay.run_dir)
+    except Exception as exc:  # noqa: BLE001 - status shows what it can
+        return {"nnodes": nnodes, "nodes": None, "missing": [], "note": f"Ray's state API did not answer ({exc})"}
+    return {"nnodes": nnodes, "nodes": [n.__dict__ for n in nodes], "lines": [n.line() for n in nodes],
+            "alive": sum(n.alive for n in nodes), "missing": ray_nodes.missing(nodes, nnodes, cfg.int("NUM_GPUS"))}
+
+
+def _node_lines(nodes: dict) -> list[str]:
+    if nodes["nodes"] is None:
+        return [f"nodes: NNODES={nodes['nnodes']}; {nodes['note']}"]
+    out = [f"nodes: {nodes['alive']} of {nodes['nnodes']} alive (NNODES={nodes['nnodes']})"]
+    out += [f"  {line}" for line in nodes["lines"]]
+    if nodes["missing"]:
+        out.append(f"MISSING: {'; '.join(nodes['missing'])}: run `make join` on that worker (a run that lost it "
+                   "waits JOIN_TIMEOUT for it, then resumes)")
+    return out
+
+
 def gather(cfg, lay: RunLayout) -> dict:
     try:
         pos = runstate.position(lay, cfg.int("ROUNDS"), cfg.flag("BASELINE_VAL")).as_dict()
@@ -194,7 +222,7 @@ def gather(cfg, lay: RunLayout) -> dict:
         pos = {"round": None, "stage": None, "detail": str(exc), "error": True}
     evs = events.read(lay.run_dir)
     driver = _driver(lay, evs)
-    return {
+    st = {
         "run": cfg.run_name, "run_dir": str(lay.run_dir), "save_dir": str(lay.save_dir),
         "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
         "driver": driver, "position": pos, "step": _step(lay, pos.get("round")),
@@ -209,6 +237,9 @@ def gather(cfg, lay: RunLayout) -> dict:
         "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
         else None,
     }
+    if cfg.int("NNODES") > 1:  # a one-node run's status stays as it was
+        st["nodes"] = _nodes(cfg, lay, st)
+    return st
 
 
 def _tracker(lay: RunLayout) -> int | None:
@@ -288,6 +319,8 @@ def _render(st: dict) -> list[str]:
     out.append("checkpoint: " + ("none saved yet" if tracker is None else f"tracker at iteration {tracker}")
                + f"; hf -> {st['hf'] or 'none'}")
     out += _process_lines(st, d["running"])
+    if st.get("nodes"):
+        out += _node_lines(st["nodes"])
     disk = st["disk"]
     out.append(f"disk: {gb(disk['free_bytes'])} free; the next save needs {gb(disk['next_save_needs_bytes'])} "
                f"({'ok' if disk['ok'] else 'SHORT: free space before the next round'})")
