@@ -220,3 +220,18 @@ def test_status_lists_the_nodes_with_gpus_and_addresses_and_names_a_lost_one(too
     assert st["nodes"]["missing"] == ["198.51.100.2 lost (health check failed due to missing too many heartbeats)"]
     one = config.load(toolkit_env)
     assert "nodes" not in runstatus.gather(one, from_config(one))
+
+
+def test_the_report_records_the_node_count(toolkit_env, tmp_path):
+    from pyhelpers.report import data, html
+    from pyhelpers.run import manifest as runmanifest
+
+    cfg = config.load(_two_nodes(toolkit_env))
+    lay = from_config(cfg)
+    lay.run_dir.mkdir(parents=True)
+    runmanifest.record_or_compare(cfg, lay.manifest)
+    tables = data.gather(config.load(toolkit_env), lay)  # run.json says what the run used, not today's .env
+    assert (tables.nodes, tables.gpus_per_node) == (2, 4)
+    pngs = {key: tmp_path / f"{key}.png" for key, *_ in html.SECTIONS}
+    page = html.write(tmp_path / "index.html", cfg.run_name, t=tables, pngs=pngs, csvs={}).read_text()
+    assert "on 2 node(s) of 4 GPU(s)" in page

@@ -47,6 +47,8 @@ class Tables:
     timeline: list[dict] = field(default_factory=list)
     restarts: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    nodes: int = 1          # NNODES the run recorded in run.json (its configuration when it started)
+    gpus_per_node: int = 0  # NUM_GPUS, likewise
 
 
 def _val_row(label, summary: dict | None) -> dict:
@@ -155,6 +157,9 @@ def _timeline(evs: list[dict], driver_alive: bool = False) -> tuple[list[dict], 
 def gather(cfg, lay: RunLayout) -> Tables:
     rounds = cfg.int("ROUNDS")
     t = Tables(rounds)
+    recorded = (load_json_or_none(lay.manifest) or {}).get("config") or {}
+    t.nodes = int(recorded.get("NNODES") or cfg.int("NNODES"))
+    t.gpus_per_node = int(recorded.get("NUM_GPUS") or cfg.int("NUM_GPUS"))
     base = load_json_or_none(lay.baseline_val_summary)
     if base:
         t.val.append(_val_row("baseline", base))
