@@ -235,3 +235,18 @@ def test_the_report_records_the_node_count(toolkit_env, tmp_path):
     pngs = {key: tmp_path / f"{key}.png" for key, *_ in html.SECTIONS}
     page = html.write(tmp_path / "index.html", cfg.run_name, t=tables, pngs=pngs, csvs={}).read_text()
     assert "on 2 node(s) of 4 GPU(s)" in page
+
+
+def test_a_killed_raylet_counts_as_lost_before_ray_declares_it_and_its_old_entry_blocks_the_rejoin():
+    from pyhelpers.launch.ray_nodes import Node, missing
+
+    head = Node("h1", "198.51.100.1", True, True, 4)
+    killed = Node("w1", "198.51.100.2", False, True, 4, answering=False)  # GCS: ALIVE; its raylet: gone
+    assert missing([head, killed], 2, 4) == ["198.51.100.2 lost (its raylet does not answer)"]
+    back = Node("w2", "198.51.100.2", False, True, 4)
+    stale = Node("w1", "198.51.100.2", False, True, 4)  # the old entry, still ALIVE in the GCS, port answered by w2
+    assert "old entry" in " ".join(missing([head, stale, back], 2, 4)), missing([head, stale, back], 2, 4)
+    retired = Node("w1", "198.51.100.2", False, False, 4, "health check failed")
+    assert missing([head, retired, back], 2, 4) == []
+    assert missing([head], 2, 4) == ["1 worker(s) never joined"]
+    assert missing([head, Node("w3", "198.51.100.3", False, True, 2)], 2, 4) == ["198.51.100.3 has 2 GPU(s), NUM_GPUS=4"]

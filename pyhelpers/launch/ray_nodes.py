@@ -9,6 +9,7 @@ address, which is how `make status` names a lost worker; one that rejoins is a n
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,17 +26,34 @@ class Node:
     node_id: str
     ip: str
     head: bool
-    alive: bool
+    alive: bool      # Ray's GCS says ALIVE
     gpus: int
-    why: str = ""  # Ray's state message of a dead node
+    why: str = ""    # Ray's state message of a dead node
+    answering: bool = True  # its raylet's port accepts a connection (probed for workers)
+
+    @property
+    def up(self) -> bool:
+        return self.alive and self.answering
 
     def line(self) -> str:
         role = "head" if self.head else "worker"
-        state = "alive" if self.alive else f"LOST ({self.why or 'dead'})"
+        state = "alive" if self.up else \
+            "LOST (its raylet does not answer)" if self.alive else f"LOST ({self.why or 'dead'})"
         return f"{self.ip} {role}, {self.gpus} GPU(s), {state}"
 
 
-def list_nodes(dashboard_port: int, run_dir: Path, timeout: float = 5.0) -> list[Node]:
+def _answers(ip: str, port: int, timeout: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((ip, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def list_nodes(dashboard_port: int, run_dir: Path, raylet_port: int | None = None, timeout: float = 5.0) -> list[Node]:
+    """The nodes Ray knows. raylet_port: each live worker's raylet port is probed too -- Ray's GCS
+    takes its health check's failure threshold (tens of seconds) to declare a killed raylet's node
+    dead, and until then lists it ALIVE."""
     import requests  # local: `make status` imports this module without a multi-node run
 
     url = f"http://127.0.0.1:{dashboard_port}/api/v0/nodes"
@@ -46,23 +64,32 @@ def list_nodes(dashboard_port: int, run_dir: Path, timeout: float = 5.0) -> list
         raise ray_auth.refused(r.status_code, url)
     r.raise_for_status()
     rows = ((r.json().get("data") or {}).get("result") or {}).get("result") or []
-    return [Node(str(n.get("node_id", "")), str(n.get("node_ip", "")), bool(n.get("is_head_node")),
-                 n.get("state") == "ALIVE", int(float((n.get("resources_total") or {}).get("GPU", 0))),
-                 str(n.get("state_message") or "")) for n in rows]
+    out = []
+    for n in rows:
+        head, alive, ip = bool(n.get("is_head_node")), n.get("state") == "ALIVE", str(n.get("node_ip", ""))
+        answering = head or not alive or raylet_port is None or _answers(ip, raylet_port)
+        out.append(Node(str(n.get("node_id", "")), ip, head, alive, int(float((n.get("resources_total") or {}).get("GPU", 0))),
+                        str(n.get("state_message") or ""), answering))
+    return out
 
 
 def missing(nodes: list[Node], nnodes: int, gpus: int) -> list[str]:
-    """What keeps the cluster from being NNODES alive nodes of NUM_GPUS GPUs each ([] = complete)."""
-    alive = [n for n in nodes if n.alive]
-    out = [f"{n.ip} has {n.gpus} GPU(s), NUM_GPUS={gpus}" for n in alive if n.gpus < gpus]
-    back = {n.ip for n in alive}
-    lost = sorted({n.ip for n in nodes if not n.alive and n.ip not in back})
-    out += [f"{ip} lost ({next(n.why for n in nodes if n.ip == ip and not n.alive) or 'dead'})" for ip in lost]
-    short = nnodes - len(alive)
-    if short > len(lost):
-        out.append(f"{short - len(lost)} worker(s) never joined")
-    elif short <= 0 and lost:
-        out = [x for x in out if " lost (" not in x]  # replaced by a new node: the cluster is whole
+    """What keeps the cluster from being exactly NNODES live nodes of NUM_GPUS GPUs each ([] = whole)."""
+    up = [n for n in nodes if n.up]
+    out = [f"{n.ip} has {n.gpus} GPU(s), NUM_GPUS={gpus}" for n in up if n.gpus < gpus]
+    back = {n.ip for n in up}
+    lost: dict[str, str] = {}
+    for n in nodes:
+        if not n.up and n.ip not in back:
+            lost.setdefault(n.ip, "its raylet does not answer" if n.alive else (n.why or "dead"))
+    out += [f"{ip} lost ({why})" for ip, why in sorted(lost.items())]
+    if len(up) < nnodes and nnodes - len(up) > len(lost):
+        out.append(f"{nnodes - len(up) - len(lost)} worker(s) never joined")
+    ips = [n.ip for n in up]
+    stale = [n for n in up if ips.count(n.ip) > 1]
+    if stale:  # a lost node rejoined before Ray retired its old entry: placement could still pick the old one
+        out.append(f"Ray still lists the lost node {stale[0].ip}'s old entry as alive (it retires it within its "
+                   "health check's window)")
     return out
 
 
@@ -85,8 +112,8 @@ def wait_for(nnodes: int, gpus: int, timeout: float, nodes: Callable[[], list[No
         if gaps and gaps != said:
             progress("waiting for: " + "; ".join(gaps))
         said = gaps
-        if not gaps and sum(n.alive for n in got) >= nnodes:
-            return [n for n in got if n.alive]
+        if not gaps and sum(n.up for n in got) == nnodes:
+            return [n for n in got if n.up]
         if clock() >= deadline:
             raise ToolkitError(f"the cluster is not whole after {timeout:g} s (JOIN_TIMEOUT): " + "; ".join(gaps),
                                "the run's Ray head (make status lists its nodes)",

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyhelpers.errors import Stopped, ToolkitError
-from pyhelpers.launch import node_env, ray_nodes, services
+from pyhelpers.launch import node_env, ray_nodes, ray_ports, services
 from pyhelpers.loop import stages, supervisor
 from pyhelpers.loop.notify import Notifier
 from pyhelpers.loop.stages import train
@@ -160,6 +160,9 @@ class Loop:
         log = stages.get(stage).log
         tail = "\n".join(procs.log_tail(self.lay.logs / log, 40)) if log else ""
         failure = supervisor.classify_exception(stage, r, step=self._step(r, stage), exc=exc, log_text=tail)
+        lost = self._lost_nodes() if failure.cause not in ("node-lost", "bug", "config", "flag") else []
+        if lost:  # the job died of it, whatever its last line says (an actor's death may be read first)
+            failure = supervisor.node_lost(failure, "; ".join(lost))
         decision = self.supervisor.decide(failure)
         self.echo(f"{type(exc).__name__}: {exc}")
         if not decision.restart:
@@ -199,8 +202,23 @@ class Loop:
         self.echo(f"waiting up to {cfg.float('JOIN_TIMEOUT'):g} s (JOIN_TIMEOUT) for the cluster to be whole "
                   "again (run `make join` on the lost worker)")
         nodes = ray_nodes.wait_for(cfg.int("NNODES"), cfg.int("NUM_GPUS"), cfg.float("JOIN_TIMEOUT"),
-                                   nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir), progress=self.echo)
+                                   nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir, self._raylet_port()),
+                                   progress=self.echo)
         events.append(self.lay.run_dir, "nodes-whole", nodes=[n.ip for n in nodes])
+
+    def _raylet_port(self) -> int:
+        return ray_ports.port_of(self.cfg, "raylet")  # every node's raylet: the run's port block
+
+    def _lost_nodes(self) -> list[str]:
+        """A multi-node run's workers that are gone now ([] when the head cannot tell)."""
+        if not (node_env.multinode(self.cfg) and services.alive(self.lay, "ray-head")):
+            return []
+        try:
+            nodes = ray_nodes.list_nodes(self.cfg.int("RAY_DASHBOARD_PORT"), self.lay.run_dir, self._raylet_port())
+        except Exception:  # noqa: BLE001 - no answer: classify by the log alone
+            return []
+        return [gap for gap in ray_nodes.missing(nodes, self.cfg.int("NNODES"), self.cfg.int("NUM_GPUS"))
+                if " lost (" in gap]
 
     def _stop_everything(self) -> None:
         for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.float("STOP_GRACE"),

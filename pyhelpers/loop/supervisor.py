@@ -95,6 +95,13 @@ def classify(stage: str, round_: int | None, step: int | None, message: str, log
                    meaning="not recognised as transient (see the restart rules in README.md)", excerpt=first.strip()[:300])
 
 
+def node_lost(f: Failure, which: str) -> Failure:
+    """f, recast as `node-lost`: the head's node list shows `which` worker(s) gone (loop.py asks it)."""
+    rule = next(rule for rule in RULES if rule[0] == "node-lost")
+    return Failure(f.stage, f.round, step=f.step, cause="node-lost", kind=rule[1], meaning=rule[3],
+                   excerpt=f"{which}; the job's last words: {f.excerpt}"[:300])
+
+
 def classify_exception(stage: str, round_: int | None, *, step: int | None, exc: BaseException,
                        log_text: str = "") -> Failure:
     """A stage's exception: a ToolkitError by its message and the failing process's log (RULES);
