@@ -461,7 +461,15 @@ class RolloutManager:
             log(f"RolloutManager on {self.seen['node_ip']}: SLIME_HOST_IP={self.seen['SLIME_HOST_IP']} "
                 f"proxies={','.join(self.seen['proxies']) or 'none'}")
             check_seen("the RolloutManager", self.seen)
-            start_engines(args, engines_from, host=self.seen["SLIME_HOST_IP"])
+            # this file as a module of the actor's process: its engine list is the actor's own (the
+            # driver's, pickled with this class by value, holds the driver's processes)
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("fake_slime_train", HERE / "train.py")
+            here = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(here)
+            here.start_engines(args, engines_from, host=self.seen["SLIME_HOST_IP"])
+            self._engines = here  # kept: its processes die with this actor (PR_SET_PDEATHSIG)
         self.args = args
         self.data_source = RolloutDataSourceWithBuffer(args)
         self.generate_rollout = load_function(args.rollout_function_path)
