@@ -260,7 +260,7 @@ def place_ranks(args: Namespace, pg) -> list[dict]:
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     n = args.actor_num_nodes * args.actor_num_gpus_per_node
-    infos = [ray.remote(num_gpus=1)(InfoActor).options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+    infos = [ray.remote(num_gpus=1, num_cpus=0)(InfoActor).options(scheduling_strategy=PlacementGroupSchedulingStrategy(
         placement_group=pg, placement_group_bundle_index=i)).remote() for i in range(n)]
     got = ray.get([a.get_ip_and_gpu_id.remote() for a in infos])
     for a in infos:
