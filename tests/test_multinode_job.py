@@ -250,3 +250,25 @@ def test_a_killed_raylet_counts_as_lost_before_ray_declares_it_and_its_old_entry
     assert missing([head, retired, back], 2, 4) == []
     assert missing([head], 2, 4) == ["1 worker(s) never joined"]
     assert missing([head, Node("w3", "198.51.100.3", False, True, 2)], 2, 4) == ["198.51.100.3 has 2 GPU(s), NUM_GPUS=4"]
+
+
+def test_the_head_does_not_wait_for_a_rollout_process_of_another_machine(toolkit_env, tmp_path):
+    """On a multi-node run the plugin's process (slime's RolloutManager) may have run on a worker: its
+    pid means nothing on the head, and waiting for it would stall every round for STOP_GRACE + 30 s."""
+    import os
+
+    from pyhelpers.jsonfiles import write_json_atomic
+    from pyhelpers.loop.stages import train
+    from pyhelpers.procs import procfs
+
+    cfg = config.load(toolkit_env)
+    lay = from_config(cfg)
+    lay.round(0).plugin_process.parent.mkdir(parents=True)
+    me = {"pid": os.getpid(), "ticks": procfs.start_ticks(os.getpid())}  # alive, here: would be waited for
+    write_json_atomic(lay.round(0).plugin_process, {**me, "boot_id": "another-machine"})
+    said = []
+    train._wait_for_old_plugin(lay, 1, timeout=0.3, echo=said.append)
+    assert said == [], said
+    write_json_atomic(lay.round(0).plugin_process, {**me, "boot_id": procfs.boot_id()})
+    train._wait_for_old_plugin(lay, 1, timeout=0.3, echo=said.append)
+    assert said and "still running" in said[0]  # on this machine it is still waited for

@@ -93,6 +93,8 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
         rec = load_json_or_none(lay.round(rr).plugin_process) if rr >= 0 else None
         if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int):
             continue
+        if rec.get("boot_id") and rec["boot_id"] != procfs.boot_id():
+            continue  # it ran on another node (multi-node): Ray ends it with the job; its pid is not ours
         deadline = time.monotonic() + timeout
         while procfs.is_alive(rec["pid"], rec.get("ticks")) and time.monotonic() < deadline:
             time.sleep(0.2)
