@@ -93,8 +93,10 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
         gone = ray_sessions.prune(lay.run_dir, temp)
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
+    nodes = {"NCCL_SOCKET_IFNAME": cfg["NET_IFACE"], "GLOO_SOCKET_IFNAME": cfg["NET_IFACE"]} \
+        if cfg.int("NNODES") > 1 else {}  # (this node's own interface: docs/multinode.md §4)
     return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir)}, address=("127.0.0.1", port),
+                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **nodes}, address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
                 # busy machine comes seconds after the dashboard: ready once both answer.

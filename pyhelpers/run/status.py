@@ -6,13 +6,14 @@ pidfiles and (when it answers) Ray's job API. Read-only: nothing is created or c
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from pyhelpers.capacity import diskguard
 from pyhelpers.capacity.diskplan import gb
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import rayjob
+from pyhelpers.launch import cluster, rayjob
 from pyhelpers.procs import groups as procs
 from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import checkpoints as ck
@@ -201,7 +202,7 @@ def gather(cfg, lay: RunLayout) -> dict:
         "progress": _progress(cfg, lay, pos=pos, evs=evs, running=driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
-        "results": results(cfg, lay),
+        "results": results(cfg, lay), "nodes": cluster.node_rows(cfg, lay, time.time()),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
                                                           "run-failed", "disk-low", "driver-lost",
                                                           "job-end-unsupervised")],
@@ -288,6 +289,7 @@ def _render(st: dict) -> list[str]:
     out.append("checkpoint: " + ("none saved yet" if tracker is None else f"tracker at iteration {tracker}")
                + f"; hf -> {st['hf'] or 'none'}")
     out += _process_lines(st, d["running"])
+    out += cluster.node_lines(st.get("nodes") or [])
     disk = st["disk"]
     out.append(f"disk: {gb(disk['free_bytes'])} free; the next save needs {gb(disk['next_save_needs_bytes'])} "
                f"({'ok' if disk['ok'] else 'SHORT: free space before the next round'})")
