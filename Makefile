@@ -37,6 +37,14 @@ resume: setup ## Continue the run from its artifacts (stops what a killed driver
 stop: | $(VENV) ## Stop the run from any shell (driver, job, services, Ray) by process group; final until make resume
 	@$(IN_RUN).venv/bin/python -m pyhelpers run stop
 
+.PHONY: join
+join: setup ## On a worker machine (NNODES>1): check it against the head, then join the run's Ray as a worker node
+	@bin/join
+
+.PHONY: leave
+leave: | $(VENV) ## On a worker machine: stop only its Ray node (make stop on the head stops every node)
+	@bin/leave
+
 .PHONY: status
 status: | $(VENV) ## Where the run stands: round, stage, step, services (pids, ports), disk, val/gate results, logs
 	@$(IN_RUN).venv/bin/python -m pyhelpers run status

@@ -116,6 +116,7 @@ def _ray_head(cfg, lay: RunLayout, in_env: str) -> Spec:
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
     return Spec([in_env, cfg["SLIME_ENV"], *launch_args.ray_head(cfg)],
+                # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
                 {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg)},
                 address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it

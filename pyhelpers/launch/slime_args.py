@@ -96,9 +96,19 @@ def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
 def ray_head(cfg: Config) -> list[str]:
     """`ray start` for a head in the foreground (--block) on loopback, every port from the
     configuration (pyhelpers/launch/ray_ports.py; its environment: services.py)."""
-    return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
+    node = cfg["NODE_ADDR"] if cfg.int("NNODES") > 1 else "127.0.0.1"  # (docs/multinode.md §4)
+    return ["ray", "start", "--head", "--block", "--node-ip-address", node, "--dashboard-host", "127.0.0.1",
             *ray_ports.flags(cfg), "--num-gpus", cfg["NUM_GPUS"], "--temp-dir", cfg.ray_temp_dir,
             "--disable-usage-stats"]
+
+
+def ray_worker(cfg: Config) -> list[str]:
+    """`ray start` for a worker node in the foreground (make join, docs/multinode.md §5): it joins the
+    head at HEAD_ADDR:RAY_PORT, binds NODE_ADDR, takes the run's port block above the head-only ports
+    and NUM_GPUS GPUs (its environment: launch/cluster.py)."""
+    return ["ray", "start", "--block", "--address", f"{cfg['HEAD_ADDR']}:{cfg['RAY_PORT']}",
+            "--node-ip-address", cfg["NODE_ADDR"], *ray_ports.worker_flags(cfg), "--num-gpus", cfg["NUM_GPUS"],
+            "--temp-dir", cfg.ray_temp_dir, "--disable-usage-stats"]
 
 
 def eval_server(cfg: Config, model_path: str) -> list[str]:

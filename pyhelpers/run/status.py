@@ -6,13 +6,14 @@ pidfiles and (when it answers) Ray's job API. Read-only: nothing is created or c
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from pyhelpers.capacity import diskguard
 from pyhelpers.capacity.diskplan import gb
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import ray_nodes, rayjob
+from pyhelpers.launch import cluster, ray_nodes, ray_ports, rayjob
 from pyhelpers.procs import groups as procs
 from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import checkpoints as ck
@@ -192,22 +193,23 @@ def _ray_head_up(st: dict) -> bool:
 
 
 def _nodes(cfg, lay: RunLayout, st: dict) -> dict:
-    """A multi-node run's nodes as its Ray head lists them (docs/multinode.md), a lost one named."""
+    """A multi-node run's nodes as its Ray head lists them (docs/multinode.md), a lost one named with
+    Ray's reason; the nodes' own records (cluster.node_rows) come first."""
     nnodes = cfg.int("NNODES")
     if not _ray_head_up(st):
         return {"nnodes": nnodes, "nodes": None, "missing": [], "note": "the run's Ray head is not running"}
     try:
-        nodes = ray_nodes.list_nodes(cfg.int("RAY_DASHBOARD_PORT"), lay.run_dir)
+        nodes = ray_nodes.list_nodes(cfg.int("RAY_DASHBOARD_PORT"), lay.run_dir, ray_ports.port_of(cfg, "raylet"))
     except Exception as exc:  # noqa: BLE001 - status shows what it can
         return {"nnodes": nnodes, "nodes": None, "missing": [], "note": f"Ray's state API did not answer ({exc})"}
     return {"nnodes": nnodes, "nodes": [n.__dict__ for n in nodes], "lines": [n.line() for n in nodes],
-            "alive": sum(n.alive for n in nodes), "missing": ray_nodes.missing(nodes, nnodes, cfg.int("NUM_GPUS"))}
+            "alive": sum(n.up for n in nodes), "missing": ray_nodes.missing(nodes, nnodes, cfg.int("NUM_GPUS"))}
 
 
 def _node_lines(nodes: dict) -> list[str]:
     if nodes["nodes"] is None:
-        return [f"nodes: NNODES={nodes['nnodes']}; {nodes['note']}"]
-    out = [f"nodes: {nodes['alive']} of {nodes['nnodes']} alive (NNODES={nodes['nnodes']})"]
+        return [f"Ray's nodes: NNODES={nodes['nnodes']}; {nodes['note']}"]
+    out = [f"Ray's nodes: {nodes['alive']} of {nodes['nnodes']} alive (NNODES={nodes['nnodes']})"]
     out += [f"  {line}" for line in nodes["lines"]]
     if nodes["missing"]:
         out.append(f"MISSING: {'; '.join(nodes['missing'])}: run `make join` on that worker (a run that lost it "
@@ -229,7 +231,7 @@ def gather(cfg, lay: RunLayout) -> dict:
         "progress": _progress(cfg, lay, pos=pos, evs=evs, running=driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
-        "results": results(cfg, lay),
+        "results": results(cfg, lay), "nodes": cluster.node_rows(cfg, lay, time.time()),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
                                                           "run-failed", "disk-low", "driver-lost",
                                                           "job-end-unsupervised")],
@@ -238,7 +240,7 @@ def gather(cfg, lay: RunLayout) -> dict:
         else None,
     }
     if cfg.int("NNODES") > 1:  # a one-node run's status stays as it was
-        st["nodes"] = _nodes(cfg, lay, st)
+        st["ray_nodes"] = _nodes(cfg, lay, st)
     return st
 
 
@@ -319,8 +321,9 @@ def _render(st: dict) -> list[str]:
     out.append("checkpoint: " + ("none saved yet" if tracker is None else f"tracker at iteration {tracker}")
                + f"; hf -> {st['hf'] or 'none'}")
     out += _process_lines(st, d["running"])
-    if st.get("nodes"):
-        out += _node_lines(st["nodes"])
+    out += cluster.node_lines(st.get("nodes") or [])
+    if st.get("ray_nodes"):
+        out += _node_lines(st["ray_nodes"])
     disk = st["disk"]
     out.append(f"disk: {gb(disk['free_bytes'])} free; the next save needs {gb(disk['next_save_needs_bytes'])} "
                f"({'ok' if disk['ok'] else 'SHORT: free space before the next round'})")

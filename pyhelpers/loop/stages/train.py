@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import node_env, rayjob, secret_env, services
+from pyhelpers.launch import cluster, node_env, rayjob, secret_env, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.loop.stages import evaluate
 from pyhelpers.procs import groups as procs
@@ -208,6 +208,8 @@ def run(loop: Loop, r: int) -> None:
     _wait_for_old_plugin(lay, r, timeout=cfg.float("STOP_GRACE") + 30.0, echo=echo)
     echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='train', round_=r)}")  # a killed job's slots too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
+    if cfg.int("NNODES") > 1:  # the workers joined, with the head's versions and its storage (docs/multinode.md §4)
+        cluster.head_ready(cfg, lay, echo)
     stop, gave_up = threading.Event(), []
 
     def give_up(reason: str) -> None:
