@@ -214,12 +214,12 @@ def test_status_lists_the_nodes_with_gpus_and_addresses_and_names_a_lost_one(too
     monkeypatch.setattr(runstatus, "_ray_head_up", lambda st: True)
     st = runstatus.gather(cfg, lay)
     text = "\n".join(runstatus.render(st))
-    assert "nodes: 1 of 2 alive (NNODES=2)" in text, text
+    assert "Ray's nodes: 1 of 2 alive (NNODES=2)" in text, text
     assert "198.51.100.1 head, 4 GPU(s), alive" in text, text
     assert "MISSING: 198.51.100.2 lost (health check failed due to missing too many heartbeats)" in text, text
-    assert st["nodes"]["missing"] == ["198.51.100.2 lost (health check failed due to missing too many heartbeats)"]
+    assert st["ray_nodes"]["missing"] == ["198.51.100.2 lost (health check failed due to missing too many heartbeats)"]
     one = config.load(toolkit_env)
-    assert "nodes" not in runstatus.gather(one, from_config(one))
+    assert "ray_nodes" not in runstatus.gather(one, from_config(one))
 
 
 def test_the_report_records_the_node_count(toolkit_env, tmp_path):
