@@ -272,3 +272,22 @@ def test_the_head_does_not_wait_for_a_rollout_process_of_another_machine(toolkit
     write_json_atomic(lay.round(0).plugin_process, {**me, "boot_id": procfs.boot_id()})
     train._wait_for_old_plugin(lay, 1, timeout=0.3, echo=said.append)
     assert said and "still running" in said[0]  # on this machine it is still waited for
+
+
+def test_a_two_node_plan_shows_the_heads_and_the_workers_command_lines(toolkit_env, tmp_path):
+    text = _plan_text(_two_nodes(toolkit_env), tmp_path)
+    lines = text.splitlines()
+    job = next(ln for ln in lines if ln.startswith("  slime job: "))
+    assert "--actor-num-nodes 2 --actor-num-gpus-per-node 4 --num-gpus-per-node 4" in job, job
+    head = next(ln for ln in lines if ln.startswith("  ray-head: "))
+    assert "--node-ip-address 198.51.100.1" in head, head
+    worker = next((ln for ln in lines if ln.startswith("  worker")), None)
+    assert worker is not None, text
+    assert "make join" in worker and "ray start" in worker and "--address 198.51.100.1:6380" in worker, worker
+    gate = next((ln for ln in lines if ln.startswith("  shopsim-gate: ")), None)
+    assert gate is not None and "--listen 198.51.100.1:5700" in gate and "--token-file" in gate, text
+    # per node: the environment each node's `ray start` gets, and the job's proxies cleared
+    assert "SLIME_HOST_IP=198.51.100.1" in text and "NCCL_SOCKET_IFNAME==veth-head" in text, text
+    assert '"http_proxy": ""' in text, text
+    opens = next(ln for ln in lines if ln.startswith("opens: "))
+    assert "198.51.100.1:5700 (ShopSimulator's gate, token required)" in opens, opens

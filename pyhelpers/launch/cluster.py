@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import write_json_atomic
-from pyhelpers.launch import node_env, ray_auth, ray_ports
+from pyhelpers.launch import node_env, ray_auth, ray_ports, slime_args
 from pyhelpers.launch.node_probe import MARKER
 from pyhelpers.run import layout as run_layout
 from pyhelpers.run.layout import RunLayout
@@ -173,6 +173,13 @@ def worker_env(cfg, lay: RunLayout) -> dict[str, str]:
     env.update({k: v for k, v in ray_ports.env(cfg).items()})
     env.update(node_env.of_this_node(cfg))
     return env
+
+
+def worker_argv(cfg) -> list[str]:
+    """What the ray-worker service runs (node_agent.py; `make plan` on the head shows it)."""
+    argv = slime_args.ray_worker(cfg)
+    argv[argv.index("--temp-dir") + 1] = worker_temp_dir(cfg)
+    return [str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], *argv]
 
 
 def worker_temp_dir(cfg) -> str:

@@ -21,7 +21,7 @@ import time
 
 from pyhelpers.config.load import load
 from pyhelpers.jsonfiles import write_json_atomic
-from pyhelpers.launch import cluster, node_env, slime_args
+from pyhelpers.launch import cluster, node_env
 from pyhelpers.run.layout import from_config
 
 HEARTBEAT = 2.0
@@ -34,9 +34,7 @@ def main() -> int:
     started = time.time()
     dropped = {"RAY_AUTH_TOKEN", *node_env.dropped(cfg)}  # a shell's token would replace the run's; proxies
     env = {**{k: v for k, v in os.environ.items() if k not in dropped}, **cluster.worker_env(cfg, lay)}
-    argv = slime_args.ray_worker(cfg)
-    argv[argv.index("--temp-dir") + 1] = cluster.worker_temp_dir(cfg)
-    child = subprocess.Popen([str(cfg.root / "bin" / "in-env"), cfg["SLIME_ENV"], *argv], env=env)
+    child = subprocess.Popen(cluster.worker_argv(cfg), env=env)
     stopping = []
 
     def on_term(signum, frame):

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 
 from pyhelpers.capacity import diskguard
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_ports, secret_env, services
+from pyhelpers.launch import cluster, node_env, ray_ports, secret_env, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.loop.stages import NAMES as STAGES
 from pyhelpers.run import state as runstate
@@ -48,10 +49,15 @@ def launches(cfg, lay: RunLayout, pos: runstate.Position,
         return name, shlex.join(services.spec(cfg, lay, name, **kw).argv), note
 
     out = [service("shopsim")]
+    multi = node_env.multinode(cfg)
+    if multi:
+        out.append(service("shopsim-gate", "the simulator for the other nodes: NODE_ADDR, the run's token"))
     if pos.stage == "baseline":
         out.append(service("eval-server", "baseline: the base model's bare val",
                            model=evaluate.model_dir(cfg, lay, baseline=True)))
     out.append(service("ray-head"))
+    if multi:
+        out.append(_worker(cfg))
     margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
     out.append(("slime job", train.job_entrypoint(cfg, lay, r=r, model_args=margs),
                 f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
@@ -67,6 +73,21 @@ def launches(cfg, lay: RunLayout, pos: runstate.Position,
         if name != "wandb-log" or cfg.get("WANDB_MODE") != "disabled":
             out.append((name, shlex.join(services.background_argv(name)), "in the background"))
     return out
+
+
+def _worker(cfg) -> tuple[str, str, str]:
+    """What `make join` starts on each worker, as this head's configuration says it (the worker's own
+    NODE_ADDR and NET_IFACE are its .env's)."""
+    wcfg = replace(cfg, values={**cfg.values, "HEAD_ADDR": cfg["NODE_ADDR"], "NODE_ADDR": "<its NODE_ADDR>",
+                                "NET_IFACE": "<its NET_IFACE>"})
+    n = cfg.int("NNODES") - 1
+    return (f"worker (make join HEAD_ADDR={cfg['NODE_ADDR']} on each of the {n} worker(s))",
+            shlex.join(cluster.worker_argv(wcfg)),
+            "its environment: " + _node_env_text(wcfg))
+
+
+def _node_env_text(cfg) -> str:
+    return ", ".join(f"{k}={v}" for k, v in node_env.of_this_node(cfg).items()) + ", no proxy variable"
 
 
 def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
@@ -98,7 +119,14 @@ def plan(cfg, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
         n = diskguard.need(cfg, lay, stage)
         out.append(f"disk: {n.explain()} -> {'ok' if n.fits else 'SHORT'}")
     ray = ", ".join(f"{p.what} {p.port}" for p in ray_ports.ports(cfg))
-    out.append(f"opens: shopsim {cfg['SHOPSIM_HOST']}:{cfg['SHOPSIM_PORT']}, eval server 127.0.0.1:{cfg['EVAL_PORT']}, "
-               f"Ray on 127.0.0.1 only, the run's token required ({ray}; workers on kernel-chosen ports); "
+    if node_env.multinode(cfg):
+        out.append(f"each node's `ray start` also gets its own address and interface (this head: "
+                   f"{_node_env_text(cfg)}); the job's runtime env clears the proxy variables")
+    gate = f", {cfg['NODE_ADDR']}:{cfg['SHOPSIM_PORT']} (ShopSimulator's gate, token required)" \
+        if node_env.multinode(cfg) else ""
+    ray_where = (f"Ray on {cfg['NODE_ADDR']} and 127.0.0.1 (its gRPC servers on every address: docs/multinode.md "
+                 "§4), the dashboard and job API on 127.0.0.1") if node_env.multinode(cfg) else "Ray on 127.0.0.1 only"
+    out.append(f"opens: shopsim {cfg['SHOPSIM_HOST']}:{cfg['SHOPSIM_PORT']}{gate}, eval server 127.0.0.1:{cfg['EVAL_PORT']}, "
+               f"{ray_where}, the run's token required ({ray}; workers on kernel-chosen ports); "
                f"Ray temp dir {cfg.ray_temp_dir}")
     return out
