@@ -47,7 +47,12 @@ it) exits 1 after printing the failure's real signature -- with FAKE_SLIME_CRASH
 into that rollout while the actor plays it; FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id> exits 137
 between a save's tracker and its data state; FAKE_SLIME_STEP_DELAY=<s> sleeps per
 step; FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
-comes).
+comes); FAKE_SLIME_ROLLOUT_NODE=worker pins the RolloutManager to a worker node (see
+rollout_manager_options).
+
+Across nodes (--actor-num-nodes > 1): slime's placement of the ranks, each rank's and the
+RolloutManager's view of SLIME_HOST_IP, the socket interfaces and proxies, checked (place_ranks,
+check_seen); the engines and router start in the RolloutManager on its node (tests/fakes/README.md).
 """
 
 from __future__ import annotations
