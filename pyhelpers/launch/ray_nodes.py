@@ -106,7 +106,7 @@ def wait_for(nnodes: int, gpus: int, timeout: float, nodes: Callable[[], list[No
         except Exception as exc:  # noqa: BLE001 - the head may be busy; the deadline still applies
             got, gaps = [], [f"the head's state API did not answer ({type(exc).__name__})"]
         for n in got:
-            if n.alive and n.node_id not in seen:
+            if n.up and n.node_id not in seen:
                 seen.add(n.node_id)
                 progress(f"node {n.line()}")
         if gaps and gaps != said:
