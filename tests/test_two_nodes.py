@@ -60,8 +60,9 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
             for me, other in (("head", "worker"), ("worker", "head")):
                 for lst in ns_support.listeners(pair[me]["ns"]) - seen:
                     seen.add(lst)
-                    if lst.every_address:  # called without the token, from the other node, while it listens
-                        refused[(me, lst.port)] = ns_support.grpc_answers(pair[other]["ns"], pair[me]["addr"], lst.port)
+                    if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
+                        refused[(me, lst.port)] = {"owner": lst.owner, **ns_support.grpc_answers(
+                            pair[other]["ns"], pair[me]["addr"], lst.port)}
             if not status and (run.run_dir / "nodes.json").is_file():
                 status.append(in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout)
             time.sleep(1.0)
@@ -109,16 +110,17 @@ def test_nothing_listens_beyond_loopback_and_the_node_addresses(two_node_rehears
     allowed = {"head": {"127.0.0.1", "::1", r["pair"]["head"]["addr"]},
                "worker": {"127.0.0.1", "::1", r["pair"]["worker"]["addr"]}}
     role = {r["pair"][k]["ns"]: k for k in ("head", "worker")}
-    wrong = sorted(f"{role[x.ns]} {x.addr}:{x.port}" for x in r["listeners"]
+    wrong = sorted(f"{role[x.ns]} {x.addr}:{x.port} ({x.owner})" for x in r["listeners"]
                    if not x.every_address and x.addr not in allowed[role[x.ns]])
     assert not wrong, f"listeners on addresses other than loopback and NODE_ADDR: {wrong}"
     every = sorted((role[x.ns], x.port) for x in r["listeners"] if x.every_address)
     assert every, "Ray's gRPC servers were expected on every address"
     for key in every:
-        answers = r["refused"].get(key, {})
-        assert answers, f"{key}: never called"
-        assert "OK" not in answers.values(), f"{key} answered a caller without the token: {answers}"
-        assert "UNAUTHENTICATED" in answers.values(), f"{key} is not a token-checked Ray gRPC server: {answers}"
+        answers = dict(r["refused"].get(key, {}))
+        owner = answers.pop("owner", "?")
+        assert answers, f"{key} ({owner}): never called"
+        assert "OK" not in answers.values(), f"{key} ({owner}) answered a caller without the token: {answers}"
+        assert "UNAUTHENTICATED" in answers.values(), f"{key} ({owner}) is not a token-checked Ray gRPC server: {answers}"
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ listener refuses a gRPC caller without the run's token."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ class Listener:
     ns: str
     addr: str  # '0.0.0.0' / '::' for every address
     port: int
+    owner: str = ""  # the command line of the process holding it (for messages)
 
     @property
     def every_address(self) -> bool:
@@ -45,8 +47,24 @@ def listeners(ns: str) -> set[Listener]:
         parts = line.split()
         if len(parts) > 3 and parts[3] == LISTEN and ":" in parts[1]:
             host, port = parts[1].rsplit(":", 1)
-            out.add(Listener(ns, _addr(host), int(port, 16)))
+            out.add(Listener(ns, _addr(host), int(port, 16), _owner(parts[9])))
     return out
+
+
+def _owner(inode: str) -> str:
+    """The command line of a process holding socket inode (one pid namespace: /proc sees them all)."""
+    want = f"socket:[{inode}]"
+    for proc in os.listdir("/proc"):
+        if not proc.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{proc}/fd"):
+                if os.readlink(f"/proc/{proc}/fd/{fd}") == want:
+                    with open(f"/proc/{proc}/cmdline", "rb") as fh:
+                        return fh.read().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except OSError:
+            continue
+    return "?"
 
 
 # One method of each Ray gRPC service that listens on every address (GCS, raylet, object manager,
@@ -54,7 +72,7 @@ def listeners(ns: str) -> set[Listener]:
 # without the token; a server without that service answers UNIMPLEMENTED.
 METHODS = ("/ray.rpc.NodeInfoGcsService/GetAllNodeInfo", "/ray.rpc.NodeManagerService/GetNodeStats",
            "/ray.rpc.ObjectManagerService/FreeObjects", "/ray.rpc.ReporterService/GetTraceback",
-           "/ray.rpc.CoreWorkerService/NumPendingTasks", "/ray.rpc.MetricsAgentService/HealthCheck")
+           "/ray.rpc.LogService/ListLogs", "/ray.rpc.CoreWorkerService/GetObjectStatus")
 _PROBE = """
 import sys, grpc
 addr, port = sys.argv[1], sys.argv[2]
@@ -65,6 +83,16 @@ for m in sys.argv[3:]:
         print(m, "OK")
     except grpc.RpcError as e:
         print(m, e.code().name)
+# gRPC server reflection (Ray enables it): list_services = field 7 of ServerReflectionRequest
+try:
+    call = ch.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                            request_serializer=None, response_deserializer=None)
+    for reply in call(iter([b"\x3a\x00"]), timeout=10):
+        import re
+        print("services", ",".join(sorted(set(x.decode() for x in re.findall(rb"[A-Za-z_][A-Za-z0-9_.]+\.[A-Z][A-Za-z0-9]+", reply)))))
+        break
+except grpc.RpcError as e:
+    print("services", "reflection:" + e.code().name)
 """
 
 
