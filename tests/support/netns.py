@@ -73,7 +73,7 @@ def _owner(inode: str) -> str:
 METHODS = ("/ray.rpc.NodeInfoGcsService/GetAllNodeInfo", "/ray.rpc.NodeManagerService/GetNodeStats",
            "/ray.rpc.ObjectManagerService/FreeObjects", "/ray.rpc.ReporterService/GetTraceback",
            "/ray.rpc.LogService/ListLogs", "/ray.rpc.CoreWorkerService/GetObjectStatus")
-_PROBE = """
+_PROBE = r"""
 import sys, grpc
 addr, port = sys.argv[1], sys.argv[2]
 ch = grpc.insecure_channel(f"{addr}:{port}")
