@@ -72,6 +72,38 @@ def _gpus(cfg) -> None:
             _echo(f"GPUs: {res.message}")
 
 
+@node.command("publish")
+def node_publish():
+    """On the head, once its Ray is up: store its versions and toolkit commit in Ray's GCS, where each
+    worker's `make join` compares its own with them (the train stage does this itself).
+
+    \b
+    Example:
+      pyhelpers node publish
+    """
+    from pyhelpers.launch import cluster
+
+    cfg, lay = _ctx()
+    mine = cluster.publish_versions(cfg, lay)
+    _echo("published: " + ", ".join(f"{k} {mine.get(k)}" for k in cluster.COMPARED))
+
+
+@node.command("check")
+def node_check():
+    """On the head: wait up to JOIN_TIMEOUT for the workers, then check shared storage on each (the
+    train stage does this itself after its Ray starts).
+
+    \b
+    Example:
+      pyhelpers node check
+    """
+    from pyhelpers.launch import cluster
+
+    cfg, lay = _ctx()
+    cluster.wait_for_workers(cfg, lay, _echo)
+    cluster.check_storage(cfg, lay, _echo)
+
+
 @node.command("leave")
 def node_leave():
     """Stop this worker's Ray node only (the run and the other nodes go on; the head's job may fail and

@@ -51,6 +51,7 @@ def node_dir(lay: RunLayout, addr: str) -> Path:
 
 
 def probe(cfg, lay: RunLayout, *args: str, stdin: str = "", timeout: float = 180) -> dict:
+    where = args[1] if len(args) > 1 else "this node"
     """node_probe.py `args` under the slime env; its JSON, or a ToolkitError naming Ray's refusal."""
     env = {k: v for k, v in os.environ.items() if k not in ray_auth.OVERRIDING}
     env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path(cfg, lay))})
@@ -58,7 +59,7 @@ def probe(cfg, lay: RunLayout, *args: str, stdin: str = "", timeout: float = 180
     try:
         r = subprocess.run(argv, env=env, input=stdin, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise ToolkitError(f"Ray did not answer `{args[0]}` within {timeout:.0f} s", gcs_address(cfg),
+        raise ToolkitError(f"Ray did not answer `{args[0]}` within {timeout:.0f} s", where,
                            "is the head's Ray up (make status on the head)? then retry") from None
     line = next((ln for ln in reversed(r.stdout.splitlines()) if ln.startswith(MARKER)), None)
     if line is None:
@@ -67,7 +68,7 @@ def probe(cfg, lay: RunLayout, *args: str, stdin: str = "", timeout: float = 180
                            "check the slime env (make doctor)")
     out = json.loads(line[len(MARKER):])
     if "error" in out:
-        raise ToolkitError(f"Ray refused `{args[0]}`: {out['error'][:300]}", gcs_address(cfg), _refusal_fix(out["error"]))
+        raise ToolkitError(f"Ray refused `{args[0]}`: {out['error'][:300]}", where, _refusal_fix(out["error"]))
     return out
 
 

@@ -9,6 +9,7 @@ worker leaves and both namespaces are removed, whatever happened.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ def _relay(stream, prefix: str) -> None:
 
 def run(root, args: list[str]) -> int:
     rehearse = str(root / "bin" / "rehearse")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # (so that the namespaces are removed below)
     pair = netns.Pair.create()
     base = {**os.environ, "NNODES": "2"}
     head_env = {**base, "SHOPSIMRL_NODE_ROLE": "head", "NODE_ADDR": pair.head.addr, "NET_IFACE": pair.head.iface}
@@ -37,7 +39,7 @@ def run(root, args: list[str]) -> int:
                                "worker": {"ns": pair.worker.ns, "addr": pair.worker.addr, "iface": pair.worker.iface}})
     sys.stderr.write(f"two-node rehearsal: head {pair.head.addr} ({pair.head.ns}), worker {pair.worker.addr} "
                      f"({pair.worker.ns}), joined by a veth pair\n")
-    worker = None
+    worker = head = None
     try:
         head = subprocess.Popen(pair.head.exec_argv([rehearse, *args]), env=head_env)
         worker = subprocess.Popen(pair.worker.exec_argv([rehearse, "--env", str(root / "bin" / "join")]),
@@ -50,8 +52,10 @@ def run(root, args: list[str]) -> int:
             rc = rc or 1
         return rc
     finally:
-        if worker is not None and worker.poll() is None:
-            worker.terminate()
+        for proc in (head, worker):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=120)
         subprocess.run(pair.worker.exec_argv([rehearse, "--env", str(root / "bin" / "leave")]), env=worker_env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         pair.remove()
