@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
@@ -86,7 +86,7 @@ def missing(nodes: list[Node], nnodes: int, gpus: int) -> list[str]:
     if len(up) < nnodes and nnodes - len(up) > len(lost):
         out.append(f"{nnodes - len(up) - len(lost)} worker(s) never joined")
     ips = [n.ip for n in up]
-    stale = [n for n in up if ips.count(n.ip) > 1]
+    stale = [n for n in up if ips.count(n.ip) > 1] + [n for n in nodes if n.alive and not n.answering and n.ip in back]
     if stale:  # a lost node rejoined before Ray retired its old entry: placement could still pick the old one
         out.append(f"Ray still lists the lost node {stale[0].ip}'s old entry as alive (it retires it within its "
                    "health check's window)")
@@ -98,10 +98,14 @@ def wait_for(nnodes: int, gpus: int, timeout: float, nodes: Callable[[], list[No
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> list[Node]:
     """Wait up to timeout s until the cluster holds nnodes alive nodes of >= gpus GPUs each, saying
     who joined; refuse naming what is still missing."""
-    deadline, seen, gaps, said = clock() + timeout, set(), ["the head did not answer"], None
+    deadline, seen, gaps, said, gone = clock() + timeout, set(), ["the head did not answer"], None, set()
     while True:
         try:
             got = nodes()
+            # a node seen lost stays lost under its id: its raylet's port may be answered by the
+            # rejoined node before Ray has retired the old entry (placement could pick the old one)
+            gone.update(n.node_id for n in got if not n.up)
+            got = [replace(n, answering=False) if n.node_id in gone and n.alive else n for n in got]
             gaps = missing(got, nnodes, gpus)
         except Exception as exc:  # noqa: BLE001 - the head may be busy; the deadline still applies
             got, gaps = [], [f"the head's state API did not answer ({type(exc).__name__})"]
