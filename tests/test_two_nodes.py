@@ -1,0 +1,205 @@
+"""A run on two nodes of one host (docs/multinode.md): two network namespaces joined by a veth pair
+(pyhelpers/procs/netns.py), a real two-node Ray cluster with token auth. Needs root and iproute2, as
+CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray head:
+
+- `two_node_rehearsal`: `make rehearse NNODES=2` to its end, its listeners in both namespaces read from
+  /proc/net/tcp{,6} every second while it runs (and each every-address listener called without the
+  token), and `make status REHEARSAL=1` taken once the worker joined;
+- `head`: a head's Ray alone (NNODES=2, versions published) that workers try to join: without the
+  run's token, with another Ray version, without sharing TRAIN_SAVE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from support import netns as ns_support
+from support.rehearsal import Run, in_rehearsal, pyhelpers_cmd, rehearse_env, start, stop_leftovers
+
+from pyhelpers.procs import netns
+
+pytestmark = pytest.mark.heavy  # two Ray nodes (a whole rehearsal, then a head and several joins)
+
+REHEARSE = str(ROOT / "bin" / "rehearse")
+
+
+def _need_root() -> None:
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.fail("the two-node tests need root (CAP_NET_ADMIN) and iproute2's `ip` (make setup installs it); "
+                    "CI runs as root")
+
+
+@pytest.fixture(scope="module")
+def two_node_rehearsal(tmp_path_factory, rehearsal_world):
+    _need_root()
+    tmp = tmp_path_factory.mktemp("two-node")
+    # (untracked: conftest stops a tracked rehearsal after each test; this one serves the module)
+    env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300)
+    record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
+    proc, log = start(env)
+    run = Run(Path(env["RUNS_DIR"]))
+    seen: set[ns_support.Listener] = set()
+    refused: dict[tuple[str, int], dict[str, str]] = {}
+    status: list[str] = []
+
+    def watch() -> None:
+        while proc.poll() is None:
+            if not record.is_file():
+                time.sleep(0.5)
+                continue
+            pair = json.loads(record.read_text())
+            for me, other in (("head", "worker"), ("worker", "head")):
+                for lst in ns_support.listeners(pair[me]["ns"]) - seen:
+                    seen.add(lst)
+                    if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
+                        refused[(me, lst.port)] = {"owner": lst.owner, **ns_support.grpc_answers(
+                            pair[other]["ns"], pair[me]["addr"], lst.port)}
+            if not status and (run.run_dir / "nodes.json").is_file():
+                status.append(in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout)
+            time.sleep(1.0)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        proc.wait(timeout=840)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()  # (bin/rehearse's two-node wrapper removes its namespaces on the way out)
+            proc.wait(timeout=120)
+        watcher.join(timeout=60)
+        stop_leftovers(env)
+    pair = json.loads(record.read_text())
+    return {"rc": proc.returncode, "out": log.read_text(errors="replace"), "pair": pair, "listeners": seen,
+            "refused": refused, "status": status[0] if status else "", "env": env}
+
+
+def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
+    r = two_node_rehearsal
+    assert r["rc"] == 0, r["out"][-3000:]
+    worker = r["pair"]["worker"]["addr"]
+    assert f"node {worker} joined with 4 GPU(s)" in r["out"]
+    assert "shared storage: 1 worker(s) read the head's nonces" in r["out"]
+    leftover = [ns for ns in (r["pair"]["head"]["ns"], r["pair"]["worker"]["ns"])
+                if ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout]
+    assert not leftover, f"namespaces left behind: {leftover}"
+
+
+def test_status_lists_both_nodes(two_node_rehearsal):
+    r = two_node_rehearsal
+    head, worker = r["pair"]["head"]["addr"], r["pair"]["worker"]["addr"]
+    assert "nodes: 2 of 2 up" in r["status"], r["status"]
+    lines = r["status"].splitlines()
+    assert any(ln.split()[:2] == ["head", head] for ln in lines), r["status"]
+    assert any(ln.split()[:2] == ["worker", worker] and ln.rstrip().endswith("up") for ln in lines), r["status"]
+
+
+def test_nothing_listens_beyond_loopback_and_the_node_addresses(two_node_rehearsal):
+    """Every listener of the run binds loopback or its own node's address; where Ray binds every address
+    (its C++ gRPC servers: docs/multinode.md §4) the listener refuses a caller without the token."""
+    r = two_node_rehearsal
+    assert r["listeners"], "no listener was seen: the watcher did not run"
+    allowed = {"head": {"127.0.0.1", "::1", r["pair"]["head"]["addr"]},
+               "worker": {"127.0.0.1", "::1", r["pair"]["worker"]["addr"]}}
+    role = {r["pair"][k]["ns"]: k for k in ("head", "worker")}
+    wrong = sorted(f"{role[x.ns]} {x.addr}:{x.port} ({x.owner})" for x in r["listeners"]
+                   if not x.every_address and x.addr not in allowed[role[x.ns]])
+    assert not wrong, f"listeners on addresses other than loopback and NODE_ADDR: {wrong}"
+    every = sorted((role[x.ns], x.port) for x in r["listeners"] if x.every_address)
+    assert every, "Ray's gRPC servers were expected on every address"
+    for key in every:
+        answers = dict(r["refused"].get(key, {}))
+        owner = answers.pop("owner", "?")
+        assert answers, f"{key} ({owner}): never called"
+        assert "OK" not in answers.values(), f"{key} ({owner}) answered a caller without the token: {answers}"
+        assert "UNAUTHENTICATED" in answers.values(), f"{key} ({owner}) is not a token-checked Ray gRPC server: {answers}"
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory, rehearsal_world):
+    _need_root()
+    tmp = tmp_path_factory.mktemp("two-node-head")
+    pair = netns.Pair.create()
+    base = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=60, RAY_START_TIMEOUT=240)
+    head_env = {**base, "NODE_ADDR": pair.head.addr, "NET_IFACE": pair.head.iface}
+    worker_env = {**base, "NODE_ADDR": pair.worker.addr, "NET_IFACE": pair.worker.iface, "HEAD_ADDR": pair.head.addr}
+
+    def on(node, env, *cmd, timeout=600):
+        return subprocess.run(node.exec_argv([REHEARSE, "--env", *cmd]), env=env, cwd=ROOT, text=True,
+                              capture_output=True, timeout=timeout)
+
+    try:
+        up = on(pair.head, head_env, *pyhelpers_cmd("run", "service", "ray-head"))
+        assert up.returncode == 0, up.stdout + up.stderr
+        pub = on(pair.head, head_env, *pyhelpers_cmd("node", "publish"))
+        assert pub.returncode == 0, pub.stdout + pub.stderr
+        yield {"pair": pair, "head_env": head_env, "worker_env": worker_env, "on": on, "tmp": tmp,
+               "run": Run(Path(base["RUNS_DIR"]))}
+    finally:
+        on(pair.worker, worker_env, str(ROOT / "bin" / "leave"))
+        on(pair.head, head_env, *pyhelpers_cmd("run", "cleanup"))
+        pair.remove()
+        stop_leftovers(base)
+
+
+def _nothing_started(head) -> None:
+    pids = head["run"].run_dir / "nodes" / head["pair"].worker.addr / "pids"
+    assert not (pids.is_dir() and any(pids.iterdir())), f"a refused worker started something: {list(pids.iterdir())}"
+
+
+def test_a_worker_without_the_runs_token_is_refused_by_ray(head):
+    other = head["tmp"] / "other-token"
+    other.write_text(secrets.token_hex(32))
+    other.chmod(0o600)
+    r = head["on"](head["pair"].worker, {**head["worker_env"], "RAY_TOKEN_FILE": str(other)}, str(ROOT / "bin" / "join"))
+    assert r.returncode != 0
+    assert "Ray refused `kv-get`" in r.stderr and "InvalidAuthToken" in r.stderr, r.stderr[-2000:]
+    _nothing_started(head)
+
+
+def test_a_worker_with_another_ray_version_is_refused_naming_both(head, rehearsal_world):
+    """The worker's slime env is a copy of the rehearsal's whose interpreter finds a ray 2.59.0
+    distribution first (tests/fakes/README.md): the version Ray's metadata reports there."""
+    conda = head["tmp"] / "conda-other-ray"
+    shutil.copytree(rehearsal_world / "conda", conda, symlinks=True)
+    dist = head["tmp"] / "old-ray" / "ray-2.59.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.59.0\n")
+    py = conda / "envs" / "slime" / "bin" / "python3"
+    body = py.read_text().replace("exec ", f'export PYTHONPATH="{dist.parent}${{PYTHONPATH:+:$PYTHONPATH}}"\nexec ', 1)
+    py.unlink()
+    py.write_text(body)
+    py.chmod(0o755)
+    r = head["on"](head["pair"].worker, head["worker_env"], "env", f"CONDA_ROOT={conda}", str(ROOT / "bin" / "join"))
+    assert r.returncode != 0
+    assert "ray: head 2.60.0, this worker 2.59.0" in r.stderr, r.stderr[-2000:]
+    _nothing_started(head)
+
+
+def test_a_worker_that_does_not_share_train_save_is_refused_by_path(head):
+    """The worker sees another directory at TRAIN_SAVE's path (a bind mount in its own mount
+    namespace, as a node with a local disk there would): the head's check names node and path."""
+    save = head["run"].runs / ".rehearsal" / "train_save"
+    save.mkdir(parents=True, exist_ok=True)
+    local = head["tmp"] / "worker-local-disk"
+    local.mkdir()
+    w = head["pair"].worker
+    join = subprocess.run(w.exec_argv(["sh", "-c", 'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh",
+                                       str(local), str(save), REHEARSE, "--env", str(ROOT / "bin" / "join")]),
+                          env=head["worker_env"], cwd=ROOT, text=True, capture_output=True, timeout=600)
+    assert join.returncode == 0, join.stderr[-2000:]
+    try:
+        r = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("node", "check"))
+        assert r.returncode != 0
+        nonce = save / "rehearsal" / ".node-check"
+        assert f"node {w.addr} does not share TRAIN_SAVE: it reads {nonce}" in r.stderr, r.stderr[-2000:]
+    finally:
+        head["on"](w, head["worker_env"], str(ROOT / "bin" / "leave"))
