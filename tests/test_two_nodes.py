@@ -115,12 +115,25 @@ def test_nothing_listens_beyond_loopback_and_the_node_addresses(two_node_rehears
     assert not wrong, f"listeners on addresses other than loopback and NODE_ADDR: {wrong}"
     every = sorted((role[x.ns], x.port) for x in r["listeners"] if x.every_address)
     assert every, "Ray's gRPC servers were expected on every address"
+    checked: set[str] = set()
     for key in every:
         answers = dict(r["refused"].get(key, {}))
         owner = answers.pop("owner", "?")
         assert answers, f"{key} ({owner}): never called"
         assert "OK" not in answers.values(), f"{key} ({owner}) answered a caller without the token: {answers}"
+        if "UNAVAILABLE" in answers.values():
+            continue  # closed before or while it was called (a job's worker that ended): it listens on nothing now
         assert "UNAUTHENTICATED" in answers.values(), f"{key} ({owner}) is not a token-checked Ray gRPC server: {answers}"
+        checked.add(_kind(owner))
+    # Each kind of Ray server that binds every address was caught listening and refused a caller.
+    assert {"gcs_server", "raylet", "ray worker"} <= checked, f"refusals seen only from {sorted(checked)}"
+
+
+def _kind(owner: str) -> str:
+    for name in ("gcs_server", "raylet"):
+        if f"/{name} " in owner or owner.startswith(name):
+            return name
+    return "ray worker" if owner.startswith(("ray::", "ray_")) or "default_worker.py" in owner else owner[:40]
 
 
 @pytest.fixture(scope="module")

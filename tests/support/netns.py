@@ -70,9 +70,13 @@ def _owner(inode: str) -> str:
 # One method of each Ray gRPC service that listens on every address (GCS, raylet, object manager,
 # the dashboard agent, core workers): with token auth on, each answers UNAUTHENTICATED to a caller
 # without the token; a server without that service answers UNIMPLEMENTED.
-METHODS = ("/ray.rpc.NodeInfoGcsService/GetAllNodeInfo", "/ray.rpc.NodeManagerService/GetNodeStats",
-           "/ray.rpc.ObjectManagerService/FreeObjects", "/ray.rpc.ReporterService/GetTraceback",
-           "/ray.rpc.LogService/ListLogs", "/ray.rpc.CoreWorkerService/GetObjectStatus")
+# CoreWorkerService first: a job's worker may end while it is being called. (Ray 2.60's object
+# manager has no FreeObjects any more -- UNIMPLEMENTED, which gRPC answers before any token check --
+# so Pull, which it has, is called too.)
+METHODS = ("/ray.rpc.CoreWorkerService/GetObjectStatus", "/ray.rpc.NodeInfoGcsService/GetAllNodeInfo",
+           "/ray.rpc.NodeManagerService/GetNodeStats", "/ray.rpc.ObjectManagerService/FreeObjects",
+           "/ray.rpc.ObjectManagerService/Pull", "/ray.rpc.ReporterService/GetTraceback",
+           "/ray.rpc.LogService/ListLogs")
 _PROBE = r"""
 import sys, grpc
 addr, port = sys.argv[1], sys.argv[2]
