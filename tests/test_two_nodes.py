@@ -2,7 +2,8 @@
 (pyhelpers/procs/netns.py), a real two-node Ray cluster with token auth. Needs root and iproute2, as
 CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray head:
 
-- `two_node_rehearsal`: `make rehearse NNODES=2` to its end, its listeners in both namespaces read from
+- `two_node_rehearsal`: `make rehearse NNODES=2` to its end (the RolloutManager, with the rollout
+  plugin in it, pinned to the worker; a proxy in the shell), its listeners in both namespaces read from
   /proc/net/tcp{,6} every second while it runs (and each every-address listener called without the
   token), and `make status REHEARSAL=1` taken once the worker joined;
 - `head`: a head's Ray alone (NNODES=2, versions published) that workers try to join: without the
@@ -23,7 +24,16 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from support import netns as ns_support
-from support.rehearsal import Run, in_rehearsal, pyhelpers_cmd, rehearse_env, start, stop_leftovers
+from support.rehearsal import Run, in_rehearsal, outcome, pyhelpers_cmd, rehearse_env, start, stop_leftovers
+from support.twonode import (
+    HEAD,
+    PROXIES,
+    WORKER,
+    ranks_of,
+    slime_log,
+    two_node_outcome,
+    wandb_actor_num_nodes,
+)
 
 from pyhelpers.procs import netns
 
@@ -43,7 +53,9 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     _need_root()
     tmp = tmp_path_factory.mktemp("two-node")
     # (untracked: conftest stops a tracked rehearsal after each test; this one serves the module)
-    env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300)
+    # the RolloutManager (the plugin) on the worker, and a proxy in the user's shell the job must not see
+    env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker",
+                       **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
     proc, log = start(env)
     run = Run(Path(env["RUNS_DIR"]))
@@ -134,6 +146,43 @@ def _kind(owner: str) -> str:
         if f"/{name} " in owner or owner.startswith(name):
             return name
     return "ray worker" if owner.startswith(("ray::", "ray_")) or "default_worker.py" in owner else owner[:40]
+
+
+def test_two_nodes_place_ranks_on_both_the_plugin_plays_from_the_worker_and_the_run_ends_as_on_one(
+        two_node_rehearsal, reference):
+    assert two_node_rehearsal["rc"] == 0, two_node_rehearsal["out"][-6000:]
+    run = Run(Path(two_node_rehearsal["env"]["RUNS_DIR"]))
+    log = slime_log(run)
+    ranks = ranks_of(log)
+    n = len(ranks)
+    assert n >= 2 and sorted(ranks, key=int) == [str(r) for r in range(n)], log[-3000:]
+    on = {int(r): line.split()[5].rstrip(":") for r, line in ranks.items()}
+    # both nodes, NUM_GPUS ranks each, the head's first (slime sorts the bundles by node IP)
+    assert [on[r] for r in range(n)] == [HEAD] * (n // 2) + [WORKER] * (n // 2), ranks
+    for r, line in ranks.items():  # each rank saw its own node's address and interface, and no proxy
+        assert f"SLIME_HOST_IP={on[int(r)]} " in line and "proxies=none" in line, line
+        assert "NCCL_SOCKET_IFNAME==" in line and "GLOO_SOCKET_IFNAME=" in line, line
+    assert f"RolloutManager placed on {WORKER}" in log, log[-3000:]
+    assert f"RolloutManager on {WORKER}: SLIME_HOST_IP={WORKER} proxies=none" in log, log[-3000:]
+    # the plugin, on the worker, played every step's episodes through ShopSimulator's gate
+    metrics = [line for r in range(2) for line in (run.round_dir(r) / "rollout_metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == 4, metrics
+    yaml = (run.round_dir(0) / "slime.yaml").read_text()
+    assert f"shopsimrl_shopsim_url: http://{HEAD}:" in yaml and "shopsimrl_shopsim_token_path:" in yaml, yaml
+    assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
+    # W&B: slime's own run records the job's node count in its config (slime/observability/wandb_utils.py:58)
+    assert wandb_actor_num_nodes(run) == ["2"]
+    report = (run.run_dir / "report" / "index.html").read_text()
+    assert "on 2 node(s) of" in report
+
+
+
+def _why_not_equal(run: Run) -> str:
+    """What differs from one node's run usually has one cause: an episode ended in an infra error."""
+    infra = [json.loads(line)["metrics"].get("rollout/shopsim/infra_errors") for r in range(2)
+             for line in (run.round_dir(r) / "rollout_metrics.jsonl").read_text().splitlines()]
+    gate = (run.run_dir / "logs" / "shopsim-gate.log").read_text(errors="replace")[-3000:]
+    return f"infra errors per step: {infra}; ShopSimulator's gate log:\n{gate}"
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,9 @@ the gate's token opens ShopSimulator only.
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 
+from pyhelpers.launch import ray_auth
 from pyhelpers.run import layout
 
 
@@ -22,18 +21,4 @@ def token_file(run_dir: Path) -> Path:
 
 
 def ensure_token(run_dir: Path) -> Path:
-    path = token_file(run_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.parent.chmod(0o700)
-    if path.is_file() and path.stat().st_size:
-        path.chmod(0o600)
-        return path
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, secrets.token_hex(32).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    return path
+    return ray_auth.ensure_token_file(token_file(run_dir))

@@ -73,6 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
                 break
             except (ConnectionError, http.client.HTTPException, OSError) as exc:
                 conn.close()
+                sys.stderr.write(f"gate: {self.command} {self.path}: the simulator did not answer "
+                                 f"({type(exc).__name__}: {exc}){'' if attempt else '; once more on a new connection'}\n")
                 if attempt:
                     self._answer(502, json.dumps({"error": f"ShopSimulator's gate: the simulator on "
                                                            f"{self.server.upstream[0]}:{self.server.upstream[1]} "
