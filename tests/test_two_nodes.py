@@ -5,7 +5,7 @@ CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray hea
 - `two_node_rehearsal`: `make rehearse NNODES=2` to its end (the RolloutManager, with the rollout
   plugin in it, pinned to the worker; a proxy in the shell), its listeners in both namespaces read from
   /proc/net/tcp{,6} every second while it runs (and each every-address listener called without the
-  token), and `make status REHEARSAL=1` taken once the worker joined;
+  token), and `make status REHEARSAL=1` taken once the worker joined and the job was submitted;
 - `head`: a head's Ray alone (NNODES=2, versions published) that workers try to join: without the
   run's token, with another Ray version, without sharing TRAIN_SAVE.
 """
@@ -75,7 +75,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                     if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
                         refused[(me, lst.port)] = {"owner": lst.owner, **ns_support.grpc_answers(
                             pair[other]["ns"], pair[me]["addr"], lst.port)}
-            if not status and (run.run_dir / "nodes.json").is_file():
+            if not status and (run.run_dir / "nodes.json").is_file() and (run.run_dir / "slime-job.json").is_file():
                 status.append(in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout)
             time.sleep(1.0)
 
@@ -112,6 +112,9 @@ def test_status_lists_both_nodes(two_node_rehearsal):
     lines = r["status"].splitlines()
     assert any(ln.split()[:2] == ["head", head] for ln in lines), r["status"]
     assert any(ln.split()[:2] == ["worker", worker] and ln.rstrip().endswith("up") for ln in lines), r["status"]
+    # taken from this host, as a user types `make status REHEARSAL=1`: it still reaches the head's Ray,
+    # whose job API answers on the loopback of the head's namespace only
+    assert "job API does not answer" not in r["status"], r["status"]
 
 
 def test_nothing_listens_beyond_loopback_and_the_node_addresses(two_node_rehearsal):

@@ -133,6 +133,19 @@ def node_status(as_json):
         click.echo(line)
 
 
+@node.command("head-namespace")
+def node_head_namespace():
+    """Print the head's network namespace of a two-node rehearsal running now (nothing when none is):
+    bin/rehearse --env runs `make status REHEARSAL=1` and the like inside it.
+
+    \b
+    Example:
+      pyhelpers node head-namespace
+    """
+    cfg, _ = _ctx()
+    click.echo(twonode.live_head_namespace(cfg.RUNS_DIR) or "")
+
+
 @node.command("rehearse", context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def node_rehearse(args):

@@ -15,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.procs import netns
 
 
@@ -23,6 +23,19 @@ def _relay(stream, prefix: str) -> None:
     for line in iter(stream.readline, ""):
         sys.stderr.write(prefix + line)
     stream.close()
+
+
+def record_path(runs_dir: Path) -> Path:
+    return runs_dir / ".rehearsal" / "twonode.json"
+
+
+def live_head_namespace(runs_dir: Path) -> str | None:
+    """The head's network namespace of a two-node rehearsal that is running now, else None. Its
+    services listen on the namespace's own loopback, which this host's loopback does not reach:
+    `make status REHEARSAL=1` and the other --env commands run inside it (bin/rehearse)."""
+    rec = load_json_or_none(record_path(runs_dir)) or {}
+    ns = (rec.get("head") or {}).get("ns")
+    return ns if ns and (Path("/run/netns") / ns).exists() else None
 
 
 def run(root: Path, runs_dir: Path, args: list[str]) -> int:
@@ -33,7 +46,7 @@ def run(root: Path, runs_dir: Path, args: list[str]) -> int:
     head_env = {**base, "SHOPSIMRL_NODE_ROLE": "head", "NODE_ADDR": pair.head.addr, "NET_IFACE": pair.head.iface}
     worker_env = {**base, "SHOPSIMRL_NODE_ROLE": "worker", "NODE_ADDR": pair.worker.addr,
                   "NET_IFACE": pair.worker.iface, "HEAD_ADDR": pair.head.addr}
-    record = runs_dir / ".rehearsal" / "twonode.json"
+    record = record_path(runs_dir)
     record.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(record, {"head": {"ns": pair.head.ns, "addr": pair.head.addr, "iface": pair.head.iface},
                                "worker": {"ns": pair.worker.ns, "addr": pair.worker.addr, "iface": pair.worker.iface}})
