@@ -5,7 +5,11 @@ CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray hea
 - `two_node_rehearsal`: `make rehearse NNODES=2` to its end (the RolloutManager, with the rollout
   plugin in it, pinned to the worker; a proxy in the shell), its listeners in both namespaces read from
   /proc/net/tcp{,6} every second while it runs (and each every-address listener called without the
-  token), and `make status REHEARSAL=1` taken once the worker joined and the job was submitted;
+  token), `make status REHEARSAL=1` taken once the worker joined and the job was submitted; then, in
+  round 1, the worker's raylet killed (a node lost mid-round: issue 28 item 8), `make status` taken
+  again once the run restarts for it, and the worker's `make join` run again. The run must still end
+  exactly as the one-node reference rehearsal does (the stand-ins are deterministic, and neither where
+  an episode is played nor a resume may change it);
 - `head`: a head's Ray alone (NNODES=2, versions published) that workers try to join: without the
   run's token, with another Ray version, without sharing TRAIN_SAVE.
 """
@@ -16,6 +20,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -53,15 +58,39 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     _need_root()
     tmp = tmp_path_factory.mktemp("two-node")
     # (untracked: conftest stops a tracked rehearsal after each test; this one serves the module)
-    # the RolloutManager (the plugin) on the worker, and a proxy in the user's shell the job must not see
+    # the RolloutManager (the plugin) on the worker, a proxy in the user's shell the job must not see,
+    # and steps slow enough for the worker's raylet to be killed inside round 1
     env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker",
-                       **PROXIES)
+                       FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5, **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
     proc, log = start(env)
     run = Run(Path(env["RUNS_DIR"]))
     seen: set[ns_support.Listener] = set()
     refused: dict[tuple[str, int], dict[str, str]] = {}
-    status: list[str] = []
+    # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
+    # node-lost restart (status again), the worker's `make join` again
+    story: dict = {"errors": []}
+    metrics = run.round_dir(1) / "rollout_metrics.jsonl"
+
+    def lose_and_rejoin_the_worker(pair: dict) -> None:
+        if "whole" not in story:
+            if (run.run_dir / "nodes.json").is_file() and (run.run_dir / "slime-job.json").is_file():
+                story["whole"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+        elif "killed" not in story:
+            if metrics.is_file() and metrics.read_text().strip():  # round 1's first step is done
+                raylet = _raylet_of(pair["worker"]["addr"], pair["worker"]["ns"])
+                if raylet:
+                    os.kill(raylet, signal.SIGKILL)
+                    story["killed"] = raylet
+        elif "missing" not in story:
+            if [e for e in run.events("run-restart") if e["cause"] == "node-lost"]:
+                story["missing"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+        elif "rejoined" not in story:  # the worker comes back, as its user would bring it back
+            worker_env = {**env, "NNODES": "2", "SHOPSIMRL_NODE_ROLE": "worker", "NODE_ADDR": pair["worker"]["addr"],
+                          "NET_IFACE": pair["worker"]["iface"], "HEAD_ADDR": pair["head"]["addr"]}
+            argv = ["ip", "netns", "exec", pair["worker"]["ns"], REHEARSE, "--env", str(ROOT / "bin" / "join")]
+            story["rejoined"] = subprocess.run(argv, env=worker_env, cwd=ROOT, text=True, capture_output=True,
+                                               timeout=600)
 
     def watch() -> None:
         while proc.poll() is None:
@@ -75,23 +104,52 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                     if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
                         refused[(me, lst.port)] = {"owner": lst.owner, **ns_support.grpc_answers(
                             pair[other]["ns"], pair[me]["addr"], lst.port)}
-            if not status and (run.run_dir / "nodes.json").is_file() and (run.run_dir / "slime-job.json").is_file():
-                status.append(in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout)
             time.sleep(1.0)
 
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+    def lose() -> None:
+        # its own thread, polling fast: the raylet dies as round 1's second step starts (the moment
+        # the one-node fault tests kill at too)
+        try:
+            while proc.poll() is None and "rejoined" not in story:
+                if record.is_file():
+                    lose_and_rejoin_the_worker(json.loads(record.read_text()))
+                time.sleep(0.05)
+        except Exception as exc:  # noqa: BLE001 -- reported by the tests, not lost in a thread
+            story["errors"].append(repr(exc))
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (watch, lose)]
+    for t in threads:
+        t.start()
     try:
-        proc.wait(timeout=840)
+        proc.wait(timeout=900)
     finally:
         if proc.poll() is None:
             proc.terminate()  # (bin/rehearse's two-node wrapper removes its namespaces on the way out)
             proc.wait(timeout=120)
-        watcher.join(timeout=60)
+        for t in threads:
+            t.join(timeout=60)
         stop_leftovers(env)
     pair = json.loads(record.read_text())
     return {"rc": proc.returncode, "out": log.read_text(errors="replace"), "pair": pair, "listeners": seen,
-            "refused": refused, "status": status[0] if status else "", "env": env}
+            "refused": refused, "story": story, "status": story.get("whole", ""), "env": env, "run": run}
+
+
+def _raylet_of(addr: str, netns_name: str) -> int | None:
+    """The pid of the raylet serving node `addr` inside network namespace `netns_name` (only ours: another
+    rehearsal on this host may have a worker at the same address in its own namespace)."""
+    ns = os.stat(f"/run/netns/{netns_name}").st_ino
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+            if os.stat(p / "ns" / "net").st_ino != ns:
+                continue
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"/raylet") and f"--node_ip_address={addr}".encode() in argv:
+            return int(p.name)
+    return None
 
 
 def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
@@ -103,6 +161,25 @@ def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
     leftover = [ns for ns in (r["pair"]["head"]["ns"], r["pair"]["worker"]["ns"])
                 if ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout]
     assert not leftover, f"namespaces left behind: {leftover}"
+
+
+def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_to_the_same_result(
+        two_node_rehearsal, reference):
+    r = two_node_rehearsal
+    story, run = r["story"], r["run"]
+    assert not story["errors"], story["errors"]
+    assert story.get("killed"), f"the worker's raylet was never killed: {sorted(story)}\n" + r["out"][-3000:]
+    assert r["rc"] == 0, r["out"][-6000:]
+    restarts = run.events("run-restart")
+    assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost")], restarts
+    assert f"MISSING: {WORKER} lost" in story["missing"], story["missing"]
+    rejoined = story["rejoined"]
+    assert rejoined.returncode == 0, rejoined.stdout + rejoined.stderr
+    assert run.events("nodes-whole"), run.events()[-10:]
+    assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]
+    assert f"node {WORKER} worker, 4 GPU(s), alive" in r["out"], r["out"][-4000:]
+    # resumed from the last checkpoint, nothing counted twice
+    assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
 
 
 def test_status_lists_both_nodes(two_node_rehearsal):
@@ -169,7 +246,8 @@ def test_two_nodes_place_ranks_on_both_the_plugin_plays_from_the_worker_and_the_
     assert f"RolloutManager on {WORKER}: SLIME_HOST_IP={WORKER} proxies=none" in log, log[-3000:]
     # the plugin, on the worker, played every step's episodes through ShopSimulator's gate
     metrics = [line for r in range(2) for line in (run.round_dir(r) / "rollout_metrics.jsonl").read_text().splitlines()]
-    assert len(metrics) == 4, metrics
+    # (round 1's resumed step 2 after the worker was lost is played again, so its line is there twice)
+    assert sorted({json.loads(line)["rollout_id"] for line in metrics}) == [0, 1, 2, 3], metrics
     yaml = (run.round_dir(0) / "slime.yaml").read_text()
     assert f"shopsimrl_shopsim_url: http://{HEAD}:" in yaml and "shopsimrl_shopsim_token_path:" in yaml, yaml
     assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)

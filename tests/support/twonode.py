@@ -1,4 +1,4 @@
-"""What the two-node rehearsal tests share (tests/test_two_nodes.py, tests/test_multinode_rehearsal.py):
+"""What the two-node rehearsal tests share (tests/test_two_nodes.py):
 the namespaces' addresses, the proxy a user's shell may hold, and readers of the stand-in slime's
 records."""
 
