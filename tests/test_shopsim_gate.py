@@ -7,8 +7,11 @@ port number as the simulator on 127.0.0.1, as on a real head."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -72,3 +75,33 @@ def test_the_gate_never_binds_every_address(tmp_path):
                           "--upstream", "127.0.0.1:1", "--token-file", str(token_file)],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "never every address" in res.stderr, res.stderr
+
+
+def _backlog(addr: str) -> int:
+    """The listen backlog of the socket listening on `addr` (host:port; ss prints it as a listener's Send-Q)."""
+    out = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True, timeout=30).stdout
+    return next(int(f[2]) for f in map(str.split, out.splitlines()) if f[3] == addr)
+
+
+def test_the_gate_takes_every_episode_connecting_at_once(gated):
+    """A step's episodes connect at once (hundreds: SHOPSIM_SLOTS, each with its own keep-alive
+    connection). With socketserver's default backlog of 5, a busy head dropped connections the
+    plugin had sent a reset on (ReadError -> infra errors in a two-node rehearsal under load). The
+    simulator behind it (Werkzeug's dev server) listens with a backlog of 128."""
+    url, token_file, gate = gated
+    assert _backlog(url.removeprefix("http://")) >= 128
+
+    async def burst(n: int) -> list[int]:
+        limits = httpx.Limits(max_connections=n, max_keepalive_connections=0)
+        headers = {"Authorization": f"Bearer {token_file.read_text().strip()}"}
+        async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+            # the probe: release_one without an env_idx (frees nothing)
+            got = await asyncio.gather(*(client.post(f"{url}/api/shop_agent", json={"action": "release_one"},
+                                                     headers=headers) for _ in range(n)), return_exceptions=True)
+        return [r.status_code if isinstance(r, httpx.Response) else repr(r) for r in got]
+
+    # the gate stopped (a head busy elsewhere) while 200 connect: each is answered once it runs again
+    os.kill(gate.pid, signal.SIGSTOP)
+    threading.Timer(2.0, os.kill, (gate.pid, signal.SIGCONT)).start()
+    answers = asyncio.run(burst(200))
+    assert answers == [200] * 200, sorted(set(map(str, answers)))

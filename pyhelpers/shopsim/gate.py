@@ -95,6 +95,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Gate(ThreadingHTTPServer):
     daemon_threads = True
+    # A step's episodes connect at once, each on its own keep-alive connection (up to SHOPSIM_SLOTS
+    # and their retries). socketserver's default backlog of 5 overflowed on a busy head and the
+    # plugin read an empty answer to a reset it had sent (an infra error that changes the step).
+    # The simulator behind the gate (Werkzeug 2.1.2 serving.py:70, :659) listens with 128; the
+    # kernel caps this at net.core.somaxconn.
+    request_queue_size = 1024
 
     def __init__(self, listen: tuple[str, int], upstream: tuple[str, int], token: str):
         super().__init__(listen, _Handler)
