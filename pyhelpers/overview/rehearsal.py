@@ -109,6 +109,6 @@ def user_inputs(cfg: Config, environ) -> tuple[list, list[str]]:
     notes = [f"{knob}={cfg.path(knob)} does not exist yet: the real run needs it (pyhelpers data build)"
              for knob, _ in TASK_CHECKS if not cfg.path(knob).is_file()]
     only = ["run-files"] + [name for knob, name in TASK_CHECKS if cfg.path(knob).is_file()]
-    from pyhelpers.doctor.runner import run_checks  # heavy: every check's module (~0.15 s), only for the preflight
+    from pyhelpers.doctor.runner import run_checks  # heavy (~0.15 s): only for the preflight
 
     return run_checks(cfg, environ, "rehearse", only=only, fresh_run=True), notes
