@@ -183,10 +183,6 @@ def exports(environ: dict[str, str]) -> dict[str, str]:
         # A rehearsal is reproducible: the same bank after kills and resumes as without them
         # (the stand-in slime judges over-sampled groups in submission order; README there).
         "FAKE_SLIME_ORDERED": environ.get("FAKE_SLIME_ORDERED", "1"),
-        # Ray's dashboard agent samples each node's stats for the dashboard's graphs every 5 s (ray
-        # 2.60 dashboard/modules/reporter/reporter_consts.py:5); nobody reads them in a rehearsal,
-        # where that was ~3 of a rehearsal's ~45 CPU-seconds (tests/fakes/README.md).
-        "REPORTER_UPDATE_INTERVAL_MS": environ.get("REPORTER_UPDATE_INTERVAL_MS", "600000"),
     }
     scale = {**SCALE, "TRAIN_SAVE": str(base / "train_save")}
     out.update({k: v for k, v in scale.items() if k not in environ})
