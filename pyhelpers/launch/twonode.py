@@ -26,6 +26,7 @@ def _relay(stream, prefix: str) -> None:
 
 
 def record_path(runs_dir: Path) -> Path:
+    # (bin/rehearse --env looks for this file, as $REHEARSAL_DIR/twonode.json, before it asks Python)
     return runs_dir / ".rehearsal" / "twonode.json"
 
 
