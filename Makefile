@@ -40,6 +40,14 @@ resume: setup
 stop: | $(VENV)
 	@$(IN_RUN)bin/stop
 
+.PHONY: join
+join: setup
+	@bin/join
+
+.PHONY: leave
+leave: | $(VENV)
+	@bin/leave
+
 .PHONY: status
 status: | $(VENV)
 	@$(IN_RUN)bin/status

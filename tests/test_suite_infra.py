@@ -4,6 +4,7 @@ defaults, and a shared reference no test may write into."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -83,3 +84,36 @@ def test_a_test_that_writes_into_the_shared_reference_fails_naming_the_file(tmp_
     with pytest.raises(AssertionError, match=r"wrote into the reference.*report\.html"):
         with untouched([tmp_path / "run"], "the reference"):
             (tmp_path / "run" / "report.html").write_text("<html>")
+
+
+# A module whose tests share a module-scoped fixture (a server it starts once), as test_eval's and
+# the two-node tests' do: conftest marks them one xdist group, so one worker starts it once.
+GROUPED = """
+import os, time
+import pytest
+
+@pytest.fixture(scope="module")
+def server():
+    return os.environ["PYTEST_XDIST_WORKER"]
+
+@pytest.mark.parametrize("i", range(6))
+def test_uses_the_server(server, i):
+    time.sleep(0.2)  # long enough that an idle worker would take the next test
+    with open(os.environ["WORKERS_SEEN"], "a") as f:
+        f.write(server + " " + os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+"""
+
+
+def test_a_modules_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path):
+    # pytest 9.2 with xdist 3.8 dropped xdist_group silently (pytest-dev/pytest-xdist#1386): each
+    # worker then built its own copy of every module fixture (three two-node rehearsals, not one).
+    (tmp_path / "test_grouped.py").write_text(GROUPED)
+    seen = tmp_path / "seen.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"), "WORKERS_SEEN": str(seen)}
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-q",
+                          "-n", "3", "--dist", "loadgroup", "--no-loadscope-reorder", "--rootdir", str(tmp_path),
+                          str(tmp_path / "test_grouped.py")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    lines = seen.read_text().split()
+    assert len(lines) == 12 and len(set(lines)) == 1, f"the module's tests ran on workers {sorted(set(lines))}"

@@ -74,10 +74,15 @@ STEP_LINE = (r"^\d\d:\d\d:\d\d driver +round {r} \({n} of 2\) train: step {k}/2 
              r"groups kept \d+ of \d+( \([^)]*\))?, success [\d.]+%, step \d+:\d\d; ETA round \d+:\d\d, run \d+:\d\d")
 
 
-def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_the_episodes(tmp_path, rehearsal_world):
+def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_only_the_toolkit_s_own_lines(
+        tmp_path, rehearsal_world, hook):
+    """What a user's terminal shows: each step with its ETA, evaluate's episodes, and nothing else --
+    library banners and warnings (transformers, W&B, Ray) go to the logs; every line is the toolkit's,
+    in one format: time, service, message. A rehearsal posts nothing to the user's webhook (not asked:
+    no REHEARSAL_NOTIFY=1), and `make doctor PROFILE=rehearse` gives its preflight's verdict."""
     from support.tmux import Pane
 
-    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="2")
+    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, FAKE_SLIME_STEP_DELAY="2")
     pane = Pane(tmp_path, "bin/rehearse; echo REHEARSE-EXIT=$?; sleep 600", env)
     try:
         # Between steps, an updating line on the terminal: the step in progress and the ETA so far.
@@ -100,8 +105,24 @@ def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_the_episodes
         assert len(re.findall(r"train: step \d/2 done", driver_log)) == 4
         assert "running" not in "".join(re.findall(r"train: step \d/2 running.*", driver_log))
         assert "\r" not in driver_log
+        shown = text[:text.index("REHEARSE-EXIT=")]
+        lines = [line for line in shown.splitlines() if line.strip()]
+        foreign = [line for line in lines if not re.match(r"^\d\d:\d\d:\d\d [a-z-]+( +\S|\s*$)", line)]
+        assert not foreign, "\n".join(foreign[:20])
+        for noise in ("PyTorch was not found", "wandb: ", " INFO ", "Warning"):
+            assert noise not in shown
     finally:
         pane.close()
+    # W&B's banners are kept, in the log of the process that logs to W&B (the driver holds no
+    # W&B key: its W&B logging runs in `run log-wandb`, architecture §3).
+    wandb_log = (Run(tmp_path / "runs").run_dir / "logs" / "wandb-log.log").read_text()
+    assert "wandb: " in wandb_log
+    assert hook.posts == []
+    preflight = re.search(r"preflight: (doctor: .*)$", shown, flags=re.M).group(1)
+    doctor = subprocess.run(["make", "doctor", "PROFILE=rehearse"], env=env, cwd=ROOT, text=True,
+                            capture_output=True, timeout=300)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    assert doctor.stdout.strip().splitlines()[-1] == preflight
 
 
 def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world):
@@ -138,32 +159,6 @@ def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world)
             pane.close()
         in_rehearsal(env, *pyhelpers_cmd("run", "stop"), timeout=180)
         proc.wait(timeout=300)
-
-
-def test_a_clean_rehearsal_prints_only_the_toolkit_s_own_lines(tmp_path, rehearsal_world, hook):
-    """Library banners and warnings (transformers, W&B, Ray) go to the logs; the terminal gets
-    the toolkit's lines, all in one format: time, service, message. A rehearsal posts nothing to
-    the user's webhook (not asked: no REHEARSAL_NOTIFY=1), and `make doctor PROFILE=rehearse`
-    gives its preflight's verdict."""
-    env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, ROUNDS=1)
-    res = rehearse(env)
-    assert res.returncode == 0, res.stdout[-4000:]
-    lines = [line for line in res.stdout.splitlines() if line.strip()]
-    foreign = [line for line in lines if not re.match(r"^\d\d:\d\d:\d\d [a-z-]+( +\S|\s*$)", line)]
-    assert not foreign, "\n".join(foreign[:20])
-    for noise in ("PyTorch was not found", "wandb: ", " INFO ", "Warning"):
-        assert noise not in res.stdout
-    # W&B's banners are kept, in the log of the process that logs to W&B (the driver holds no
-    # W&B key: its W&B logging runs in `run log-wandb`, architecture §3).
-    wandb_log = (Run(tmp_path / "runs").run_dir / "logs" / "wandb-log.log").read_text()
-    assert "wandb: " in wandb_log
-    assert hook.posts == []
-
-    preflight = re.search(r"preflight: (doctor: .*)$", res.stdout, flags=re.M).group(1)
-    doctor = subprocess.run(["make", "doctor", "PROFILE=rehearse"], env=env, cwd=ROOT, text=True,
-                            capture_output=True, timeout=300)
-    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
-    assert doctor.stdout.strip().splitlines()[-1] == preflight
 
 
 def test_make_plan_lists_every_configuration_error_first_then_the_plan_and_refuses(tmp_path, rehearsal_world):

@@ -28,6 +28,7 @@ GROUPS: dict[str, tuple[str | tuple[str, ...], str, str]] = {
             "Where a run stands and what the driver does next."),
     "skillbank": ("pyhelpers.cli.skillbank_cmd", "skillbank", "SkillBank: compile, inject gate decisions, show, diff, render."),
     "eval": ("pyhelpers.cli.eval_cmd", "eval_group", "Evaluate a round: bare val, then the random-masked gate."),
+    "node": ("pyhelpers.cli.node_cmd", "node", "A worker machine of a multi-node run: join, leave, status."),
     "migrate": ("pyhelpers.cli.migrate_cmd", "migrate", "Move a run to a new machine: pack here, fetch and verify there."),
 }
 

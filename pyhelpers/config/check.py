@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config, read_knobs
+from pyhelpers.procs import netif
 
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")
 # Ray puts sockets at <temp>/session_<date>_<time>_<usec>_<pid>/sockets/<name>: about 66 bytes
@@ -282,11 +283,73 @@ def _exposure(cfg: Config) -> list[Problem]:
     return []
 
 
+def _ip_problem(name: str, raw: str) -> str:
+    """Why address knob `name` cannot be a node's address on the cluster network ('' when it can)."""
+    if is_loopback(raw):
+        return (f"{name}={raw!r} is a loopback address: other nodes cannot reach it (give this node's address on "
+                f"the network between the nodes; `ip addr` lists them)")
+    try:
+        ipaddress.ip_address(raw)
+    except ValueError:
+        return (f"{name}={raw!r} is not an IP address (Ray binds and advertises an address, not a host name: "
+                f"give the IP address, e.g. from `getent hosts {raw}`)")
+    return ""
+
+
+def _shown_addrs(found: dict) -> str:
+    shown = [f"{a} ({name})" for name, addrs in found.items() for a in addrs if not a.is_loopback and not a.is_link_local]
+    return ", ".join(shown) or "none but loopback"
+
+
+def _nodes(cfg: Config, ints: dict[str, int]) -> list[Problem]:
+    """NNODES > 1 (docs/multinode.md): NODE_ADDR must be an address of this machine other than loopback
+    (Ray binds it), NET_IFACE an interface that carries it (NCCL and Gloo use it); HEAD_ADDR, where a
+    worker joins, must be an IP address other than loopback. The addresses are the kernel's, read now
+    (procs/netif.py), in this process's network namespace."""
+    out = []
+    nnodes = ints.get("NNODES", 1)
+    if (head := cfg.get("HEAD_ADDR")) and (why := _ip_problem("HEAD_ADDR", head)):
+        out.append(_err("HEAD_ADDR", why))
+    node, iface = cfg.get("NODE_ADDR"), cfg.get("NET_IFACE")
+    if nnodes == 1 and not node and not iface:
+        return out
+    found = netif.addresses()
+    usable = [(name, a) for name, addrs in found.items() for a in addrs
+              if a.version == 4 and not a.is_loopback and not a.is_link_local]
+    node_ok = False
+    if not node:
+        example = f" (this machine's: {_shown_addrs(found)}; e.g. NODE_ADDR={usable[0][1]})" if usable else ""
+        out.append(_err("NODE_ADDR", f"NNODES={nnodes} needs NODE_ADDR, this node's IP address on the network "
+                                     f"between the nodes{example}; set it in .env"))
+    elif why := _ip_problem("NODE_ADDR", node):
+        out.append(_err("NODE_ADDR", why))
+    elif not any(ipaddress.ip_address(node) in addrs for addrs in found.values()):
+        out.append(_err("NODE_ADDR", f"NODE_ADDR={node!r} is not an address of this machine (its addresses: "
+                                     f"{_shown_addrs(found)}; set NODE_ADDR to one of them, the one on the network "
+                                     f"between the nodes)"))
+    else:
+        node_ok = True
+    carrier = netif.interface_of(node) if node_ok else None
+    if not iface:
+        if nnodes > 1:
+            fix = f"set NET_IFACE={carrier}, the interface that carries NODE_ADDR={node}" if carrier else \
+                "set NET_IFACE to the interface that carries NODE_ADDR (`ip addr` lists them)"
+            out.append(_err("NET_IFACE", f"NNODES={nnodes} needs NET_IFACE, the interface NCCL and Gloo use between "
+                                         f"the nodes ({fix})"))
+    elif iface not in found:
+        out.append(_err("NET_IFACE", f"NET_IFACE={iface!r} is not an interface of this machine (its interfaces: "
+                                     f"{', '.join(sorted(found))}; set NET_IFACE to the one that carries NODE_ADDR)"))
+    elif node_ok and carrier != iface:
+        out.append(_err("NET_IFACE", f"NET_IFACE={iface!r} does not carry NODE_ADDR={node} ({carrier} does: set "
+                                     f"NET_IFACE={carrier}, or NODE_ADDR to an address of {iface})"))
+    return out
+
+
 def check(cfg: Config) -> list[Problem]:
     """Every validation of architecture §3; errors first, in a stable order."""
     knobs = read_knobs(cfg.root / "env" / "defaults.env")
     problems = [_err(".env", f"{e}") for e in cfg.env_errors]
     ints, typed = _types(cfg, knobs)
     problems += typed + _arithmetic(ints) + _strings(cfg, knobs) + _disks(cfg, knobs) + _writable_dir(cfg, "RUNS_DIR")
-    problems += _exposure(cfg) + _undeclared(cfg, knobs)
+    problems += _exposure(cfg) + _nodes(cfg, ints) + _undeclared(cfg, knobs)
     return sorted(problems, key=lambda p: p.level != "error")

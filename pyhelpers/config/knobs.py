@@ -752,6 +752,54 @@ class Knobs:
         """
         return self._float("RAY_START_TIMEOUT")
 
+    # --- Nodes (docs/multinode.md) ---
+
+    @cached_property
+    def NNODES(self) -> int:
+        """Machines the run spans, each with NUM_GPUS GPUs: 1 = this machine only. Above 1 this machine
+        is the head (`make train`) and NNODES-1 workers join it (`make join`), all sharing
+        TRAIN_SAVE and RUNS_DIR. (int >= 1; default: 1)
+        """
+        return self._int("NNODES")
+
+    @cached_property
+    def NODE_ADDR(self) -> str:
+        """This node's IP address on the network between the nodes (an address of this machine, not
+        loopback). Ray's listeners bind it and 127.0.0.1 only. Required when NNODES > 1. (host or
+        empty; default: (empty))
+        """
+        return self._raw("NODE_ADDR")
+
+    @cached_property
+    def HEAD_ADDR(self) -> str:
+        """The head's NODE_ADDR: where `make join` on a worker finds the run's Ray head. (host or
+        empty; default: (empty))
+        """
+        return self._raw("HEAD_ADDR")
+
+    @cached_property
+    def NET_IFACE(self) -> str:
+        """The network interface that carries NODE_ADDR (`ip addr` lists them, e.g. eth0 or ib0): NCCL
+        and Gloo use it (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME). Required when NNODES > 1. (name or
+        empty; default: (empty))
+        """
+        return self._raw("NET_IFACE")
+
+    @cached_property
+    def RAY_TOKEN_FILE(self) -> Path | None:
+        """A worker's copy of the head's runs/<RUN>/ray/auth-token (mode 0600), when its RUNS_DIR is
+        not the head's; empty = the run dir's own token (RUNS_DIR shared). A path: the token never
+        goes on a command line. (path or empty; default: (empty))
+        """
+        return self._path_or_none("RAY_TOKEN_FILE")
+
+    @cached_property
+    def JOIN_TIMEOUT(self) -> float:
+        """Seconds the head waits for the NNODES-1 workers to join before it refuses, naming what is
+        missing (and a resume, for a lost worker to rejoin). (float > 0; default: 600)
+        """
+        return self._float("JOIN_TIMEOUT")
+
     # --- Processes ---
 
     @cached_property
@@ -855,7 +903,7 @@ class Knobs:
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (load.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = 'd43b85c1aaa5d6b815bcc8496c66492386b8d8089f608370e7ebcc98566b2190'
+SOURCE_SHA256 = 'f5684ec99fa7ec17f94299bdb7cdf1808d829eae65971834a474e94baf2cccf3'
 # (name, default, doc, section, the `#:` line or None)
 DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty'),
@@ -960,6 +1008,12 @@ DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('RAY_DASHBOARD_PORT', '8265', "Ray dashboard / job-API port, on 127.0.0.1; every call needs the run's token (runs/<RUN>/ray/auth-token; CVE-2023-48022).", 'Ray', 'int [1024, 65535]'),
     ('JOB_START_TIMEOUT', '1800', 'Seconds the slime job may take to start training (slime waits forever when GPUs are short).', 'Ray', 'float > 0'),
     ('RAY_START_TIMEOUT', '120', 'Seconds the Ray head may take to answer on its dashboard and job agent after `ray start` (about 3 s here); the first job submission may wait as long again for the job agent.', 'Ray', 'float > 0'),
+    ('NNODES', '1', 'Machines the run spans, each with NUM_GPUS GPUs: 1 = this machine only. Above 1 this machine is the head (`make train`) and NNODES-1 workers join it (`make join`), all sharing TRAIN_SAVE and RUNS_DIR.', 'Nodes (docs/multinode.md)', 'int >= 1'),
+    ('NODE_ADDR', '', "This node's IP address on the network between the nodes (an address of this machine, not loopback). Ray's listeners bind it and 127.0.0.1 only. Required when NNODES > 1.", 'Nodes (docs/multinode.md)', 'host or empty'),
+    ('HEAD_ADDR', '', "The head's NODE_ADDR: where `make join` on a worker finds the run's Ray head.", 'Nodes (docs/multinode.md)', 'host or empty'),
+    ('NET_IFACE', '', 'The network interface that carries NODE_ADDR (`ip addr` lists them, e.g. eth0 or ib0): NCCL and Gloo use it (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME). Required when NNODES > 1.', 'Nodes (docs/multinode.md)', 'name or empty'),
+    ('RAY_TOKEN_FILE', '', "A worker's copy of the head's runs/<RUN>/ray/auth-token (mode 0600), when its RUNS_DIR is not the head's; empty = the run dir's own token (RUNS_DIR shared). A path: the token never goes on a command line.", 'Nodes (docs/multinode.md)', 'path or empty'),
+    ('JOIN_TIMEOUT', '600', 'Seconds the head waits for the NNODES-1 workers to join before it refuses, naming what is missing (and a resume, for a lost worker to rejoin).', 'Nodes (docs/multinode.md)', 'float > 0'),
     ('STOP_GRACE', '20', 'Seconds between TERM and KILL when a process group is stopped.', 'Processes', 'float >= 0'),
     ('READY_BACKOFF_MAX', '5.0', 'Longest pause between readiness probes, seconds (probes back off from 0.1 s to this).', 'Processes', 'float > 0'),
     ('MAX_RESTARTS', '5', 'Automatic restarts after a transient failure (NCCL, an engine or ShopSimulator dying, a node hiccup; the rules: README.md), per driver run. 0 = never restart.', 'Self-healing and notifications', 'int >= 0'),

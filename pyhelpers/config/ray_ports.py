@@ -29,7 +29,9 @@ _private/parameter.py:300-304 (port 0 = kernel-chosen).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 # (what, the flag or environment variable that sets it, offset from RAY_PORT)
 BASED: tuple[tuple[str, str, int], ...] = (
@@ -87,4 +89,32 @@ def env(cfg) -> dict[str, str]:
     every listener binds it; what it also turns off, joining other nodes to the cluster
     (scripts.py:1169), a one-machine run never does."""
     out = {p.setting: str(p.port) for p in ports(cfg) if not p.setting.startswith("--")}
+    if cfg.int("NNODES") > 1:
+        return {**out, **multinode_env()}
     return {**out, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+SHIM_DIR = Path(__file__).resolve().parents[1] / "launch" / "ray_shim"  # a path, not an import: Ray loads it
+# The worker-side ports: the head's block less the GCS and the client server (head only).
+WORKER_BASED = tuple(b for b in BASED if b[2] >= 2 and b[1].startswith("--"))
+
+
+def multinode_env(pythonpath: str | None = None) -> dict[str, str]:
+    """A Ray node of a run with NNODES > 1 (head or worker), docs/multinode.md §4: its node address is
+    NODE_ADDR (`--node-ip-address`), so Ray's Python listeners bind NODE_ADDR and loopback, and its C++
+    gRPC servers every address (the token guards them); ray_shim/ moves the three unauthenticated
+    Prometheus servers, which would bind every address too, to loopback. pythonpath: the inherited
+    PYTHONPATH (default: this process's), kept after the shim."""
+    inherited = os.environ.get("PYTHONPATH", "") if pythonpath is None else pythonpath
+    return {"SHOPSIMRL_METRICS_HOST": "127.0.0.1",
+            "PYTHONPATH": str(SHIM_DIR) + (os.pathsep + inherited if inherited else "")}
+
+
+def worker_flags(cfg) -> list[str]:
+    """`ray start` flags of a worker node: the run's block above the GCS and client server (which only
+    the head has), workers on kernel-chosen ports."""
+    base = cfg.int("RAY_PORT")
+    argv = []
+    for _, setting, off in WORKER_BASED:
+        argv += [setting, str(base + off)]
+    return argv + ["--min-worker-port", "0", "--max-worker-port", "0"]

@@ -1,7 +1,8 @@
 """The doctor's check list, the rehearse profile, and running every check without a crash escaping.
 
 Order = the order a user fixes things in: toolchain (conda, versions, cuDNN), hardware (GPUs,
-architecture), disks, secrets, inputs (models, data), services (ShopSimulator, Ray's ports, exposure).
+architecture), disks, secrets, inputs (models, data), services (ShopSimulator, Ray's ports, exposure),
+NCCL's transport between nodes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyhelpers.doctor import (
     flags,
     gpus,
     models,
+    nccl_net,
     ray_ports,
     runfiles,
     shopsim,
@@ -48,6 +50,7 @@ CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
     ("shopsim", ("shopsim-dir", "shopsim-retries", "shopsim-port"), shopsim.check_shopsim, ()),
     ("ray-ports", ("ray-ports",), ray_ports.check_ray_ports, ()),
     ("exposure", ("exposure",), shopsim.check_exposure, ()),
+    ("nccl-net", ("nccl-net",), nccl_net.check_nccl_net, ()),
 )
 # What `make rehearse`'s stand-ins replace on a CPU machine (architecture §9).
 REHEARSE_SKIPS = {

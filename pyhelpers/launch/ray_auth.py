@@ -26,7 +26,12 @@ OVERRIDING = ("RAY_AUTH_TOKEN",)  # dropped from the head's environment (see abo
 
 def ensure_token(run_dir: Path) -> Path:
     """The run's token file, made now if it is missing. Never rewritten: a live head holds it."""
-    path = layout.ray_token(run_dir)
+    return ensure_token_file(layout.ray_token(run_dir))
+
+
+def ensure_token_file(path: Path) -> Path:
+    """A random token in `path` (directory 0700, file 0600, written whole before it is visible),
+    made now if it is missing; an existing one is kept (Ray's and the gate's: a live service holds it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.parent.chmod(0o700)
     if path.is_file() and path.stat().st_size:

@@ -4,6 +4,7 @@ is ready (architecture §5).
 | service     | runs in      | command                                   | ready when                      |
 |-------------|--------------|-------------------------------------------|---------------------------------|
 | shopsim     | SHOPSIM_ENV  | the ShopSimulator launcher (M6)           | the no-slot probe answers       |
+| shopsim-gate| the toolkit  | the gate on NODE_ADDR (NNODES > 1 only)   | the probe answers through it    |
 | ray-head    | SLIME_ENV    | ray start --head --block ... (loopback)   | /api/version (token), agent up |
 | eval-server | SLIME_ENV    | SGLang, TP=1, DP=NUM_GPUS on a model (M9) | GET /health answers 200         |
 
@@ -30,12 +31,13 @@ from dataclasses import dataclass
 from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_auth, ray_sessions, secret_env
+from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs, ready
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.shopsim.gate import read_token
 
 RAY_READY_PATH = "/api/version"
 
@@ -53,14 +55,14 @@ class Spec:
     once_up: Callable[[set[int]], None] = lambda pids: None  # given the service's pids
 
 
-def _shopsim_probe(url: str) -> ready.Probe:
+def _shopsim_probe(url: str, token: Callable[[], str] = lambda: "") -> ready.Probe:
     def probe() -> tuple[bool, str]:
         # local: shopsim.client imports httpx (~70 ms), needed only when ShopSimulator is probed
         from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, not_shopsim
         from pyhelpers.shopsim.protocol import NotShopSim
 
         async def ask() -> bool:
-            async with ShopSimClient(url) as client:
+            async with ShopSimClient(url, token=token()) as client:
                 return await client.probe()
 
         try:
@@ -81,6 +83,8 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
                     {"SHOPSIM_ENV_MAX_NUM": str(cfg.SHOPSIM_SLOTS), "SHOPSIM_RESET_RETRIES": str(cfg.SHOPSIM_RESET_RETRIES),
                      "SHOPSIM_RESET_DELAY": f"{cfg.SHOPSIM_RESET_DELAY:g}"},
                     address=(host, port), probe=_shopsim_probe(f"http://{host}:{port}"), timeout_knob="SHOPSIM_START_TIMEOUT")
+    if name == "shopsim-gate":
+        return _shopsim_gate(cfg, lay)
     if name == "ray-head":
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
@@ -89,6 +93,23 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
                     jit_caches.env(cfg),
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
+
+
+def _shopsim_gate(cfg: Config, lay: RunLayout) -> Spec:
+    """ShopSimulator's gate (NNODES > 1): the rollout plugin may run on any node (docs/multinode.md)."""
+    host, port = cfg.NODE_ADDR, cfg.SHOPSIM_PORT
+    token_file = gate_auth.token_file(lay.run_dir)
+    argv = [sys.executable, "-m", "pyhelpers.shopsim.gate", "--listen", f"{host}:{port}",
+            "--upstream", f"{cfg.SHOPSIM_HOST}:{port}", "--token-file", str(token_file)]
+    return Spec(argv, {}, address=(host, port),
+                probe=_shopsim_probe(f"http://{host}:{port}", token=lambda: read_token(token_file)),
+                timeout_knob="SHOPSIM_START_TIMEOUT", before_start=lambda: _token_made(lay))
+
+
+def _token_made(lay: RunLayout) -> list[str]:
+    """The gate's before_start: its token exists (0600, under the shared run dir) before it listens."""
+    gate_auth.ensure_token(lay.run_dir)
+    return []
 
 
 def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
@@ -101,7 +122,9 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
     return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **jit_caches.env(cfg)},
+                # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
+                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg),
+                 **jit_caches.env(cfg)},
                 address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
@@ -110,7 +133,7 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
                                               headers=lambda: ray_auth.headers(lay.run_dir)),
                              ready.tcp_probe("127.0.0.1", ray_ports.port_of(cfg, "dashboard agent HTTP"))),
                 timeout_knob="RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
-                env_drop=ray_auth.OVERRIDING, before_start=before_start,
+                env_drop=ray_auth.OVERRIDING + node_env.dropped(cfg), before_start=before_start,
                 once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids))
 
 

@@ -12,7 +12,7 @@ import shlex
 
 from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
-from pyhelpers.launch import gpu_topology, slime_flags
+from pyhelpers.launch import gpu_topology, node_env, slime_flags
 from pyhelpers.run.layout import RunLayout
 
 # GRPO settings (docs/training.md says why): no KL term (as the ShopSimulator paper's RL), clip-higher.
@@ -31,11 +31,14 @@ ALGORITHM = [
 
 def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) -> list[str]:
     """slime train.py flags for round r (the model-args script's MODEL_ARGS come first, added by
-    bin/ from slime's own scripts/models/qwen3.5-4B.sh)."""
+    bin/ from slime's own scripts/models/qwen3.5-4B.sh). NNODES nodes of NUM_GPUS GPUs each:
+    --num-gpus-per-node is slime's engine layout per node (default 8, wrong on 4-GPU nodes);
+    under --colocate slime puts the rollout engines on all NNODES x NUM_GPUS GPUs itself
+    (slime 624b824 slime/utils/arguments.py:1922-1923)."""
     gpus = str(cfg.NUM_GPUS)
     megatron = str(lay.megatron)
     argv = [
-        "--actor-num-nodes", "1", "--actor-num-gpus-per-node", gpus, "--num-gpus-per-node", gpus,
+        "--actor-num-nodes", str(cfg.NNODES), "--actor-num-gpus-per-node", gpus, "--num-gpus-per-node", gpus,
         "--colocate", "--rollout-num-gpus-per-engine", "1",
         "--tensor-model-parallel-size", str(cfg.TP_SIZE), "--sequence-parallel",
         "--hf-checkpoint", str(cfg.HF_MODEL), "--ref-load", str(cfg.TORCH_DIST_MODEL),
@@ -68,11 +71,14 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
 def runtime_env(cfg: Config, key_files: dict[str, str] | None = None) -> dict:
     """The job's runtime env: import paths, slime's NCCL setting and key_files (NETRC: the path of
     the job's W&B netrc, secret_env.job_netrc), never a secret -- Ray stores it in its GCS and shows
-    it in the job's info; the Ray head and so the job inherit no secret either."""
+    it in the job's info; the Ray head and so the job inherit no secret either. It is the same on
+    every node, so it never holds a per-node value (SLIME_HOST_IP, the socket interfaces: each
+    raylet's own, node_env.py); on a multi-node run it empties every proxy variable."""
     pythonpath = ":".join([str(cfg.MEGATRON_DIR), str(cfg.root), str(cfg.SLIME_DIR)])
     return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1",
                          "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg.NVIDIA_SMI, os.environ),
                          **jit_caches.env(cfg),  # Megatron's and the engines' kernels: config/jit_caches.py
+                         **(node_env.job_env_vars() if node_env.multinode(cfg) else {}),
                          **(key_files or {})}}
 
 
@@ -92,9 +98,19 @@ def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
 def ray_head(cfg: Config) -> list[str]:
     """`ray start` for a head in the foreground (--block) on loopback, every port from the
     configuration (pyhelpers/config/ray_ports.py; its environment: services.py)."""
-    return ["ray", "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--dashboard-host", "127.0.0.1",
+    node = cfg.NODE_ADDR if cfg.NNODES > 1 else "127.0.0.1"  # (docs/multinode.md §4)
+    return ["ray", "start", "--head", "--block", "--node-ip-address", node, "--dashboard-host", "127.0.0.1",
             *ray_ports.flags(cfg), "--num-gpus", str(cfg.NUM_GPUS), "--temp-dir", cfg.ray_temp_dir,
             "--disable-usage-stats"]
+
+
+def ray_worker(cfg: Config) -> list[str]:
+    """`ray start` for a worker node in the foreground (make join, docs/multinode.md §5): it joins the
+    head at HEAD_ADDR:RAY_PORT, binds NODE_ADDR, takes the run's port block above the head-only ports
+    and NUM_GPUS GPUs (its environment: launch/cluster.py)."""
+    return ["ray", "start", "--block", "--address", f"{cfg.HEAD_ADDR}:{cfg.RAY_PORT}",
+            "--node-ip-address", cfg.NODE_ADDR, *ray_ports.worker_flags(cfg), "--num-gpus", str(cfg.NUM_GPUS),
+            "--temp-dir", cfg.ray_temp_dir, "--disable-usage-stats"]
 
 
 def eval_server(cfg: Config, model_path: str) -> list[str]:

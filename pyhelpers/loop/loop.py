@@ -36,10 +36,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyhelpers import stages
+from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results as eval_results
-from pyhelpers.launch import services
+from pyhelpers.launch import node_env, ray_nodes, services
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
 from pyhelpers.procs import groups as procs
@@ -232,6 +233,9 @@ class Loop:
         log = stages.get(stage).log
         tail = "\n".join(procs.log_tail(self.lay.logs / log, 40)) if log else ""
         failure = supervisor.classify_exception(stage, r, step=self._step(r, stage), exc=exc, log_text=tail)
+        lost = self._lost_nodes() if failure.cause not in ("node-lost", "bug", "config", "flag") else []
+        if lost:  # the job died of it, whatever its last line says (an actor's death may be read first)
+            failure = supervisor.node_lost(failure, "; ".join(lost))
         decision = self.supervisor.decide(failure)
         self.echo(f"{type(exc).__name__}: {exc}")
         if not decision.restart:
@@ -247,12 +251,47 @@ class Loop:
         n = len(self.supervisor.seen)
         events.append(self.lay.run_dir, "run-restart", round=r, stage=stage, step=failure.step, cause=failure.cause,
                       excerpt=failure.excerpt, attempt=n, wait_s=decision.wait_s)
+        what = "the job" if failure.cause == "node-lost" and node_env.multinode(self.cfg) else "the job and the services"
         self.echo(f"restart {n} of at most {self.supervisor.max_restarts}: {decision.reason}; "
-                  f"stopping the job and the services, then resuming in {decision.wait_s:g} s")
+                  f"stopping {what}, then resuming in {decision.wait_s:g} s")
         self.notifier.send("restart", f"restart {n}: {decision.reason}"[:1500], round=r, stage=stage,
                            cause=failure.cause)
+        if failure.cause == "node-lost" and node_env.multinode(self.cfg):
+            self._wait_for_lost_node(decision.wait_s)
+            return
         self._stop_everything()
         time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
+
+    def _wait_for_lost_node(self, wait_s: float) -> None:
+        """A worker node left mid-round: only the job is stopped -- the head, the other workers and
+        ShopSimulator stay, so the lost node rejoins the same cluster (`make join` there) -- then
+        the cluster is awaited whole for up to JOIN_TIMEOUT (raises, naming the missing node, when
+        it is not). The train stage then continues from the last checkpoint: slime replays the
+        steps after it, whose records the plugin rewrites, so nothing is counted twice."""
+        cfg = self.cfg
+        self.echo(train.stop_job(cfg, self.lay))
+        time.sleep(wait_s)
+        port = cfg.RAY_DASHBOARD_PORT
+        self.echo(f"waiting up to {cfg.JOIN_TIMEOUT:g} s (JOIN_TIMEOUT) for the cluster to be whole "
+                  "again (run `make join` on the lost worker)")
+        nodes = ray_nodes.wait_for(cfg.NNODES, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT,
+                                   nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir, self._raylet_port()),
+                                   progress=self.echo)
+        events.append(self.lay.run_dir, "nodes-whole", nodes=[n.ip for n in nodes])
+
+    def _raylet_port(self) -> int:
+        return ray_ports.port_of(self.cfg, "raylet")  # every node's raylet: the run's port block
+
+    def _lost_nodes(self) -> list[str]:
+        """A multi-node run's workers that are gone now ([] when the head cannot tell)."""
+        if not (node_env.multinode(self.cfg) and services.alive(self.lay, "ray-head")):
+            return []
+        try:
+            nodes = ray_nodes.list_nodes(self.cfg.RAY_DASHBOARD_PORT, self.lay.run_dir, self._raylet_port())
+        except Exception:  # noqa: BLE001 - no answer: classify by the log alone
+            return []
+        return [gap for gap in ray_nodes.missing(nodes, self.cfg.NNODES, self.cfg.NUM_GPUS)
+                if " lost (" in gap]
 
     def _stop_everything(self) -> None:
         for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.STOP_GRACE,

@@ -37,6 +37,12 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      "an NCCL error or timeout between the GPUs"),
     ("cuda-oom", TRANSIENT, r"CUDA out of memory|OutOfMemoryError",
      "out of GPU memory (a restart may get past it; if it repeats at the same step, see docs/oom_qwen35_4b.md)"),
+    # A worker node gone (its raylet killed, the machine lost): Ray's GCS declares it dead after its
+    # health check fails, and every actor or task on it fails with these (ray 2.60 _raylet.so, gcs_server).
+    # Before `engine` and `node`, which would also match: the restart must wait for the node to rejoin.
+    ("node-lost", TRANSIENT, r"its node has died|node it was running on is dead|node was terminated unexpectedly|"
+                             r"NodeDiedError|Node is dead because the health check failed|missing too many heartbeats",
+     "a worker node left the cluster (raylet killed, machine lost): the restart waits JOIN_TIMEOUT for it to rejoin"),
     ("engine", TRANSIENT, r"RayActorError|ActorDiedError|ActorUnavailableError|RaySystemError|GetTimeoutError|"
                           r"SGLang engine (died|crashed)|sglang\S* (died|crashed|exited)",
      "an SGLang engine or a Ray actor died"),
@@ -88,6 +94,13 @@ def classify(stage: str, round_: int | None, step: int | None, message: str, log
     first = next((ln for ln in message.splitlines() if ln.strip()), "")
     return Failure(stage, round_, step=step, cause="unknown", kind=PERMANENT,
                    meaning="not recognised as transient (see the restart rules in README.md)", excerpt=first.strip()[:300])
+
+
+def node_lost(f: Failure, which: str) -> Failure:
+    """f, recast as `node-lost`: the head's node list shows `which` worker(s) gone (loop.py asks it)."""
+    rule = next(rule for rule in RULES if rule[0] == "node-lost")
+    return Failure(f.stage, f.round, step=f.step, cause="node-lost", kind=rule[1], meaning=rule[3],
+                   excerpt=f"{which}; the job's last words: {f.excerpt}"[:300])
 
 
 def classify_exception(stage: str, round_: int | None, *, step: int | None, exc: BaseException,

@@ -74,6 +74,8 @@ def build(cfg: Config, rehearsal: bool = False) -> dict:
         "fingerprints": fingerprints(cfg),
         "toolkit_commit": _git_commit(cfg.root),
         "host": platform.node(),
+        # what the report and W&B show of the cluster, without reading knobs back by name
+        "nodes": {"count": cfg.NNODES, "gpus_per_node": cfg.NUM_GPUS},
         "changes": [],
     }
 

@@ -23,7 +23,6 @@ import shutil
 from pathlib import Path
 
 from pyhelpers.config.load import Config
-from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run.layout import RunLayout
@@ -110,4 +109,6 @@ def user_inputs(cfg: Config, environ) -> tuple[list, list[str]]:
     notes = [f"{knob}={cfg.path(knob)} does not exist yet: the real run needs it (pyhelpers data build)"
              for knob, _ in TASK_CHECKS if not cfg.path(knob).is_file()]
     only = ["run-files"] + [name for knob, name in TASK_CHECKS if cfg.path(knob).is_file()]
+    from pyhelpers.doctor.runner import run_checks  # heavy (~0.15 s): only for the preflight
+
     return run_checks(cfg, environ, "rehearse", only=only, fresh_run=True), notes

@@ -12,11 +12,12 @@ from pathlib import Path
 from pyhelpers import stages
 from pyhelpers.capacity import diskguard
 from pyhelpers.capacity.diskplan import gb
+from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate.results import results
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import rayjob
+from pyhelpers.launch import cluster, ray_nodes, rayjob
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
 from pyhelpers.rollout.metrics import last_record, read_jsonl
@@ -159,6 +160,35 @@ def _disk(cfg: Config, lay: RunLayout) -> dict:
     return {"free_bytes": n.free, "next_save_needs_bytes": n.total, "ok": n.fits, "explain": n.explain()}
 
 
+def _ray_head_up(st: dict) -> bool:
+    return any(s["name"] == "ray-head" and s["state"] == "alive" for s in st["services"])
+
+
+def _nodes(cfg: Config, lay: RunLayout, st: dict) -> dict:
+    """A multi-node run's nodes as its Ray head lists them (docs/multinode.md), a lost one named with
+    Ray's reason; the nodes' own records (cluster.node_rows) come first."""
+    nnodes = cfg.NNODES
+    if not _ray_head_up(st):
+        return {"nnodes": nnodes, "nodes": None, "missing": [], "note": "the run's Ray head is not running"}
+    try:
+        nodes = ray_nodes.list_nodes(cfg.RAY_DASHBOARD_PORT, lay.run_dir, ray_ports.port_of(cfg, "raylet"))
+    except Exception as exc:  # noqa: BLE001 - status shows what it can
+        return {"nnodes": nnodes, "nodes": None, "missing": [], "note": f"Ray's state API did not answer ({exc})"}
+    return {"nnodes": nnodes, "nodes": [n.__dict__ for n in nodes], "lines": [n.line() for n in nodes],
+            "alive": sum(n.up for n in nodes), "missing": ray_nodes.missing(nodes, nnodes, cfg.NUM_GPUS)}
+
+
+def _node_lines(nodes: dict) -> list[str]:
+    if nodes["nodes"] is None:
+        return [f"Ray's nodes: NNODES={nodes['nnodes']}; {nodes['note']}"]
+    out = [f"Ray's nodes: {nodes['alive']} of {nodes['nnodes']} alive (NNODES={nodes['nnodes']})"]
+    out += [f"  {line}" for line in nodes["lines"]]
+    if nodes["missing"]:
+        out.append(f"MISSING: {'; '.join(nodes['missing'])}: run `make join` on that worker (a run that lost it "
+                   "waits JOIN_TIMEOUT for it, then resumes)")
+    return out
+
+
 def gather(cfg: Config, lay: RunLayout) -> dict:
     try:
         pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL).as_dict()
@@ -166,7 +196,7 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         pos = {"round": None, "stage": None, "detail": str(exc), "error": True}
     evs = events.read(lay.run_dir)
     driver = _driver(lay, evs)
-    return {
+    st = {
         "run": cfg.run_name, "run_dir": str(lay.run_dir), "save_dir": str(lay.save_dir),
         "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
         "driver": driver, "position": pos, "step": _step(lay, pos.get("round")),
@@ -174,7 +204,7 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "gpus": gpu_now(evs, time.time(), running=driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
-        "results": results(cfg, lay),
+        "results": results(cfg, lay), "nodes": cluster.node_rows(cfg, lay, time.time()),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
                                                           "run-failed", "disk-low", "driver-lost",
                                                           "job-end-unsupervised")],
@@ -182,6 +212,9 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
         else None,
     }
+    if cfg.NNODES > 1:  # a one-node run's status stays as it was
+        st["ray_nodes"] = _nodes(cfg, lay, st)
+    return st
 
 
 def gpu_now(evs: list[dict], now: float, running: bool) -> dict | None:
@@ -281,6 +314,9 @@ def _render(st: dict) -> list[str]:
     out.append("checkpoint: " + ("none saved yet" if tracker is None else f"tracker at iteration {tracker}")
                + f"; hf -> {st['hf'] or 'none'}")
     out += _process_lines(st, d["running"])
+    out += cluster.node_lines(st.get("nodes") or [])
+    if st.get("ray_nodes"):
+        out += _node_lines(st["ray_nodes"])
     disk = st["disk"]
     out.append(f"disk: {gb(disk['free_bytes'])} free; the next save needs {gb(disk['next_save_needs_bytes'])} "
                f"({'ok' if disk['ok'] else 'SHORT: free space before the next round'})")

@@ -49,6 +49,14 @@ def read_stat(pid: int) -> Stat | None:
                 sid=int(f[3]), start_ticks=int(f[19]))
 
 
+def boot_id() -> str:
+    """This machine's boot id (the kernel's, new at every boot): a pid means something only with it."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
 def start_ticks(pid: int) -> int | None:
     st = read_stat(pid)
     return st.start_ticks if st else None

@@ -55,6 +55,8 @@ class Tables:
     gpu: list[dict] = field(default_factory=list)  # gpu_time.RoundTime.row() per round started
     gpu_idle_frac: float | None = None  # idle / wall over the finished rounds (None: none finished)
     notes: list[str] = field(default_factory=list)
+    nodes: int = 1          # NNODES the run recorded in run.json (its configuration when it started)
+    gpus_per_node: int = 0  # NUM_GPUS, likewise
 
 
 def _val_row(label, summary: dict | None) -> dict:
@@ -163,6 +165,9 @@ def _timeline(evs: list[dict], driver_alive: bool = False) -> tuple[list[dict], 
 def gather(cfg: Config, lay: RunLayout) -> Tables:
     rounds = cfg.ROUNDS
     t = Tables(rounds)
+    recorded = (load_json_or_none(lay.manifest) or {}).get("nodes") or {}  # run.json before it: this config
+    t.nodes = int(recorded.get("count") or cfg.NNODES)
+    t.gpus_per_node = int(recorded.get("gpus_per_node") or cfg.NUM_GPUS)
     base = load_json_or_none(lay.baseline_val_summary)
     if base:
         t.val.append(_val_row(BASELINE, base))

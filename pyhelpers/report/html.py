@@ -76,7 +76,7 @@ def _restarts(t: Tables) -> str:
 def write(path: Path, run: str, t: Tables, pngs: dict[str, Path], csvs: dict[str, Path]) -> Path:
     notes = "".join(f"<p class=missing>{html.escape(n)}</p>" for n in t.notes)
     body = [f"<h1>Run {html.escape(run)}</h1>",
-            f"<p>{t.rounds} round(s); written {time.strftime('%Y-%m-%d %H:%M:%S %z')} from the run's own files. "
+            f"<p>{t.rounds} round(s) on {t.nodes} node(s) of {t.gpus_per_node} GPU(s); written {time.strftime('%Y-%m-%d %H:%M:%S %z')} from the run's own files. "
             "Data: " + ", ".join(f'<a href="{p.name}">{p.name}</a>' for p in csvs.values()) + ".</p>", notes]
     for key, title, what in SECTIONS:
         what += _val_baseline(t) if key == "val" else ""

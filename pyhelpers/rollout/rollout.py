@@ -91,7 +91,8 @@ def _mark_started(s: settings.PluginSettings, rollout_id: int) -> None:
     pid = os.getpid()
     here = files.plugin_process
     if (load_json_or_none(here) or {}).get("pid") != pid:
-        write_json_atomic(here, {"pid": pid, "ticks": procfs.start_ticks(pid)})
+        # boot_id: on a multi-node run this actor may be on a worker, where the head cannot see its pid
+        write_json_atomic(here, {"pid": pid, "ticks": procfs.start_ticks(pid), "boot_id": procfs.boot_id()})
 
 
 async def _finish(step: metrics.Step, timeout: float, router: str) -> None:

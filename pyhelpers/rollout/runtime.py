@@ -58,6 +58,18 @@ def router_url(args: Any) -> str:
     return f"http://{args.sglang_router_ip}:{args.sglang_router_port}"
 
 
+def _gate_token(path: str) -> str:
+    """The token of ShopSimulator's gate (a multi-node run), read where this actor runs."""
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text().strip()
+    except OSError as exc:
+        raise ToolkitError(f"cannot read the ShopSimulator gate's token ({exc.strerror})", path,
+                           "the run directory (RUNS_DIR) must be the same shared directory on every node: "
+                           "docs/multinode.md") from None
+
+
 def get(args: Any, settings: PluginSettings) -> Runtime:
     """The Runtime of the running event loop (made on first use)."""
     loop = asyncio.get_running_loop()
@@ -70,7 +82,8 @@ def get(args: Any, settings: PluginSettings) -> Runtime:
     rt = Runtime(
         settings=s,
         shopsim=ShopSimClient(s.shopsim_url, timeout=s.shopsim_timeout_s, reset_timeout=s.shopsim_reset_timeout_s,
-                              pool_size=s.shopsim_slots, max_connections=max(64, 2 * s.shopsim_slots)),
+                              pool_size=s.shopsim_slots, max_connections=max(64, 2 * s.shopsim_slots),
+                              token=_gate_token(s.shopsim_token_path)),
         policy=SGLangClient(router_url(args), timeout=s.generate_timeout_s, max_connections=1024),
         episodes=asyncio.Semaphore(s.shopsim_episode_concurrency),
         retries=asyncio.Semaphore(s.spare_slots) if s.spare_slots > 0 else None,

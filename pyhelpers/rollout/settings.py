@@ -18,7 +18,7 @@ from typing import Any
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import write_bytes_atomic
-from pyhelpers.run.layout import RoundFiles
+from pyhelpers.run.layout import RoundFiles, shopsim_gate_token
 from pyhelpers.shopsim import protocol
 
 PREFIX = "shopsimrl_"
@@ -46,6 +46,9 @@ class PluginSettings:
     tokenizer_path: str = ""           # HF model dir of the policy; "" = slime's --hf-checkpoint
     policy_model: str = ""             # recorded in spool records (policy.model)
     draw_limit_factor: int = 4         # DRAW_LIMIT_FACTOR: a step draws <= this x ROLLOUT_GROUPS groups
+    # NNODES > 1: shopsim_url is the head's gate, which wants the token in this file (a path, never the
+    # token: shopsim/gate.py); "" = the simulator on this node's loopback, no token (NNODES=1).
+    shopsim_token_path: str = ""
     # Not knobs (defaults fit the real stack; tests shorten them):
     shopsim_timeout_s: float = 60.0    # one interact/release request
     shopsim_reset_timeout_s: float = 90.0  # one reset (> pack_api's own 5 x 5 s wait for a slot)
@@ -170,6 +173,13 @@ def write_plugin_yaml(path: Path, **values: Any) -> PluginSettings:
     return s
 
 
+def _through_the_gate(cfg: Any, layout: Any) -> dict[str, str]:
+    """NNODES > 1: slime's RolloutManager, where the plugin runs, may be on any node; it reaches the
+    head's simulator through the gate on the head's NODE_ADDR with the run's token (shopsim/gate.py)."""
+    return {"shopsim_url": f"http://{cfg.NODE_ADDR}:{cfg.SHOPSIM_PORT}",
+            "shopsim_token_path": str(shopsim_gate_token(layout.run_dir))}
+
+
 def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
     """The YAML values of round r from the run's configuration (pyhelpers.config.load.Config) and
     layout (pyhelpers.run.layout.RunLayout). The bank is the one injected into round r."""
@@ -183,6 +193,7 @@ def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
         "bank_path": str(bank) if bank.exists() else "",
         "tasks_path": str(cfg.TRAIN_TASKS),
         "shopsim_url": f"http://{cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}",
+        **(_through_the_gate(cfg, layout) if cfg.NNODES > 1 else {}),
         "shopsim_slots": cfg.SHOPSIM_SLOTS,
         "shopsim_episode_concurrency": cfg.SHOPSIM_EPISODE_CONCURRENCY,
         "max_turns": cfg.MAX_TURNS,

@@ -50,6 +50,12 @@ def ray_token(run_dir: Path) -> Path:
     return Path(run_dir) / "ray" / "auth-token"
 
 
+def shopsim_gate_token(run_dir: Path) -> Path:
+    """The run's token for ShopSimulator's gate on a multi-node run (a secret: 0600 in a 0700 dir;
+    pyhelpers/launch/gate_auth.py)."""
+    return Path(run_dir) / "shopsim-gate" / "token"
+
+
 def job_netrc(run_dir: Path) -> Path:
     """The slime job's W&B key as a netrc file (a secret: 0600, there only while a job runs;
     pyhelpers/launch/secret_env.py)."""

@@ -71,19 +71,22 @@ class ShopSimClient:
     reset that gives up client-side may still pop a slot server-side that nobody can release.
     max_slots, when set, caps the slots this client holds at once (episode_slot waits for one).
     pool_size, when set, is the server's pool (SHOPSIM_SLOTS): release_one refuses indices beyond it.
+    token, when set, is sent as `Authorization: Bearer` (the gate of a multi-node run, shopsim/gate.py).
     """
 
     def __init__(self, base_url: str, *, timeout: float = 30.0, reset_timeout: float = 60.0,
                  release_timeout: float = 10.0, connect_timeout: float = 5.0, max_connections: int = 512,
                  max_slots: int | None = None, pool_size: int | None = None, connect_retries: int = 2,
-                 transport: httpx.AsyncBaseTransport | None = None):
+                 transport: httpx.AsyncBaseTransport | None = None, token: str = ""):
         self.url = base_url.rstrip("/") + p.API_PATH
         self.timeout, self.reset_timeout, self.release_timeout = timeout, reset_timeout, release_timeout
         self._connect_timeout = connect_timeout
         limits = httpx.Limits(max_connections=max_connections,
                               max_keepalive_connections=max_connections, keepalive_expiry=30.0)
         self._http = httpx.AsyncClient(
-            limits=limits, trust_env=False,  # loopback service: never through a proxy
+            limits=limits, trust_env=False,  # loopback service (or the run's gate): never through a proxy
+            # token: ShopSimulator's gate on a multi-node run (pyhelpers/shopsim/gate.py) wants the run's
+            headers={"Authorization": f"Bearer {token}"} if token else None,
             transport=transport or httpx.AsyncHTTPTransport(retries=connect_retries, limits=limits),
             timeout=httpx.Timeout(timeout, connect=connect_timeout))
         self._slots = asyncio.Semaphore(max_slots) if max_slots else None
@@ -218,6 +221,8 @@ class ShopSimClient:
         try:
             body = await self._post(p.probe_payload(), timeout or self.release_timeout)
         except p.HTTPStatusError as exc:  # an answer, so a server: not pack_api, which always says 200
+            if exc.status == 401:  # the run's gate (multi-node), refusing this client's token: say so
+                raise
             raise p.NotShopSim(f"{exc} — the server at this address is not ShopSimulator "
                                f"(no {p.API_PATH})", action="probe") from None
         except TransportError:

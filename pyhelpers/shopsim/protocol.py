@@ -95,6 +95,10 @@ def http_status_message(status: int, content_type: str, text: str, url: str) -> 
     (2.3 and later) when the body's Content-Type is not JSON, 400 when it does not parse, and 500 when
     pack_api raised outside its try -- a JSON body that is not an object fails at pack_api.py:65
     (`data.get`)."""
+    if status == 401:
+        return (f"HTTP 401 from {url}: ShopSimulator's gate refused this client's token (a multi-node run's "
+                "simulator answers other nodes only with the run's token, runs/<RUN>/shopsim-gate/token); the "
+                "plugin reads it from the path in its slime.yaml: is the run directory shared with this node?")
     if "text/html" in (content_type or ""):
         if status in (400, 415):
             return (f"HTTP {status} from {url}: ShopSimulator's Flask did not read the request body as JSON "

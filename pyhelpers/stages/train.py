@@ -35,7 +35,7 @@ from pyhelpers.capacity import diskguard
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import rayjob, secret_env, services
+from pyhelpers.launch import cluster, node_env, rayjob, secret_env, services
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
@@ -65,7 +65,12 @@ def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInpu
 
 
 def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
-    out = [services.plan_line(cfg, lay, "shopsim"), services.plan_line(cfg, lay, "ray-head"),
+    multi = node_env.multinode(cfg)
+    out = [services.plan_line(cfg, lay, "shopsim"),
+           *([services.plan_line(cfg, lay, "shopsim-gate", "the simulator for the other nodes: NODE_ADDR, "
+                                 "the run's token")] if multi else []),
+           services.plan_line(cfg, lay, "ray-head"),
+           *([cluster.worker_plan_line(cfg)] if multi else []),
            ("slime job", job_entrypoint(cfg, lay, r=r, model_args=model_args),
             f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
             f"{json.dumps(launch_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)};"
@@ -117,6 +122,8 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
         rec = load_json_or_none(lay.round(rr).plugin_process) if rr >= 0 else None
         if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int):
             continue
+        if rec.get("boot_id") and rec["boot_id"] != procfs.boot_id():
+            continue  # it ran on another node (multi-node): Ray ends it with the job; its pid is not ours
         deadline = time.monotonic() + timeout
         while procfs.is_alive(rec["pid"], rec.get("ticks")) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -232,11 +239,15 @@ def run(loop: StageContext, r: int) -> None:
 
     prepare(loop, r)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
+    if node_env.multinode(cfg):  # the plugin may run on a worker: it reaches the simulator through the gate
+        echo(services.ensure(cfg, lay, "shopsim-gate", round_=r, progress=echo))
     # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
     # job's driver is gone: wait for that process before freeing the slots it may still take.
     _wait_for_old_plugin(lay, r, timeout=cfg.STOP_GRACE + 30.0, echo=echo)
     echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='train', round_=r)}")  # a killed job's slots too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
+    if cfg.NNODES > 1:  # the workers joined, with the head's versions and its storage (docs/multinode.md §4)
+        cluster.head_ready(cfg, lay, echo)
     stop, gave_up = threading.Event(), []
 
     def give_up(reason: str) -> None:

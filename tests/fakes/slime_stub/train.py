@@ -48,9 +48,15 @@ into that rollout while the actor plays it; FAKE_SLIME_KILL_BEFORE_DATA_STATE=<i
 between a save's tracker and its data state; FAKE_SLIME_STEP_DELAY=<s> sleeps per
 step; FAKE_SLIME_START_DELAY=<s> sleeps once placed, before the engines start (Megatron's init and
 checkpoint load), FAKE_SLIME_SAVE_DELAY=<s> inside each save before its tracker is written,
-FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines stopped, before the driver exits (teardown) -- the
-three for bench/round_gpu_idle.py; FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
-comes).
+FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines
+stopped, before the driver exits (teardown) -- the four for bench/round_gpu_idle.py;
+FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
+comes); FAKE_SLIME_ROLLOUT_NODE=worker pins the RolloutManager to a worker node (see
+rollout_manager_options).
+
+Across nodes (--actor-num-nodes > 1): slime's placement of the ranks, each rank's and the
+RolloutManager's view of SLIME_HOST_IP, the socket interfaces and proxies, checked (place_ranks,
+check_seen); the engines and router start in the RolloutManager on its node (tests/fakes/README.md).
 """
 
 from __future__ import annotations
@@ -170,7 +176,7 @@ def load_start(args: Namespace) -> int:
     return args.start_rollout_id or 0
 
 
-def place(args: Namespace) -> None:
+def place(args: Namespace):
     import ray
     from ray.util.placement_group import placement_group
 
@@ -182,6 +188,129 @@ def place(args: Namespace) -> None:
             "GPUs free)")
         time.sleep(4)
     log(f"placement group of {gpus} GPUs ready")
+    return pg
+
+
+# --- Across nodes (actor_num_nodes > 1) ------------------------------------------------------
+# slime 624b824: an InfoActor per bundle reports (node IP, GPU id) (slime/ray/placement_group.py:15-18,
+# 69-82), bundles are sorted by node IP then GPU id (:21-39, 84-88), and rank r's training actor goes
+# to the r-th sorted bundle (slime/ray/actor_group.py:111-122) with the environment of that node's
+# raylet plus slime's runtime env (actor_group.py:64-71, 108-110: no address, no interface). Each
+# rank here reports what it saw; the checks below fail where a real run would misroute or hang.
+
+def _iface_addr(name: str) -> str | None:
+    """The IPv4 address of interface `name` in this process's network namespace (SIOCGIFADDR)."""
+    import fcntl
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            raw = fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
+        except OSError:
+            return None
+    return socket.inet_ntoa(raw[20:24])
+
+
+PROXY_VARS = tuple(v for n in ("http_proxy", "https_proxy", "ftp_proxy", "all_proxy") for v in (n, n.upper()))
+
+
+def seen_here() -> dict:
+    """What a slime process on this node reads: its node's IP as Ray knows it, SLIME_HOST_IP (slime/
+    utils/http_utils.py:42-46), the socket interfaces NCCL and Gloo read, and any proxy variable."""
+    import ray
+
+    env = os.environ
+    nccl = env.get("NCCL_SOCKET_IFNAME", "")
+    return {"node_ip": ray.util.get_node_ip_address(), "node_id": ray.get_runtime_context().get_node_id(),
+            "SLIME_HOST_IP": env.get("SLIME_HOST_IP", ""), "NCCL_SOCKET_IFNAME": nccl,
+            "GLOO_SOCKET_IFNAME": env.get("GLOO_SOCKET_IFNAME", ""),
+            "nccl_iface_addr": _iface_addr(nccl.lstrip("=")) if nccl else None,
+            "gloo_iface_addr": _iface_addr(env["GLOO_SOCKET_IFNAME"]) if env.get("GLOO_SOCKET_IFNAME") else None,
+            "proxies": sorted(k for k in PROXY_VARS if env.get(k))}
+
+
+def check_seen(who: str, seen: dict) -> None:
+    """Stricter than slime, which would start and then misroute or hang: every value per node right."""
+    ip = seen["node_ip"]
+    if seen["SLIME_HOST_IP"] != ip:
+        sys.exit(f"fake slime: {who} on node {ip} sees SLIME_HOST_IP={seen['SLIME_HOST_IP']!r}: slime's router and "
+                 "engines there would advertise another address (slime/utils/http_utils.py:42-46)")
+    for var, addr in (("NCCL_SOCKET_IFNAME", seen["nccl_iface_addr"]), ("GLOO_SOCKET_IFNAME", seen["gloo_iface_addr"])):
+        if not seen[var] or addr != ip:
+            sys.exit(f"fake slime: {who} on node {ip} sees {var}={seen[var]!r} (address {addr}): NCCL/Gloo there "
+                     f"would pick another NIC than the one carrying {ip}")
+    if seen["proxies"]:
+        sys.exit(f"fake slime: {who} on node {ip} sees {', '.join(seen['proxies'])}: the SGLang router would send "
+                 "its calls to the engines through that proxy")
+
+
+class InfoActor:
+    def get_ip_and_gpu_id(self):
+        import ray
+
+        return ray.util.get_node_ip_address(), ray.get_gpu_ids()[0]
+
+
+class TrainActor:
+    """A training rank's stand-in: no Megatron, only what it would see on its node."""
+
+    def seen(self) -> dict:
+        return seen_here()
+
+
+def _sort_key(info):
+    _, ip, gpu = info
+    return list(map(int, ip.split("."))), int(gpu)
+
+
+def place_ranks(args: Namespace, pg) -> list[dict]:
+    """slime's placement across nodes; each rank's view, checked and logged."""
+    import ray
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    n = args.actor_num_nodes * args.actor_num_gpus_per_node
+    infos = [ray.remote(num_gpus=1, num_cpus=0)(InfoActor).options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+        placement_group=pg, placement_group_bundle_index=i)).remote() for i in range(n)]
+    got = ray.get([a.get_ip_and_gpu_id.remote() for a in infos])
+    for a in infos:
+        ray.kill(a)
+    order = [i for i, _, _ in sorted(((i, ip, gpu) for i, (ip, gpu) in enumerate(got)), key=_sort_key)]
+    per_node: dict[str, int] = {}
+    for ip, _ in got:
+        per_node[ip] = per_node.get(ip, 0) + 1
+    if len(per_node) != args.actor_num_nodes or set(per_node.values()) != {args.actor_num_gpus_per_node}:
+        sys.exit(f"fake slime: placement put {per_node} GPU bundles per node; --actor-num-nodes "
+                 f"{args.actor_num_nodes} x --actor-num-gpus-per-node {args.actor_num_gpus_per_node} expected")
+    if args.num_gpus_per_node != args.actor_num_gpus_per_node:  # slime/ray/rollout.py:843, 853: engines per node
+        sys.exit(f"fake slime: --num-gpus-per-node {args.num_gpus_per_node} but {args.actor_num_gpus_per_node} GPUs "
+                 "per node: slime would lay the rollout engines out on the wrong nodes")
+    actor = ray.remote(num_gpus=0.4, num_cpus=0)(TrainActor)
+    ranks = [actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+        placement_group=pg, placement_group_bundle_index=order[r])).remote() for r in range(n)]
+    seen = ray.get([a.seen.remote() for a in ranks])
+    for r, s in enumerate(seen):
+        log(f"rank {r} on {s['node_ip']}: SLIME_HOST_IP={s['SLIME_HOST_IP']} NCCL_SOCKET_IFNAME={s['NCCL_SOCKET_IFNAME']} "
+            f"GLOO_SOCKET_IFNAME={s['GLOO_SOCKET_IFNAME']} proxies={','.join(s['proxies']) or 'none'}")
+        check_seen(f"rank {r}", s)
+    for a in ranks:
+        ray.kill(a)
+    return seen
+
+
+def rollout_manager_options(args: Namespace) -> dict:
+    """slime creates the RolloutManager with num_cpus=1 and no scheduling strategy (slime/ray/
+    placement_group.py:230-237): Ray may put it on any node. FAKE_SLIME_ROLLOUT_NODE=worker
+    (rehearsals of two nodes) pins it to a worker so the cross-node path is always exercised."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    opts = {"num_cpus": 1, "num_gpus": 0}
+    if os.environ.get("FAKE_SLIME_ROLLOUT_NODE") == "worker":
+        workers = [n["NodeID"] for n in ray.nodes() if n["Alive"] and "node:__internal_head__" not in n["Resources"]]
+        if not workers:
+            sys.exit("fake slime: FAKE_SLIME_ROLLOUT_NODE=worker but the cluster has no worker node")
+        opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(workers[0], soft=False)
+    return opts
 
 
 def _free_port() -> int:
@@ -190,12 +319,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve(argv: list[str]) -> str:
+def _die_with_parent() -> None:
+    """In a child: end when the process that started it ends (a Ray actor is SIGKILLed at job end)."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _serve(argv: list[str], host: str = "127.0.0.1") -> str:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, *argv, "--host", "127.0.0.1", "--port", str(port)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, *argv, "--host", host, "--port", str(port)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=_die_with_parent)
     _children.append(proc)
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{host}:{port}"
     import urllib.request
 
     for _ in range(400):
@@ -209,7 +345,7 @@ def _serve(argv: list[str]) -> str:
     sys.exit(f"fake slime: engine {argv[0]} did not answer /health")
 
 
-def start_engines(args: Namespace, iteration: int | None) -> None:
+def start_engines(args: Namespace, iteration: int | None, host: str = "127.0.0.1") -> None:
     import tempfile
 
     from megatron_layout import learned_policy
@@ -221,8 +357,8 @@ def start_engines(args: Namespace, iteration: int | None) -> None:
     policy.write_text(json.dumps(learned_policy(spec, iteration), ensure_ascii=False), encoding="utf-8")
     engine = _serve([str(FAKES / "fake_sglang.py"), "--model-path", args.hf_checkpoint, "--tp-size", "1",
                      "--context-length", str(args.sglang_context_length), "--fake-policy", str(policy),
-                     "--fake-sampling", "episode"])
-    router = _serve([str(FAKES / "fake_router.py"), "--worker", engine])
+                     "--fake-sampling", "episode"], host)
+    router = _serve([str(FAKES / "fake_router.py"), "--worker", engine], host)
     args.sglang_router_ip, port = router.removeprefix("http://").split(":")
     args.sglang_router_port = int(port)
 
@@ -320,12 +456,29 @@ class RolloutManager:
     driver exits. Under --colocate it releases the engines' memory after creation and after every
     rollout, and resumes it before the next (train.py:32-33,55-56,83-88)."""
 
-    def __init__(self, args: Namespace):
+    def __init__(self, args: Namespace, engines_from: int | None = None):
         sys.path.insert(0, str(HERE))  # as in the driver: the slime stand-in package
         from slime.backends.sglang_utils.sglang_engine import SGLangEngine
         from slime.rollout.data_source import RolloutDataSourceWithBuffer
         from slime.utils.misc import load_function
 
+        if args.actor_num_nodes > 1:
+            # Across nodes the router starts here, on this actor's node, at get_host_info()[1] --
+            # SLIME_HOST_IP first (slime/ray/rollout.py:926, 939; http_utils.py:42-46) -- and the
+            # plugin reaches it there: the engines of this stand-in start beside it.
+            self.seen = seen_here()
+            log(f"RolloutManager on {self.seen['node_ip']}: SLIME_HOST_IP={self.seen['SLIME_HOST_IP']} "
+                f"proxies={','.join(self.seen['proxies']) or 'none'}")
+            check_seen("the RolloutManager", self.seen)
+            # this file as a module of the actor's process: its engine list is the actor's own (the
+            # driver's, pickled with this class by value, holds the driver's processes)
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("fake_slime_train", HERE / "train.py")
+            here = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(here)
+            here.start_engines(args, engines_from, host=self.seen["SLIME_HOST_IP"])
+            self._engines = here  # kept: its processes die with this actor (PR_SET_PDEATHSIG)
         self.args = args
         self.data_source = RolloutDataSourceWithBuffer(args)
         self.generate_rollout = load_function(args.rollout_function_path)
@@ -352,6 +505,9 @@ class RolloutManager:
         # post-processed, removed samples' loss masks zeroed); the advantage follows on the actor side.
         advantages(self.args, convert_samples_to_train_data(self.args, [s for g in out.samples for s in g]))
         return out.samples, out.metrics
+
+    def node(self) -> str:
+        return seen_here()["node_ip"]
 
     def offload(self) -> None:
         self.engine.release_memory_occupation()
@@ -387,10 +543,16 @@ def main(argv: list[str]) -> int:
     # one, as in real slime: a stopped job then sees SystemExit(15) raised in the driver.
     signal.signal(signal.SIGTERM, lambda *_: (stop_engines(), os._exit(143)))
     start = load_start(args)
-    place(args)
+    pg = place(args)
     time.sleep(_seconds("FAKE_SLIME_START_DELAY"))
-    start_engines(args, start - 1 if start > 0 else None)
-    manager = ray.remote(RolloutManager).options(num_cpus=1, num_gpus=0).remote(args)
+    if args.actor_num_nodes > 1:
+        place_ranks(args, pg)  # the engines start inside the RolloutManager, on its node
+    else:
+        start_engines(args, start - 1 if start > 0 else None)
+    manager = ray.remote(RolloutManager).options(**rollout_manager_options(args)).remote(
+        args, start - 1 if start > 0 else None)
+    if args.actor_num_nodes > 1:
+        log(f"RolloutManager placed on {ray.get(manager.node.remote())}")
     if start > 0:
         ray.get(manager.load.remote(start - 1))  # slime/ray/placement_group.py:221-222
     if args.colocate:

@@ -1,0 +1,160 @@
+"""`pyhelpers node`: a worker machine of a multi-node run (docs/multinode.md §5): join, leave, status."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import click
+
+from pyhelpers.cli.common import ctx as _ctx
+from pyhelpers.cli.common import echo_err as _echo
+from pyhelpers.config import ray_ports
+from pyhelpers.doctor.base import FAIL, SKIP, Context
+from pyhelpers.doctor.gpus import check_gpus
+from pyhelpers.errors import ToolkitError
+from pyhelpers.launch import cluster, twonode
+from pyhelpers.procs import groups as procs
+from pyhelpers.procs import ready
+
+SERVICE = "ray-worker"
+
+
+@click.group()
+def node():
+    """A worker machine of a run with NNODES > 1."""
+
+
+def _dirs(cfg, lay):
+    mine = cluster.node_dir(lay, cfg.NODE_ADDR)
+    return mine / "pids", mine / "logs"
+
+
+@node.command("join")
+def node_join():
+    """Check this worker against the run's head (token, versions through Ray, GPUs), then start its Ray
+    node bound to NODE_ADDR as service ray-worker and wait until it answers.
+
+    \b
+    Example:
+      pyhelpers node join
+    """
+    cfg, lay = _ctx()
+    pids, logs = _dirs(cfg, lay)
+    cluster.join_checks(cfg, lay, _echo)
+    _gpus(cfg)
+    addr, base = cfg.NODE_ADDR, cfg.RAY_PORT
+    ports = [(addr, base + off) for _, _, off in ray_ports.WORKER_BASED]
+    rec = procs.start(SERVICE, [sys.executable, "-m", "pyhelpers.launch.node_agent"], pids_dir=pids, logs_dir=logs,
+                      needs_ports=ports)
+    _echo(f"{SERVICE}: started (pid {rec.pid}, log {logs / (SERVICE + '.log')}); joining {cluster.gcs_address(cfg, head=False)}")
+    took = ready.wait_service(pids, SERVICE, ready.tcp_probe(addr, base + 2), timeout=cfg.RAY_START_TIMEOUT,
+                              backoff_max=cfg.READY_BACKOFF_MAX, knob="RAY_START_TIMEOUT")
+    _echo(f"{SERVICE}: this node's raylet answers on {addr}:{base + 2} after {took:.1f} s; the head prints when it "
+          "counts it (make status there)")
+
+
+def _gpus(cfg) -> None:
+    """NUM_GPUS GPUs on this worker, as make doctor counts them (the rehearse profile has none to count)."""
+    if cfg.DOCTOR_PROFILE == "rehearse":
+        _echo("GPUs: not checked (DOCTOR_PROFILE=rehearse: Ray counts NUM_GPUS logical GPUs)")
+        return
+    for res in check_gpus(Context(cfg, os.environ)):
+        if res.status == FAIL:
+            raise ToolkitError(f"GPUs: {res.message}", "NUM_GPUS", res.fix)
+        if res.status != SKIP:
+            _echo(f"GPUs: {res.message}")
+
+
+@node.command("publish")
+def node_publish():
+    """On the head, once its Ray is up: store its versions and toolkit commit in Ray's GCS, where each
+    worker's `make join` compares its own with them (the train stage does this itself).
+
+    \b
+    Example:
+      pyhelpers node publish
+    """
+    cfg, lay = _ctx()
+    mine = cluster.publish_versions(cfg, lay)
+    _echo("published: " + ", ".join(f"{k} {mine.get(k)}" for k in cluster.COMPARED))
+
+
+@node.command("check")
+def node_check():
+    """On the head: wait up to JOIN_TIMEOUT for the workers, then check shared storage on each (the
+    train stage does this itself after its Ray starts).
+
+    \b
+    Example:
+      pyhelpers node check
+    """
+    cfg, lay = _ctx()
+    cluster.wait_for_workers(cfg, lay, _echo)
+    cluster.check_storage(cfg, lay, _echo)
+
+
+@node.command("leave")
+def node_leave():
+    """Stop this worker's Ray node only (the run and the other nodes go on; the head's job may fail and
+    resume once a worker joins again).
+
+    \b
+    Example:
+      pyhelpers node leave
+    """
+    cfg, lay = _ctx()
+    pids, _ = _dirs(cfg, lay)
+    for r in procs.stop_all(pids, cfg.STOP_GRACE, names=[SERVICE], missing_ok=True):
+        _echo(r.message)
+    for r in procs.stop_marked(cluster.worker_temp_dir(cfg), cfg.STOP_GRACE):
+        _echo(r.message)
+    _echo(f"this worker ({cfg.NODE_ADDR}) left the run")
+
+
+@node.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print the nodes as JSON.")
+def node_status(as_json):
+    """The run's nodes as the shared run dir records them: the head (nodes.json) and each worker's
+    heartbeat (nodes/<addr>/node.json).
+
+    \b
+    Example:
+      pyhelpers node status
+    """
+    cfg, lay = _ctx()
+    rows = cluster.node_rows(cfg, lay, time.time())
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for line in cluster.node_lines(rows):
+        click.echo(line)
+
+
+@node.command("head-namespace")
+def node_head_namespace():
+    """Print the head's network namespace of a two-node rehearsal running now (nothing when none is):
+    bin/rehearse --env runs `make status REHEARSAL=1` and the like inside it.
+
+    \b
+    Example:
+      pyhelpers node head-namespace
+    """
+    cfg, _ = _ctx()
+    click.echo(twonode.live_head_namespace(cfg.RUNS_DIR) or "")
+
+
+@node.command("rehearse", context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def node_rehearse(args):
+    """The rehearsal on two nodes of this host (make rehearse NNODES=2): two network namespaces joined by a
+    veth pair, the head's rehearsal in one and a worker's join in the other. Needs root and iproute2.
+
+    \b
+    Example:
+      pyhelpers node rehearse
+    """
+    cfg, _ = _ctx()
+    sys.exit(twonode.run(cfg.root, cfg.RUNS_DIR, list(args)))

@@ -1,0 +1,340 @@
+"""A run across NNODES machines (docs/multinode.md): what the head checks once its Ray is up, and what a
+worker checks before it joins. Every question goes to Ray through node_probe.py under the slime env's
+interpreter (the versions compared are that env's; a Ray driver must run the cluster's own Python),
+with the run's token by path in its environment.
+
+Head (`make train`, NNODES > 1), after the ray-head service answers:
+  publish_versions()   the head's versions and toolkit commit into Ray's GCS (a worker compares with them)
+  wait_for_workers()   up to JOIN_TIMEOUT for NNODES-1 workers of NUM_GPUS GPUs, printing who joined
+  check_storage()      fresh nonces under TRAIN_SAVE and the run dir, hashes of the read-only inputs,
+                       read back by a task pinned to each worker (NodeAffinitySchedulingStrategy)
+Worker (`make join`): join_checks() (token, head's versions, GPUs), then the ray-worker service
+(node_agent.py), supervised like every service under runs/<RUN>/nodes/<NODE_ADDR>/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shlex
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from pyhelpers.config import ray_ports
+from pyhelpers.config.load import Config
+from pyhelpers.errors import ToolkitError
+from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
+from pyhelpers.launch import node_env, ray_auth, slime_args
+from pyhelpers.launch.node_probe import MARKER
+from pyhelpers.run import layout as run_layout
+from pyhelpers.run.layout import RunLayout
+
+PROBE = Path(__file__).with_name("node_probe.py")
+VERSIONS_KEY = "versions"
+COMPARED = ("toolkit", "python", "ray", "slime", "sglang", "megatron-core")
+NONCE_NAME = ".node-check"  # under TRAIN_SAVE/<RUN> and the run dir
+
+
+def gcs_address(cfg, head: bool = True) -> str:
+    return f"{cfg.NODE_ADDR if head else cfg.HEAD_ADDR}:{cfg.RAY_PORT}"
+
+
+def token_path(cfg, lay: RunLayout) -> Path:
+    """The run's token as this node reads it: RAY_TOKEN_FILE (a copy the user made) or the shared run dir's."""
+    return cfg.RAY_TOKEN_FILE or run_layout.ray_token(lay.run_dir)
+
+
+def node_dir(lay: RunLayout, addr: str) -> Path:
+    """A worker's own files in the shared run dir: pids/, logs/, node.json (who it is, its heartbeat)."""
+    return lay.run_dir / "nodes" / addr
+
+
+def probe(cfg, lay: RunLayout, *args: str, stdin: str = "", timeout: float = 180) -> dict:
+    where = args[1] if len(args) > 1 else "this node"
+    """node_probe.py `args` under the slime env; its JSON, or a ToolkitError naming Ray's refusal."""
+    env = {k: v for k, v in os.environ.items() if k not in ray_auth.OVERRIDING}
+    env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path(cfg, lay))})
+    argv = [str(cfg.root / "bin" / "in-env"), cfg.SLIME_ENV, "python3", str(PROBE), *args]
+    try:
+        r = subprocess.run(argv, env=env, input=stdin, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ToolkitError(f"Ray did not answer `{args[0]}` within {timeout:.0f} s", where,
+                           "is the head's Ray up (make status on the head)? then retry") from None
+    line = next((ln for ln in reversed(r.stdout.splitlines()) if ln.startswith(MARKER)), None)
+    if line is None:
+        tail = " | ".join((r.stdout + r.stderr).strip().splitlines()[-3:])
+        raise ToolkitError(f"the node probe `{args[0]}` failed (exit {r.returncode}): {tail}", str(PROBE),
+                           "check the slime env (make doctor)")
+    out = json.loads(line[len(MARKER):])
+    if "error" in out:
+        raise ToolkitError(f"Ray refused `{args[0]}`: {out['error'][:300]}", where, _refusal_fix(out["error"]))
+    return out
+
+
+def is_auth_refusal(text: str) -> bool:
+    """Ray's answer to a caller without the run's token (gRPC UNAUTHENTICATED / InvalidAuthToken)."""
+    low = text.lower()
+    return "unauthenticated" in low or "invalidauthtoken" in low or "authentication token" in low
+
+
+def _refusal_fix(error: str) -> str:
+    if is_auth_refusal(error):
+        return ("this node lacks the run's Ray token: the head's runs/<RUN>/ray/auth-token must reach it by "
+                "path (the shared run dir, or a copy named by RAY_TOKEN_FILE, mode 0600)")
+    return "is the head's Ray up and HEAD_ADDR/RAY_PORT reachable from here (docs/multinode.md §3)?"
+
+
+def toolkit_commit(root: Path) -> str:
+    """The checkout's commit, '+modified' when tracked files differ from it."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "HEAD") or "unknown"
+    return commit + ("+modified" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def local_versions(cfg, lay: RunLayout) -> dict:
+    return {"toolkit": toolkit_commit(cfg.root), **probe(cfg, lay, "versions")}
+
+
+def differences(head: dict, mine: dict) -> list[str]:
+    """'NAME: head X, this worker Y' for each compared version that differs."""
+    return [f"{name}: head {head.get(name) or 'missing'}, this worker {mine.get(name) or 'missing'}"
+            for name in COMPARED if head.get(name) != mine.get(name)]
+
+
+def publish_versions(cfg, lay: RunLayout) -> dict:
+    mine = local_versions(cfg, lay)
+    probe(cfg, lay, "kv-put", gcs_address(cfg), VERSIONS_KEY, stdin=json.dumps(mine, sort_keys=True))
+    return mine
+
+
+def join_checks(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
+    """A worker's checks before it starts anything: settings, the token file, the head's versions
+    (read from the head's GCS: a wrong token is refused there, by Ray), GPUs."""
+    if cfg.NNODES < 2:
+        raise ToolkitError(f"NNODES={cfg.NNODES}: a one-node run has no workers", "NNODES",
+                           "set NNODES to the number of machines (the head's value) in this worker's .env")
+    if not cfg.HEAD_ADDR:
+        raise ToolkitError("make join needs HEAD_ADDR, the head's NODE_ADDR", "HEAD_ADDR",
+                           "set HEAD_ADDR in .env, or `make join HEAD_ADDR=…`")
+    if cfg.HEAD_ADDR == cfg.NODE_ADDR:
+        raise ToolkitError(f"HEAD_ADDR={cfg.HEAD_ADDR} is this machine's NODE_ADDR", "HEAD_ADDR",
+                           "run `make join` on a worker; the head runs `make train`")
+    raw = _head_versions(cfg, lay, echo)
+    head, mine = json.loads(raw), local_versions(cfg, lay)
+    if diff := differences(head, mine):
+        raise ToolkitError("this worker's versions differ from the head's: " + "; ".join(diff), "make join",
+                           "install the head's versions here (the same toolkit commit: git checkout; the slime env: "
+                           "the same system image or env/conda/slime.yml), then `make join` again")
+    echo("versions match the head: " + ", ".join(f"{k} {mine.get(k)}" for k in COMPARED))
+
+
+def _head_versions(cfg, lay: RunLayout, echo: Callable[[str], None], poll: float = 3.0) -> str:
+    """The head's published versions, waiting up to JOIN_TIMEOUT for a head that is not up yet (a
+    worker may be started first); a refused token ends the wait at once (Ray's answer is final)."""
+    addr, timeout = gcs_address(cfg, head=False), cfg.JOIN_TIMEOUT
+    end, said = time.monotonic() + timeout, False
+    tok = token_path(cfg, lay)
+    while True:
+        raw, why = None, ""
+        if not tok.is_file() or not tok.stat().st_size:
+            why = (f"no Ray token at {tok} yet: the head writes it when its Ray starts; a RUNS_DIR that is not "
+                   "shared needs a copy of it named by RAY_TOKEN_FILE")
+        elif tok.stat().st_mode & 0o077:
+            raise ToolkitError(f"the Ray token {tok} is readable by others (mode {tok.stat().st_mode & 0o777:o})",
+                               str(tok), f"chmod 600 {tok}")
+        else:
+            try:
+                raw = probe(cfg, lay, "kv-get", addr, VERSIONS_KEY, timeout=max(timeout, 30))["value"]
+            except ToolkitError as exc:
+                if is_auth_refusal(str(exc)):
+                    raise
+                why = str(exc)
+        if raw is not None:
+            return raw
+        if time.monotonic() >= end:
+            raise ToolkitError(f"no head of this run answered at {addr} within JOIN_TIMEOUT={timeout:g} s"
+                               + (f" ({why})" if why else " (its Ray is up but holds no versions of this run)"),
+                               "HEAD_ADDR", "start the run on the head first (make train with NNODES>1), and check "
+                               "HEAD_ADDR and that RAY_PORT is open between the nodes (docs/multinode.md §3)")
+        if not said:
+            echo(f"waiting up to {timeout:g} s (JOIN_TIMEOUT) for the run's head at {addr}")
+            said = True
+        time.sleep(poll)
+
+
+def worker_env(cfg, lay: RunLayout) -> dict[str, str]:
+    """The worker node's environment: the token by path, the run's ports Ray reads from its
+    environment, the shim that keeps metrics on loopback, and the node's own address and socket
+    interface (node_env: SLIME_HOST_IP, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME; its proxies are dropped
+    by the caller, node_env.dropped)."""
+    env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path(cfg, lay))}
+    env.update({k: v for k, v in ray_ports.env(cfg).items()})
+    env.update(node_env.of_this_node(cfg))
+    return env
+
+
+def worker_argv(cfg) -> list[str]:
+    """What the ray-worker service runs (node_agent.py; `make plan` on the head shows it)."""
+    argv = slime_args.ray_worker(cfg)
+    argv[argv.index("--temp-dir") + 1] = worker_temp_dir(cfg)
+    return [str(cfg.root / "bin" / "in-env"), cfg.SLIME_ENV, *argv]
+
+
+def worker_plan_line(cfg: Config) -> tuple[str, str, str]:
+    """`make plan`'s line for what `make join` starts on each worker, as this head's configuration
+    says it (the worker's own NODE_ADDR and NET_IFACE are its .env's)."""
+    wcfg = replace(cfg, values={**cfg.values, "HEAD_ADDR": cfg.NODE_ADDR, "NODE_ADDR": "<its NODE_ADDR>",
+                                "NET_IFACE": "<its NET_IFACE>"})
+    return (f"worker (make join HEAD_ADDR={cfg.NODE_ADDR} on each of the {cfg.NNODES - 1} worker(s))",
+            shlex.join(worker_argv(wcfg)), "its environment: " + node_env_text(wcfg))
+
+
+def node_env_text(cfg: Config) -> str:
+    """A node's own `ray start` environment, as `make plan` shows it."""
+    return ", ".join(f"{k}={v}" for k, v in node_env.of_this_node(cfg).items()) + ", no proxy variable"
+
+
+def worker_temp_dir(cfg) -> str:
+    """A worker's Ray temp dir: the run's plus '-w', so that two nodes on one host (the rehearsal's
+    namespaces share /tmp) never share a session, and the head's cleanup, which matches its own temp dir
+    exactly (procs/procfs.marker_matches), never takes a worker's processes for its own."""
+    return cfg.ray_temp_dir + "-w"
+
+
+def nodes(cfg, lay: RunLayout) -> list[dict]:
+    return probe(cfg, lay, "nodes", gcs_address(cfg))["nodes"]
+
+
+def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: float = 2.0) -> list[dict]:
+    """Up to JOIN_TIMEOUT for NNODES-1 live workers with NUM_GPUS GPUs each; prints each as it joins and
+    records them in runs/<RUN>/nodes.json. On timeout: refused, naming what is missing."""
+    want, gpus, timeout = cfg.NNODES - 1, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT
+    end, seen, workers = time.monotonic() + timeout, set(), []
+    echo(f"waiting up to {timeout:.0f} s (JOIN_TIMEOUT) for {want} worker(s) of {gpus:g} GPUs: "
+         f"`make join HEAD_ADDR={cfg.NODE_ADDR}` on each")
+    while True:
+        found = nodes(cfg, lay)
+        workers = [n for n in found if n["alive"] and not n["driver_node"]]
+        for n in workers:
+            if n["id"] not in seen:
+                seen.add(n["id"])
+                echo(f"node {n['addr']} joined with {n['gpus']:g} GPU(s)")
+        ready = [n for n in workers if n["gpus"] >= gpus]
+        if len(ready) >= want:
+            break
+        if time.monotonic() >= end:
+            short = [f"{n['addr']} has {n['gpus']:g}" for n in workers if n["gpus"] < gpus]
+            raise ToolkitError(
+                f"{want - len(ready)} of {want} worker(s) missing after JOIN_TIMEOUT={timeout:g} s: joined "
+                f"{', '.join(n['addr'] for n in ready) or 'none'}" + (f"; too few GPUs: {', '.join(short)} "
+                f"(NUM_GPUS={gpus:g})" if short else ""), "JOIN_TIMEOUT",
+                f"run `make join HEAD_ADDR={cfg.NODE_ADDR}` on each worker (its log: runs/<RUN>/nodes/<addr>/logs), "
+                "or raise JOIN_TIMEOUT")
+        time.sleep(poll)
+    head = next((n for n in found if n["driver_node"]), None)
+    write_json_atomic(lay.run_dir / "nodes.json", {"head": head, "workers": ready, "at": time.time()})
+    return ready
+
+
+def head_ready(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
+    """The head's part once its Ray answers: versions published, workers waited for, storage checked."""
+    publish_versions(cfg, lay)
+    wait_for_workers(cfg, lay, echo)
+    check_storage(cfg, lay, echo)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_only_inputs(cfg) -> list[Path]:
+    """HF_MODEL's index and config and the task files: what every node must read the same bytes of."""
+    model = cfg.HF_MODEL
+    out = sorted(model.glob("*.index.json")) + [model / "config.json"]
+    out += [cfg.path(k) for k in ("TRAIN_TASKS", "VAL_TASKS") if cfg.get(k)]
+    return [p for p in out if p.is_file()]
+
+
+def check_storage(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
+    """TRAIN_SAVE and the run dir shared and writable, the inputs the same, on every worker: refused
+    naming the node and the path otherwise."""
+    nonces = {}
+    for root in (cfg.save_dir, lay.run_dir):
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / NONCE_NAME
+        value = secrets.token_hex(16)
+        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        tmp.write_text(value)
+        os.replace(tmp, path)
+        nonces[str(path)] = value
+    hashes = {str(p): _sha256(p) for p in read_only_inputs(cfg)}
+    seen = probe(cfg, lay, "storage", gcs_address(cfg),
+                 stdin=json.dumps({"nonces": sorted(nonces), "hashes": sorted(hashes)}))["seen"]
+    for node, got in sorted(seen.items()):
+        for path, value in nonces.items():
+            if got["nonces"].get(path) != value:
+                knob = "TRAIN_SAVE" if path.startswith(str(cfg.save_dir)) else "RUNS_DIR"
+                raise ToolkitError(f"node {node} does not share {knob}: it reads {path} as "
+                                   f"{_shown(got['nonces'].get(path))}, not the nonce the head just wrote",
+                                   path, f"mount the head's {knob} ({cfg.path(knob)}) at the same path on {node} "
+                                   "(NFS or similar, writable), then `make resume`")
+        for path, value in hashes.items():
+            if got["hashes"].get(path) != value:
+                raise ToolkitError(f"node {node} reads different bytes at {path} "
+                                   f"({_shown(got['hashes'].get(path))} against the head's sha256 {value[:12]}…)",
+                                   path, f"give {node} the head's file at the same path (a shared mount or a copy)")
+    echo(f"shared storage: {len(seen)} worker(s) read the head's nonces under TRAIN_SAVE and the run dir, and "
+         f"the same {len(hashes)} input file(s)")
+
+
+def _shown(got: str | None) -> str:
+    if got is None:
+        return "nothing"
+    return got if got.startswith("unreadable") else f"{got[:12]}…"
+
+
+STALE = 10.0  # seconds without a heartbeat after which a worker is shown as gone
+
+
+def node_rows(cfg, lay: RunLayout, now: float) -> list[dict]:
+    """The run's nodes as the shared run dir records them, for `make status` on any node: the head
+    (runs/<RUN>/nodes.json, written once its workers joined) and each worker's node.json with the
+    age of its heartbeat. Read-only; [] for a run that never had a worker."""
+    joined = load_json_or_none(lay.run_dir / "nodes.json") or {}
+    base = lay.run_dir / "nodes"
+    workers = sorted(base.glob("*/node.json")) if base.is_dir() else []
+    if not joined and not workers:
+        return []
+    head = joined.get("head") or {}
+    rows = [{"role": "head", "addr": head.get("addr") or cfg.HEAD_ADDR or cfg.NODE_ADDR,
+             "gpus": head.get("gpus"), "state": "head"}]
+    for path in workers:
+        info = load_json_or_none(path) or {}
+        age = now - info.get("heartbeat", 0)
+        state = (f"left (exit {info['exit']})" if "ended" in info else
+                 "up" if age < STALE else f"no heartbeat for {age:.0f} s")
+        rows.append({"role": "worker", "addr": info.get("addr", path.parent.name), "gpus": info.get("gpus"),
+                     "iface": info.get("iface"), "state": state})
+    return rows
+
+
+def node_lines(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    up = sum(1 for r in rows if r["state"] in ("head", "up"))
+    out = [f"nodes: {up} of {len(rows)} up"]
+    for r in rows:
+        gpus = "?" if r["gpus"] is None else f"{r['gpus']:g}"
+        out.append(f"  {r['role']:<6} {r['addr'] or '?':<16} {gpus} GPU(s)  {r['state']}")
+    return out

@@ -1,0 +1,133 @@
+"""The multi-node questions asked of Ray, run under the slime env's own interpreter (docs/multinode.md).
+
+    python3 node_probe.py versions                  this node's python, ray, sglang, slime, megatron-core
+    python3 node_probe.py kv-put ADDR KEY < JSON    store JSON in the cluster's GCS (the head's versions)
+    python3 node_probe.py kv-get ADDR KEY           read it back (a worker, before it starts anything)
+    python3 node_probe.py nodes ADDR                the cluster's nodes: id, address, alive, GPUs
+    python3 node_probe.py storage ADDR < JSON       on each other node, a task pinned to it reads files back
+
+ADDR is the GCS (NODE_ADDR:RAY_PORT). Stdlib and ray only, no pyhelpers: it runs where only the slime
+env exists (versions must be the env's, and a Ray driver must run the cluster's own Python). The
+token reaches Ray through RAY_AUTH_MODE / RAY_AUTH_TOKEN_PATH in the environment (launch/ray_auth.py),
+never argv. It prints one line: MARKER + JSON; a refusal prints MARKER + {"error": ...} and exits 3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as md
+import json
+import platform
+import sys
+
+MARKER = "SHOPSIMRL_NODE "
+NAMESPACE = b"shopsimrl"
+DISTS = ("ray", "sglang", "slime", "megatron-core")
+
+
+def _say(obj) -> None:
+    sys.stdout.write(MARKER + json.dumps(obj, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for name in DISTS:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _gcs(addr: str):
+    from ray._raylet import GcsClient  # local: ray exists only in the slime env this file runs in
+
+    return GcsClient(address=addr)
+
+
+def kv_put(addr: str, key: str, value: str) -> dict:
+    _gcs(addr).internal_kv_put(key.encode(), value.encode(), True, NAMESPACE)
+    return {"stored": key}
+
+
+def kv_get(addr: str, key: str) -> dict:
+    raw = _gcs(addr).internal_kv_get(key.encode(), NAMESPACE)
+    return {"value": None if raw is None else raw.decode()}
+
+
+def _connect(addr: str):
+    import logging  # local: with ray below, only when a Ray driver is needed
+
+    import ray  # local: ray exists only in the slime env this file runs in
+
+    ray.init(address=addr, logging_level=logging.ERROR, log_to_driver=False, include_dashboard=False)
+    return ray
+
+
+def nodes(addr: str) -> dict:
+    ray = _connect(addr)
+    here = ray.get_runtime_context().get_node_id()
+    return {"nodes": [{"id": n["NodeID"], "addr": n["NodeManagerAddress"], "alive": bool(n["Alive"]),
+                       "gpus": n.get("Resources", {}).get("GPU", 0), "driver_node": n["NodeID"] == here}
+                      for n in ray.nodes()]}
+
+
+def _read_back(nonces: dict, hashes: dict) -> dict:
+    """On the node it is pinned to: each nonce file's text and each input's SHA-256 as seen there."""
+    import socket  # local: this function runs as a Ray task on the node it is pinned to
+
+    def sha(path):
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+
+    def attempt(fn, path):
+        try:
+            return fn(path)
+        except OSError as exc:
+            return f"unreadable: {exc.strerror or exc}"
+
+    return {"host": socket.gethostname(),
+            "nonces": {p: attempt(lambda q: open(q).read(), p) for p in nonces},
+            "hashes": {p: attempt(sha, p) for p in hashes}}
+
+
+def storage(addr: str, want: dict) -> dict:
+    ray = _connect(addr)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # local: ray, slime env only
+
+    here = ray.get_runtime_context().get_node_id()
+    task = ray.remote(num_cpus=0)(_read_back)
+    refs = {n["NodeManagerAddress"]: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+        n["NodeID"], soft=False)).remote(want["nonces"], want["hashes"])
+        for n in ray.nodes() if n["Alive"] and n["NodeID"] != here}
+    return {"seen": {node: ray.get(ref, timeout=want.get("timeout", 120)) for node, ref in refs.items()}}
+
+
+def main(argv: list[str]) -> int:
+    cmd, rest = argv[0], argv[1:]
+    try:
+        if cmd == "versions":
+            out = versions()
+        elif cmd == "kv-put":
+            out = kv_put(rest[0], rest[1], sys.stdin.read())
+        elif cmd == "kv-get":
+            out = kv_get(rest[0], rest[1])
+        elif cmd == "nodes":
+            out = nodes(rest[0])
+        elif cmd == "storage":
+            out = storage(rest[0], json.loads(sys.stdin.read()))
+        else:
+            raise SystemExit(f"unknown command {cmd!r}")
+    except Exception as exc:  # every failure is one line for the toolkit to name (a refused token included)
+        _say({"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"})
+        return 3
+    _say(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,107 @@
+"""What a test reads from the two-node rehearsal's network namespaces (made by pyhelpers/procs/netns.py):
+the listening TCP sockets of each, from /proc/net/tcp and tcp6 as seen inside it, and whether a
+listener refuses a gRPC caller without the run's token."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from pyhelpers.procs import netns
+
+LISTEN = "0A"
+
+
+@dataclass(frozen=True)
+class Listener:
+    ns: str
+    addr: str  # '0.0.0.0' / '::' for every address
+    port: int
+    owner: str = ""  # the command line of the process holding it (for messages)
+
+    @property
+    def every_address(self) -> bool:
+        return ipaddress.ip_address(self.addr).is_unspecified
+
+
+def _addr(hex_addr: str) -> str:
+    raw = bytes.fromhex(hex_addr)
+    if len(raw) == 4:
+        return str(ipaddress.IPv4Address(raw[::-1]))
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))  # four host-order 32-bit words
+    v6 = ipaddress.IPv6Address(words)
+    return str(v6.ipv4_mapped or v6)
+
+
+def listeners(ns: str) -> set[Listener]:
+    """Every listening TCP socket inside namespace ns (IPv4-mapped IPv6 addresses shown as IPv4)."""
+    r = subprocess.run([netns._ip(), "netns", "exec", ns, "cat", "/proc/net/tcp", "/proc/net/tcp6"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return set()
+    out = set()
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) > 3 and parts[3] == LISTEN and ":" in parts[1]:
+            host, port = parts[1].rsplit(":", 1)
+            out.add(Listener(ns, _addr(host), int(port, 16), _owner(parts[9])))
+    return out
+
+
+def _owner(inode: str) -> str:
+    """The command line of a process holding socket inode (one pid namespace: /proc sees them all)."""
+    want = f"socket:[{inode}]"
+    for proc in os.listdir("/proc"):
+        if not proc.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{proc}/fd"):
+                if os.readlink(f"/proc/{proc}/fd/{fd}") == want:
+                    with open(f"/proc/{proc}/cmdline", "rb") as fh:
+                        return fh.read().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except OSError:
+            continue
+    return "?"
+
+
+# One method of each Ray gRPC service that listens on every address (GCS, raylet, object manager,
+# the dashboard agent, core workers): with token auth on, each answers UNAUTHENTICATED to a caller
+# without the token; a server without that service answers UNIMPLEMENTED.
+# CoreWorkerService first: a job's worker may end while it is being called. (Ray 2.60's object
+# manager has no FreeObjects any more -- UNIMPLEMENTED, which gRPC answers before any token check --
+# so Pull, which it has, is called too.)
+METHODS = ("/ray.rpc.CoreWorkerService/GetObjectStatus", "/ray.rpc.NodeInfoGcsService/GetAllNodeInfo",
+           "/ray.rpc.NodeManagerService/GetNodeStats", "/ray.rpc.ObjectManagerService/FreeObjects",
+           "/ray.rpc.ObjectManagerService/Pull", "/ray.rpc.ReporterService/GetTraceback",
+           "/ray.rpc.LogService/ListLogs")
+_PROBE = r"""
+import sys, grpc
+addr, port = sys.argv[1], sys.argv[2]
+ch = grpc.insecure_channel(f"{addr}:{port}")
+for m in sys.argv[3:]:
+    try:
+        ch.unary_unary(m, request_serializer=None, response_deserializer=None)(b"", timeout=10)
+        print(m, "OK")
+    except grpc.RpcError as e:
+        print(m, e.code().name)
+# gRPC server reflection (Ray enables it): list_services = field 7 of ServerReflectionRequest
+try:
+    call = ch.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                            request_serializer=None, response_deserializer=None)
+    for reply in call(iter([b"\x3a\x00"]), timeout=10):
+        import re
+        print("services", ",".join(sorted(set(x.decode() for x in re.findall(rb"[A-Za-z_][A-Za-z0-9_.]+\.[A-Z][A-Za-z0-9]+", reply)))))
+        break
+except grpc.RpcError as e:
+    print("services", "reflection:" + e.code().name)
+"""
+
+
+def grpc_answers(from_ns: str, addr: str, port: int) -> dict[str, str]:
+    """{method: gRPC status} for each of METHODS called without a token from namespace from_ns."""
+    r = subprocess.run([netns._ip(), "netns", "exec", from_ns, sys.executable, "-c", _PROBE, addr, str(port), *METHODS],
+                       capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    return dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)

@@ -1,0 +1,49 @@
+"""What the two-node rehearsal tests share (tests/test_two_nodes.py):
+the namespaces' addresses, the proxy a user's shell may hold, and readers of the stand-in slime's
+records."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import wandb_records
+
+from pyhelpers.launch.cluster import NONCE_NAME
+from support.rehearsal import Run, outcome
+
+HEAD, WORKER = "198.51.100.1", "198.51.100.2"
+# A proxy in the user's shell: the job must never see it (the SGLang router would use it).
+# (no_proxy covers loopback, as a user's would: the analyst's model stand-in listens there and the
+# analyst, which talks to DashScope, honours the proxy -- it is not part of the job.)
+PROXIES = {"http_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "no_proxy": "localhost,127.0.0.1"}
+
+
+def two_node_outcome(run: Run) -> dict:
+    """outcome() without the head's shared-storage nonce (cluster.NONCE_NAME), which only a multi-node
+    run leaves under TRAIN_SAVE."""
+    out = outcome(run)
+    out["weights"] = {k: v for k, v in out["weights"].items() if k != NONCE_NAME}
+    return out
+
+
+def slime_log(run: Run) -> str:
+    return (run.run_dir / "logs" / "slime-log.log").read_text(errors="replace")
+
+
+def ranks_of(log: str) -> dict[str, str]:
+    """rank -> its line, from the stand-in's records (one job's worth: the last of each rank)."""
+    out = {}
+    for line in log.splitlines():
+        if line.startswith("fake slime: rank "):
+            out[line.split()[3]] = line
+    return out
+
+
+def wandb_actor_num_nodes(run: Run) -> list[str]:
+    """actor_num_nodes as W&B's offline runs of the rehearsal recorded it (read with W&B's own reader)."""
+    found = []
+    for offline in sorted((run.run_dir / "wandb" / "wandb").glob("offline-run-*")):
+        text = "\n".join(json.dumps(rec) for rec in wandb_records(offline))
+        found += re.findall(r'actor_num_nodes\\?"[^0-9]{0,40}?(\d+)', text)
+    return sorted(set(found))

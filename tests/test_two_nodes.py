@@ -1,0 +1,348 @@
+"""A run on two nodes of one host (docs/multinode.md): two network namespaces joined by a veth pair
+(pyhelpers/procs/netns.py), a real two-node Ray cluster with token auth. Needs root and iproute2, as
+CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray head:
+
+- `two_node_rehearsal`: `make rehearse NNODES=2` to its end (the RolloutManager, with the rollout
+  plugin in it, pinned to the worker; a proxy in the shell), its listeners in both namespaces read from
+  /proc/net/tcp{,6} every second while it runs (and each every-address listener called without the
+  token), `make status REHEARSAL=1` taken once the worker joined and the job was submitted; then, in
+  round 1, the worker's raylet killed (a node lost mid-round: issue 28 item 8), `make status` taken
+  again once the run restarts for it, and the worker's `make join` run again. The run must still end
+  exactly as the one-node reference rehearsal does (the stand-ins are deterministic, and neither where
+  an episode is played nor a resume may change it);
+- `head`: a head's Ray alone (NNODES=2, versions published) that workers try to join: without the
+  run's token, with another Ray version, without sharing TRAIN_SAVE.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from support import netns as ns_support
+from support.rehearsal import Run, in_rehearsal, outcome, pyhelpers_cmd, rehearse_env, start, stop_leftovers
+from support.twonode import (
+    HEAD,
+    PROXIES,
+    WORKER,
+    ranks_of,
+    slime_log,
+    two_node_outcome,
+    wandb_actor_num_nodes,
+)
+
+from pyhelpers.procs import netns
+
+pytestmark = pytest.mark.heavy  # two Ray nodes (a whole rehearsal, then a head and several joins)
+
+REHEARSE = str(ROOT / "bin" / "rehearse")
+
+
+def _need_root() -> None:
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.fail("the two-node tests need root (CAP_NET_ADMIN) and iproute2's `ip` (make setup installs it); "
+                    "CI runs as root")
+
+
+@pytest.fixture(scope="module")
+def two_node_rehearsal(tmp_path_factory, rehearsal_world):
+    _need_root()
+    tmp = tmp_path_factory.mktemp("two-node")
+    # (untracked: conftest stops a tracked rehearsal after each test; this one serves the module)
+    # the RolloutManager (the plugin) on the worker, a proxy in the user's shell the job must not see,
+    # and steps slow enough for the worker's raylet to be killed inside round 1
+    env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker",
+                       FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5, **PROXIES)
+    record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
+    proc, log = start(env)
+    run = Run(Path(env["RUNS_DIR"]))
+    seen: set[ns_support.Listener] = set()
+    refused: dict[tuple[str, int], dict[str, str]] = {}
+    # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
+    # node-lost restart (status again), the worker's `make join` again
+    story: dict = {"errors": []}
+    metrics = run.round_dir(1) / "rollout_metrics.jsonl"
+
+    def lose_and_rejoin_the_worker(pair: dict) -> None:
+        if "whole" not in story:
+            if (run.run_dir / "nodes.json").is_file() and (run.run_dir / "slime-job.json").is_file():
+                story["whole"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+        elif "killed" not in story:
+            if metrics.is_file() and metrics.read_text().strip():  # round 1's first step is done
+                raylet = _raylet_of(pair["worker"]["addr"], pair["worker"]["ns"])
+                if raylet:
+                    os.kill(raylet, signal.SIGKILL)
+                    story["killed"] = raylet
+        elif "missing" not in story:
+            if [e for e in run.events("run-restart") if e["cause"] == "node-lost"]:
+                story["missing"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+        elif "rejoined" not in story:  # the worker comes back, as its user would bring it back
+            worker_env = {**env, "NNODES": "2", "SHOPSIMRL_NODE_ROLE": "worker", "NODE_ADDR": pair["worker"]["addr"],
+                          "NET_IFACE": pair["worker"]["iface"], "HEAD_ADDR": pair["head"]["addr"]}
+            argv = ["ip", "netns", "exec", pair["worker"]["ns"], REHEARSE, "--env", str(ROOT / "bin" / "join")]
+            story["rejoined"] = subprocess.run(argv, env=worker_env, cwd=ROOT, text=True, capture_output=True,
+                                               timeout=600)
+
+    def watch() -> None:
+        while proc.poll() is None:
+            if not record.is_file():
+                time.sleep(0.5)
+                continue
+            pair = json.loads(record.read_text())
+            for me, other in (("head", "worker"), ("worker", "head")):
+                for lst in ns_support.listeners(pair[me]["ns"]) - seen:
+                    seen.add(lst)
+                    if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
+                        refused[(me, lst.port)] = {"owner": lst.owner, **ns_support.grpc_answers(
+                            pair[other]["ns"], pair[me]["addr"], lst.port)}
+            time.sleep(1.0)
+
+    def lose() -> None:
+        # its own thread, polling fast: the raylet dies as round 1's second step starts (the moment
+        # the one-node fault tests kill at too)
+        try:
+            while proc.poll() is None and "rejoined" not in story:
+                if record.is_file():
+                    lose_and_rejoin_the_worker(json.loads(record.read_text()))
+                time.sleep(0.05)
+        except Exception as exc:  # noqa: BLE001 -- reported by the tests, not lost in a thread
+            story["errors"].append(repr(exc))
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (watch, lose)]
+    for t in threads:
+        t.start()
+    try:
+        proc.wait(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()  # (bin/rehearse's two-node wrapper removes its namespaces on the way out)
+            proc.wait(timeout=120)
+        for t in threads:
+            t.join(timeout=60)
+        stop_leftovers(env)
+    pair = json.loads(record.read_text())
+    return {"rc": proc.returncode, "out": log.read_text(errors="replace"), "pair": pair, "listeners": seen,
+            "refused": refused, "story": story, "status": story.get("whole", ""), "env": env, "run": run}
+
+
+def _raylet_of(addr: str, netns_name: str) -> int | None:
+    """The pid of the raylet serving node `addr` inside network namespace `netns_name` (only ours: another
+    rehearsal on this host may have a worker at the same address in its own namespace)."""
+    ns = os.stat(f"/run/netns/{netns_name}").st_ino
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+            if os.stat(p / "ns" / "net").st_ino != ns:
+                continue
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"/raylet") and f"--node_ip_address={addr}".encode() in argv:
+            return int(p.name)
+    return None
+
+
+def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
+    r = two_node_rehearsal
+    assert r["rc"] == 0, r["out"][-3000:]
+    worker = r["pair"]["worker"]["addr"]
+    assert f"node {worker} joined with 4 GPU(s)" in r["out"]
+    assert "shared storage: 1 worker(s) read the head's nonces" in r["out"]
+    leftover = [ns for ns in (r["pair"]["head"]["ns"], r["pair"]["worker"]["ns"])
+                if ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout]
+    assert not leftover, f"namespaces left behind: {leftover}"
+
+
+def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_to_the_same_result(
+        two_node_rehearsal, reference):
+    r = two_node_rehearsal
+    story, run = r["story"], r["run"]
+    assert not story["errors"], story["errors"]
+    assert story.get("killed"), f"the worker's raylet was never killed: {sorted(story)}\n" + r["out"][-3000:]
+    assert r["rc"] == 0, r["out"][-6000:]
+    restarts = run.events("run-restart")
+    assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost")], restarts
+    assert f"MISSING: {WORKER} lost" in story["missing"], story["missing"]
+    rejoined = story["rejoined"]
+    assert rejoined.returncode == 0, rejoined.stdout + rejoined.stderr
+    assert run.events("nodes-whole"), run.events()[-10:]
+    assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]
+    assert f"node {WORKER} worker, 4 GPU(s), alive" in r["out"], r["out"][-4000:]
+    # resumed from the last checkpoint, nothing counted twice
+    assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
+
+
+def test_status_lists_both_nodes(two_node_rehearsal):
+    r = two_node_rehearsal
+    head, worker = r["pair"]["head"]["addr"], r["pair"]["worker"]["addr"]
+    assert "nodes: 2 of 2 up" in r["status"], r["status"]
+    lines = r["status"].splitlines()
+    assert any(ln.split()[:2] == ["head", head] for ln in lines), r["status"]
+    assert any(ln.split()[:2] == ["worker", worker] and ln.rstrip().endswith("up") for ln in lines), r["status"]
+    # taken from this host, as a user types `make status REHEARSAL=1`: it still reaches the head's Ray,
+    # whose job API answers on the loopback of the head's namespace only
+    assert "job API does not answer" not in r["status"], r["status"]
+
+
+def test_nothing_listens_beyond_loopback_and_the_node_addresses(two_node_rehearsal):
+    """Every listener of the run binds loopback or its own node's address; where Ray binds every address
+    (its C++ gRPC servers: docs/multinode.md §4) the listener refuses a caller without the token."""
+    r = two_node_rehearsal
+    assert r["listeners"], "no listener was seen: the watcher did not run"
+    allowed = {"head": {"127.0.0.1", "::1", r["pair"]["head"]["addr"]},
+               "worker": {"127.0.0.1", "::1", r["pair"]["worker"]["addr"]}}
+    role = {r["pair"][k]["ns"]: k for k in ("head", "worker")}
+    wrong = sorted(f"{role[x.ns]} {x.addr}:{x.port} ({x.owner})" for x in r["listeners"]
+                   if not x.every_address and x.addr not in allowed[role[x.ns]])
+    assert not wrong, f"listeners on addresses other than loopback and NODE_ADDR: {wrong}"
+    every = sorted((role[x.ns], x.port) for x in r["listeners"] if x.every_address)
+    assert every, "Ray's gRPC servers were expected on every address"
+    checked: set[str] = set()
+    for key in every:
+        answers = dict(r["refused"].get(key, {}))
+        owner = answers.pop("owner", "?")
+        assert answers, f"{key} ({owner}): never called"
+        assert "OK" not in answers.values(), f"{key} ({owner}) answered a caller without the token: {answers}"
+        if "UNAVAILABLE" in answers.values():
+            continue  # closed before or while it was called (a job's worker that ended): it listens on nothing now
+        assert "UNAUTHENTICATED" in answers.values(), f"{key} ({owner}) is not a token-checked Ray gRPC server: {answers}"
+        checked.add(_kind(owner))
+    # Each kind of Ray server that binds every address was caught listening and refused a caller.
+    assert {"gcs_server", "raylet", "ray worker"} <= checked, f"refusals seen only from {sorted(checked)}"
+
+
+def _kind(owner: str) -> str:
+    for name in ("gcs_server", "raylet"):
+        if f"/{name} " in owner or owner.startswith(name):
+            return name
+    return "ray worker" if owner.startswith(("ray::", "ray_")) or "default_worker.py" in owner else owner[:40]
+
+
+def test_two_nodes_place_ranks_on_both_the_plugin_plays_from_the_worker_and_the_run_ends_as_on_one(
+        two_node_rehearsal, reference):
+    assert two_node_rehearsal["rc"] == 0, two_node_rehearsal["out"][-6000:]
+    run = Run(Path(two_node_rehearsal["env"]["RUNS_DIR"]))
+    log = slime_log(run)
+    ranks = ranks_of(log)
+    n = len(ranks)
+    assert n >= 2 and sorted(ranks, key=int) == [str(r) for r in range(n)], log[-3000:]
+    on = {int(r): line.split()[5].rstrip(":") for r, line in ranks.items()}
+    # both nodes, NUM_GPUS ranks each, the head's first (slime sorts the bundles by node IP)
+    assert [on[r] for r in range(n)] == [HEAD] * (n // 2) + [WORKER] * (n // 2), ranks
+    for r, line in ranks.items():  # each rank saw its own node's address and interface, and no proxy
+        assert f"SLIME_HOST_IP={on[int(r)]} " in line and "proxies=none" in line, line
+        assert "NCCL_SOCKET_IFNAME==" in line and "GLOO_SOCKET_IFNAME=" in line, line
+    assert f"RolloutManager placed on {WORKER}" in log, log[-3000:]
+    assert f"RolloutManager on {WORKER}: SLIME_HOST_IP={WORKER} proxies=none" in log, log[-3000:]
+    # the plugin, on the worker, played every step's episodes through ShopSimulator's gate
+    metrics = [line for r in range(2) for line in (run.round_dir(r) / "rollout_metrics.jsonl").read_text().splitlines()]
+    # (round 1's resumed step 2 after the worker was lost is played again, so its line is there twice)
+    assert sorted({json.loads(line)["rollout_id"] for line in metrics}) == [0, 1, 2, 3], metrics
+    yaml = (run.round_dir(0) / "slime.yaml").read_text()
+    assert f"shopsimrl_shopsim_url: http://{HEAD}:" in yaml and "shopsimrl_shopsim_token_path:" in yaml, yaml
+    assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
+    # W&B: slime's own run records the job's node count in its config (slime/observability/wandb_utils.py:58)
+    assert wandb_actor_num_nodes(run) == ["2"]
+    report = (run.run_dir / "report" / "index.html").read_text()
+    assert "on 2 node(s) of" in report
+
+
+
+def _why_not_equal(run: Run) -> str:
+    """What differs from one node's run usually has one cause: an episode ended in an infra error."""
+    infra = [json.loads(line)["metrics"].get("rollout/shopsim/infra_errors") for r in range(2)
+             for line in (run.round_dir(r) / "rollout_metrics.jsonl").read_text().splitlines()]
+    gate = (run.run_dir / "logs" / "shopsim-gate.log").read_text(errors="replace")[-3000:]
+    return f"infra errors per step: {infra}; ShopSimulator's gate log:\n{gate}"
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory, rehearsal_world):
+    _need_root()
+    tmp = tmp_path_factory.mktemp("two-node-head")
+    pair = netns.Pair.create()
+    base = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=60, RAY_START_TIMEOUT=240)
+    head_env = {**base, "NODE_ADDR": pair.head.addr, "NET_IFACE": pair.head.iface}
+    worker_env = {**base, "NODE_ADDR": pair.worker.addr, "NET_IFACE": pair.worker.iface, "HEAD_ADDR": pair.head.addr}
+
+    def on(node, env, *cmd, timeout=600):
+        return subprocess.run(node.exec_argv([REHEARSE, "--env", *cmd]), env=env, cwd=ROOT, text=True,
+                              capture_output=True, timeout=timeout)
+
+    try:
+        up = on(pair.head, head_env, *pyhelpers_cmd("run", "service", "ray-head"))
+        assert up.returncode == 0, up.stdout + up.stderr
+        pub = on(pair.head, head_env, *pyhelpers_cmd("node", "publish"))
+        assert pub.returncode == 0, pub.stdout + pub.stderr
+        yield {"pair": pair, "head_env": head_env, "worker_env": worker_env, "on": on, "tmp": tmp,
+               "run": Run(Path(base["RUNS_DIR"]))}
+    finally:
+        on(pair.worker, worker_env, str(ROOT / "bin" / "leave"))
+        on(pair.head, head_env, *pyhelpers_cmd("run", "cleanup"))
+        pair.remove()
+        stop_leftovers(base)
+
+
+def _nothing_started(head) -> None:
+    pids = head["run"].run_dir / "nodes" / head["pair"].worker.addr / "pids"
+    assert not (pids.is_dir() and any(pids.iterdir())), f"a refused worker started something: {list(pids.iterdir())}"
+
+
+def test_a_worker_without_the_runs_token_is_refused_by_ray(head):
+    other = head["tmp"] / "other-token"
+    other.write_text(secrets.token_hex(32))
+    other.chmod(0o600)
+    r = head["on"](head["pair"].worker, {**head["worker_env"], "RAY_TOKEN_FILE": str(other)}, str(ROOT / "bin" / "join"))
+    assert r.returncode != 0
+    assert "Ray refused `kv-get`" in r.stderr and "InvalidAuthToken" in r.stderr, r.stderr[-2000:]
+    _nothing_started(head)
+
+
+def test_a_worker_with_another_ray_version_is_refused_naming_both(head, rehearsal_world):
+    """The worker's slime env is a copy of the rehearsal's whose interpreter finds a ray 2.59.0
+    distribution first (tests/fakes/README.md): the version Ray's metadata reports there."""
+    conda = head["tmp"] / "conda-other-ray"
+    shutil.copytree(rehearsal_world / "conda", conda, symlinks=True)
+    dist = head["tmp"] / "old-ray" / "ray-2.59.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.59.0\n")
+    py = conda / "envs" / "slime" / "bin" / "python3"
+    body = py.read_text().replace("exec ", f'export PYTHONPATH="{dist.parent}${{PYTHONPATH:+:$PYTHONPATH}}"\nexec ', 1)
+    py.unlink()
+    py.write_text(body)
+    py.chmod(0o755)
+    r = head["on"](head["pair"].worker, head["worker_env"], "env", f"CONDA_ROOT={conda}", str(ROOT / "bin" / "join"))
+    assert r.returncode != 0
+    assert "ray: head 2.60.0, this worker 2.59.0" in r.stderr, r.stderr[-2000:]
+    _nothing_started(head)
+
+
+def test_a_worker_that_does_not_share_train_save_is_refused_by_path(head):
+    """The worker sees another directory at TRAIN_SAVE's path (a bind mount in its own mount
+    namespace, as a node with a local disk there would): the head's check names node and path."""
+    save = head["run"].runs / ".rehearsal" / "train_save"
+    save.mkdir(parents=True, exist_ok=True)
+    local = head["tmp"] / "worker-local-disk"
+    local.mkdir()
+    w = head["pair"].worker
+    join = subprocess.run(w.exec_argv(["sh", "-c", 'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh",
+                                       str(local), str(save), REHEARSE, "--env", str(ROOT / "bin" / "join")]),
+                          env=head["worker_env"], cwd=ROOT, text=True, capture_output=True, timeout=600)
+    assert join.returncode == 0, join.stderr[-2000:]
+    try:
+        r = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("node", "check"))
+        assert r.returncode != 0
+        nonce = save / "rehearsal" / ".node-check"
+        assert f"node {w.addr} does not share TRAIN_SAVE: it reads {nonce}" in r.stderr, r.stderr[-2000:]
+    finally:
+        head["on"](w, head["worker_env"], str(ROOT / "bin" / "leave"))
