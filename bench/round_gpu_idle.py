@@ -86,6 +86,22 @@ CONFIGS = {
 }
 
 
+# The analyst's real limits (env/defaults.env) and the episodes they apply to. A step of the
+# rehearsal plays REHEARSAL_EPISODES where a real one plays REAL_EPISODES: records per request
+# shrink by that ratio so a step yields the real number of requests (each waiting the real
+# analyst-request time, scaled), and the round's cap follows the rehearsal's steps per round.
+REAL_EPISODES, REHEARSAL_EPISODES = 16 * 8, 4 * 4  # ROLLOUT_GROUPS x SAMPLES_PER_GROUP
+REAL_STEPS, REHEARSAL_STEPS = 20, 2  # STEPS_PER_ROUND
+ANALYST = {"ANALYST_BATCH_SIZE": 8, "ANALYST_MAX_RPM": 30, "ANALYST_MAX_CALLS": 200, "ANALYST_DRAIN_TIMEOUT": 600}
+
+
+def analyst_env(scale: float) -> dict[str, str]:
+    return {"ANALYST_BATCH_SIZE": str(max(1, round(ANALYST["ANALYST_BATCH_SIZE"] * REHEARSAL_EPISODES / REAL_EPISODES))),
+            "ANALYST_MAX_RPM": str(round(ANALYST["ANALYST_MAX_RPM"] / scale)),
+            "ANALYST_MAX_CALLS": str(max(1, round(ANALYST["ANALYST_MAX_CALLS"] * REHEARSAL_STEPS / REAL_STEPS))),
+            "ANALYST_DRAIN_TIMEOUT": f"{ANALYST['ANALYST_DRAIN_TIMEOUT'] * scale:.3f}"}
+
+
 def delay_env(scale: float) -> dict[str, str]:
     return {d.knob: f"{d.real_s * scale:.3f}" if not d.knob.endswith("_MS") else f"{d.real_s * scale:.1f}"
             for d in DELAYS.values()}
@@ -99,9 +115,7 @@ def rehearse(name: str, knobs: dict[str, str], scale: float, tmp: Path) -> Path:
     (tmp / "home").mkdir()
     env.update(RUNS_DIR=str(tmp / "runs"), ROUNDS="2", SHOPSIMRL_ENV_FILE=str(tmp / ".env"), STOP_GRACE="2",
                HOME=str(tmp / "home"),
-               # The analyst as a real run has it (the rehearsal's batch of 1 serves kill/resume
-               # determinism, which a bench does not need): the drain's requests are the real count.
-               ANALYST_DRAIN_TIMEOUT="600", ANALYST_BATCH_SIZE="8", **own_ports(), **delay_env(scale), **knobs)
+               **analyst_env(scale), **own_ports(), **delay_env(scale), **knobs)
     print(f"  {name}: rehearsal in {tmp} ...", flush=True)
     done = subprocess.run([str(ROOT / "bin" / "rehearse")], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)

@@ -66,6 +66,18 @@ def test_a_round_in_todays_order_splits_into_every_phase():
     assert rt.busy_s == pytest.approx(80) and rt.idle_frac == pytest.approx(122 / 202)
 
 
+def test_the_last_steps_training_is_gpu_work_not_the_wait_for_the_checkpoint():
+    # slime logs each rollout's training end (train_metric_utils.py `perf <id>:`) after the
+    # plugin's metrics line: the last step trains 80 -> 86, then the save ends at 88.
+    evs = one_round()
+    at = next(i for i, e in enumerate(evs) if e["kind"] == "job-end")
+    evs[at:at] = [ev(85.5, "train-done", rollout_id=0, since=56), ev(86.2, "train-done", rollout_id=1, since=86)]
+    (rt,) = gpu_time.split(evs, ROLES)
+    assert rt.seconds["train-steps"] == pytest.approx(66)
+    assert rt.seconds["checkpoint"] == pytest.approx(2)
+    assert sum(rt.seconds.values()) == pytest.approx(rt.wall_s)
+
+
 def test_rounds_tile_the_run_and_each_adds_up_to_its_wall_time():
     evs = one_round(0, 0.0) + one_round(1, 202.5)
     r0, r1 = gpu_time.split(evs, ROLES)

@@ -11,11 +11,11 @@ playing while compile waits, cut 4) is counted once, as the GPUs saw it.
 
 | phase          | busy | from                                   | to                                        |
 |----------------|------|----------------------------------------|-------------------------------------------|
-| train-steps    | yes  | rollout-started (the plugin's marker)  | that job's last step-done                 |
+| train-steps    | yes  | rollout-started (the plugin's marker)  | that job's last train-done (or step-done) |
 | episodes       | yes  | an `episodes` event's t - seconds      | its t                                     |
 | server-start   | no   | service-start eval-server              | service-ready eval-server                 |
 | job-start      | no   | the job stage's stage-start            | rollout-started (services, submission, Megatron, engines) |
-| checkpoint     | no   | the last step-done                     | checkpoint-saved (the tracker's mtime)    |
+| checkpoint     | no   | the last train-done (or step-done)     | checkpoint-saved (the tracker's mtime)    |
 | teardown       | no   | checkpoint-saved                       | the job stage's stage-end                 |
 | server-stop    | no   | the last episodes' end                 | the server stage's stage-end              |
 | (a stage's own)| no   | a stage billed whole (Roles.whole)     | its stage-end                             |
@@ -26,8 +26,10 @@ Which stage is which is a stage fact, so this module names none: the caller pass
 by the stage registry (pyhelpers/stages/__init__.py GPU_ROLES, from each stage's GPU_PHASE).
 
 A stage killed with its driver (no stage-end; a later `driver-lost`) ends at its last event.
-The step watcher sees a step when its rollout ends (the plugin's metrics line), so the last step's
-optimizer update falls in `checkpoint`: slime's log has no line per update that the toolkit reads.
+The step watcher sees a step's rollout end (the plugin's metrics line, `step-done`) and then its
+training's end (slime's `perf <id>:` line of train_metric_utils.py, `train-done`: launch/slime_log.py),
+so the last step's optimizer update is GPU work; a job whose log lacks the line (an older slime)
+bills that update to `checkpoint`, as before.
 """
 
 from __future__ import annotations
@@ -147,8 +149,8 @@ def _intervals(evs: list[dict], r: int, now: float | None, roles: Roles) -> list
             down_since = t
         elif k == "rollout-started" and rollout is None:
             rollout = t
-        elif k == "step-done":
-            steps_end = t
+        elif k in ("step-done", "train-done"):  # a rollout's end, then its training's (slime's log)
+            steps_end = t if steps_end is None else max(steps_end, t)
         elif k == "checkpoint-saved":
             if steps_end is not None:
                 out.append((steps_end, t, "checkpoint"))

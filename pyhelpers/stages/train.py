@@ -53,7 +53,7 @@ from pyhelpers.tasks.files import check_slime_prompts
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
 
-LOG = "slime-log.log"  # the slime job's output, copied from Ray's driver log
+LOG = stepwatch.SLIME_LOG  # the slime job's output, copied from Ray's driver log
 COLOUR = "#1565c0"
 GPU_PHASE = gpu_time.JOB  # run/gpu_time.py: its events mark job-start, train-steps, checkpoint, teardown
 STEPPED = True

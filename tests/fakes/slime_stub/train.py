@@ -99,6 +99,13 @@ def log(msg: str) -> None:
     print(f"fake slime: {msg}", flush=True)
 
 
+def slime_perf_line(source: str, rollout_id: int, perf: dict) -> str:
+    """slime's own `perf <id>:` line, as its logger formats it (slime/observability/logging_utils.py:21):
+    source is train_metric_utils.py:401 after a rollout's training (the Megatron main rank,
+    actor.py:564) or rollout_metrics.py:268 after its generation (the RolloutManager)."""
+    return f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {source} - perf {rollout_id}: {perf}"
+
+
 def parse(argv: list[str]) -> Namespace:
     known = {line for line in FLAGS_FILE.read_text().splitlines() if line.startswith("--")}
     values: dict[str, object] = {}
@@ -504,6 +511,9 @@ class RolloutManager:
         # slime/ray/rollout.py:510: the samples become train data in this actor (rewards
         # post-processed, removed samples' loss masks zeroed); the advantage follows on the actor side.
         advantages(self.args, convert_samples_to_train_data(self.args, [s for g in out.samples for s in g]))
+        # printed in this actor, so Ray forwards it to the driver's log with its "(RolloutManager pid=..)"
+        print(slime_perf_line("rollout_metrics.py:268", rollout_id, {"perf/rollout_time": 0.0}), file=sys.stderr,
+              flush=True)
         return out.samples, out.metrics
 
     def node(self) -> str:
@@ -580,7 +590,13 @@ def main(argv: list[str]) -> int:
                              "train/grad_norm": 0.5 + 0.01 * k})
             log(f"rollout {rollout_id}: {len(samples)} samples, mean reward {sum(rewards) / len(rewards):.3f}")
             if delay:
-                time.sleep(delay)
+                time.sleep(delay)  # the step's training
+            # The main rank's line once the rollout's training is over (actor.py:564), which Ray
+            # forwards from the Megatron actor: this stand-in trains in the driver, so it writes
+            # the forwarded form itself.
+            print(f"(MegatronTrainRayActor pid={os.getpid()}) "
+                  + slime_perf_line("train_metric_utils.py:401", rollout_id, {"perf/actor_train_time": delay}),
+                  flush=True)
             if (rollout_id + 1) % args.save_interval == 0 or rollout_id == args.num_rollout - 1:
                 # slime's order (train.py:71-80): the Megatron save, its tracker last
                 # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
