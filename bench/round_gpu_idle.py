@@ -2,7 +2,7 @@
 
 Each configuration is a rehearsal (ROUNDS=2) whose stand-ins wait as long as the real parts do
 (DELAYS below: the real figure, its source, the stand-in knob that waits it), scaled by SCALE so
-the bench runs in a few minutes on two cores. The split is the one `make report` draws
+the bench runs in 3-6 minutes on two cores. The split is the one `make report` draws
 (pyhelpers/run/gpu_time.py, from the run's events.jsonl). Prints, per configuration and round,
 wall, busy and idle seconds with the idle phases, then the idle fraction of each configuration
 against today's order as a ratio measured in this one run, and the same for the idle time between
@@ -15,12 +15,16 @@ Python's own start, which is not scaled and swamps the modelled delays):
 Seconds printed are the rehearsal's (scaled); divide by SCALE for the real-time equivalent. Each
 round's line also prints what its phases add up to (the report's stacked bar) against its wall time.
 
-What a run of it showed (2 cores, scale 1/60; the numbers move by a few seconds between runs):
-compile-wait is ~0.1 s even in today's order, since the analyst drains during training, so cut 4
-has nothing to hide here; job-start is 6-25 s against 2-3 s of modelled delay (Ray's and Python's
-start on the CPU, unscaled, so it stands for 6-25 real minutes) and its noise is larger than any
-cut; checkpoint holds the last step's update (4.2 s of 4.3: the step watcher sees a step when its
-rollout ends). The idle fraction does not drop by a third with this table.
+What a run of it showed (2 cores shared with another job, scale 1/60, 2026-12-05; numbers move by
+a second or two between runs): the last step's training is now busy (slime's train perf line), so
+`checkpoint` is ~0.1 s; with the analyst's real requests per step, today's compile-wait is 5-6 s
+(5-6 real minutes: the drain of the last steps' failures) and cut 4 brings it to 3-4.5 s (bare
+val, short here, is all it can hide); cut 6 removes hf-export (1.1 s). Between the jobs the idle
+time drops to 0.79-0.81 x today's (438-451 real s against 554). The round's idle fraction does
+not move (0.97-1.02 x): job-start is 6-16 s of every round against 2-3 s of modelled delay --
+Ray's and Python's own start on this CPU, unscaled, plus noise larger than any cut. Issue 29's
+"a third less" needs a cut to job-start itself (the next round's job starting while the last one
+evaluates, or one job across rounds), which this bench does not have yet.
 """
 
 from __future__ import annotations
