@@ -30,8 +30,6 @@ evaluates, or one job across rounds), which this bench does not have yet.
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -39,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+import rehearsal_run  # noqa: E402
 
 from pyhelpers import stages  # noqa: E402
 from pyhelpers.run import events, gpu_time  # noqa: E402
@@ -112,20 +112,10 @@ def delay_env(scale: float) -> dict[str, str]:
 
 
 def rehearse(name: str, knobs: dict[str, str], scale: float, tmp: Path) -> Path:
-    from support.rehearsal import own_ports
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "FAKE_"))}
     # A fresh home: the programs' default caches (~/.cache/...) start as cold as the data disk's.
     (tmp / "home").mkdir()
-    env.update(RUNS_DIR=str(tmp / "runs"), ROUNDS="2", SHOPSIMRL_ENV_FILE=str(tmp / ".env"), STOP_GRACE="2",
-               HOME=str(tmp / "home"),
-               **analyst_env(scale), **own_ports(), **delay_env(scale), **knobs)
-    print(f"  {name}: rehearsal in {tmp} ...", flush=True)
-    done = subprocess.run([str(ROOT / "bin" / "rehearse")], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        sys.exit(f"the rehearsal '{name}' failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return tmp / "runs" / "rehearsal"
+    return rehearsal_run.rehearse(name, tmp, ROUNDS="2", HOME=str(tmp / "home"), **analyst_env(scale),
+                                  **delay_env(scale), **knobs)
 
 
 def show(name: str, rounds: list[gpu_time.RoundTime]) -> None:
