@@ -390,6 +390,15 @@ class Knobs:
         return self._int("ANALYST_BATCH_SIZE")
 
     @cached_property
+    def ANALYST_CONCURRENCY(self) -> int:
+        """Analyst requests in flight at once, still started at most ANALYST_MAX_RPM a minute: the
+        round's end waits for the drain (compile needs it) while the GPUs idle; one at a time falls
+        behind when a step's failures take longer to analyse than the step takes. (int >= 1;
+        default: 4)
+        """
+        return self._int("ANALYST_CONCURRENCY")
+
+    @cached_property
     def ANALYST_MAX_RPM(self) -> float:
         """Spend cap: analyst requests per minute. (float > 0; default: 30)"""
         return self._float("ANALYST_MAX_RPM")
@@ -903,7 +912,7 @@ class Knobs:
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (load.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = 'f5684ec99fa7ec17f94299bdb7cdf1808d829eae65971834a474e94baf2cccf3'
+SOURCE_SHA256 = 'e3e968050280fe1d6da1d9f88cdf04cf7c1a6b07aaa29dbbaab3ccf5d3434aae'
 # (name, default, doc, section, the `#:` line or None)
 DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty'),
@@ -957,6 +966,7 @@ DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('ANALYST_BASE_URL', 'https://dashscope.aliyuncs.com/compatible-mode/v1', 'OpenAI-compatible endpoint of the analyst model (Alibaba Cloud Bailian / DashScope).', 'Failure Analyst (M11)', 'url'),
     ('ANALYST_MODEL', 'qwen-plus', 'Model name at that endpoint.', 'Failure Analyst (M11)', 'text'),
     ('ANALYST_BATCH_SIZE', '8', 'Spool records per analyst request.', 'Failure Analyst (M11)', 'int >= 1'),
+    ('ANALYST_CONCURRENCY', '4', "Analyst requests in flight at once, still started at most ANALYST_MAX_RPM a minute: the round's end waits for the drain (compile needs it) while the GPUs idle; one at a time falls behind when a step's failures take longer to analyse than the step takes.", 'Failure Analyst (M11)', 'int >= 1'),
     ('ANALYST_MAX_RPM', '30', 'Spend cap: analyst requests per minute.', 'Failure Analyst (M11)', 'float > 0'),
     ('ANALYST_MAX_CALLS', '200', 'Spend cap: analyst requests per round.', 'Failure Analyst (M11)', 'int >= 0'),
     ('ANALYST_TIMEOUT', '120', 'Seconds one request may take.', 'Failure Analyst (M11)', 'float > 0'),

@@ -106,6 +106,7 @@ class FakeOpenAI:
         self.expect_key = expect_key  # when set, other keys get 401 invalid_api_key
         self.script: collections.deque[Behaviour] = collections.deque()
         self.requests: list[Request] = []
+        self.in_flight = self.max_in_flight = 0  # requests being answered now / at most at once
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -182,7 +183,14 @@ class FakeOpenAI:
                                                  "type": "invalid_request_error"}})
         if body is None or not isinstance(body.get("messages"), list):
             return self._send(h, 400, {"error": {"code": "InvalidParameter", "message": "messages missing"}})
-        self._behave(h, self._next(), body)
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            self._behave(h, self._next(), body)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def _behave(self, h, b: Behaviour, body: dict) -> None:
         p = b.params
