@@ -83,10 +83,14 @@ SCALE = 1 / 60  # rehearsal seconds per real second
 
 # Today's order, then each cut (its knobs); every configuration runs with the same delays.
 CONFIGS = {
-    "today": {"VAL_BESIDE_COMPILE": "0", "JIT_CACHE_ON_DATA_DISK": "0"},
-    "cut 4: val beside compile": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "0"},
-    "cuts 4+5: and JIT caches on the data disk": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1"},
-    "cuts 4+5+6: and SAVE_HF=1": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1"},
+    "today": {"VAL_BESIDE_COMPILE": "0", "JIT_CACHE_ON_DATA_DISK": "0", "ANALYST_CONCURRENCY": "1"},
+    "cut 4: val beside compile": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "0", "ANALYST_CONCURRENCY": "1"},
+    "cuts 4+5: and JIT caches on the data disk": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1",
+                                                  "ANALYST_CONCURRENCY": "1"},
+    "cuts 4+5+6: and SAVE_HF=1": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1",
+                                  "ANALYST_CONCURRENCY": "1"},
+    "cuts 4+5+6 and the analyst 4 at once": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1",
+                                             "ANALYST_CONCURRENCY": "4"},
 }
 
 
@@ -95,14 +99,14 @@ CONFIGS = {
 # shrink by that ratio so a step yields the real number of requests (each waiting the real
 # analyst-request time, scaled), and the round's cap follows the rehearsal's steps per round.
 REAL_EPISODES, REHEARSAL_EPISODES = 16 * 8, 4 * 4  # ROLLOUT_GROUPS x SAMPLES_PER_GROUP
-REAL_STEPS, REHEARSAL_STEPS = 20, 2  # STEPS_PER_ROUND
+REAL_STEPS = 20  # STEPS_PER_ROUND: a round's busy time against its idle time is the real one
 ANALYST = {"ANALYST_BATCH_SIZE": 8, "ANALYST_MAX_RPM": 30, "ANALYST_MAX_CALLS": 200, "ANALYST_DRAIN_TIMEOUT": 600}
 
 
-def analyst_env(scale: float) -> dict[str, str]:
+def analyst_env(scale: float, steps: int) -> dict[str, str]:
     return {"ANALYST_BATCH_SIZE": str(max(1, round(ANALYST["ANALYST_BATCH_SIZE"] * REHEARSAL_EPISODES / REAL_EPISODES))),
             "ANALYST_MAX_RPM": str(round(ANALYST["ANALYST_MAX_RPM"] / scale)),
-            "ANALYST_MAX_CALLS": str(max(1, round(ANALYST["ANALYST_MAX_CALLS"] * REHEARSAL_STEPS / REAL_STEPS))),
+            "ANALYST_MAX_CALLS": str(max(1, round(ANALYST["ANALYST_MAX_CALLS"] * steps / REAL_STEPS))),
             "ANALYST_DRAIN_TIMEOUT": f"{ANALYST['ANALYST_DRAIN_TIMEOUT'] * scale:.3f}"}
 
 
@@ -111,10 +115,11 @@ def delay_env(scale: float) -> dict[str, str]:
             for d in DELAYS.values()}
 
 
-def rehearse(name: str, knobs: dict[str, str], scale: float, tmp: Path) -> Path:
+def rehearse(name: str, knobs: dict[str, str], scale: float, steps: int, tmp: Path) -> Path:
     # A fresh home: the programs' default caches (~/.cache/...) start as cold as the data disk's.
     (tmp / "home").mkdir()
-    return rehearsal_run.rehearse(name, tmp, ROUNDS="2", HOME=str(tmp / "home"), **analyst_env(scale),
+    return rehearsal_run.rehearse(name, tmp, ROUNDS="2", STEPS_PER_ROUND=str(steps), HOME=str(tmp / "home"),
+                                  **analyst_env(scale, steps),
                                   **delay_env(scale), **knobs)
 
 
@@ -132,6 +137,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=SCALE, help="rehearsal seconds per real second")
     ap.add_argument("--only", choices=list(CONFIGS), action="append", help="run only these configurations")
+    ap.add_argument("--steps", type=int, default=REAL_STEPS,
+                    help="steps per round (the real 20 by default: fewer make a round's busy share smaller than a "
+                         "real round's, so the same idle seconds are a larger fraction)")
     args = ap.parse_args()
     print(f"delays (real s -> rehearsal s at scale {args.scale:g}):")
     for name, d in DELAYS.items():
@@ -140,7 +148,7 @@ def main() -> int:
     for name, knobs in CONFIGS.items():
         if args.only and name not in args.only:
             continue
-        run_dir = rehearse(name, knobs, args.scale, Path(tempfile.mkdtemp(prefix="round-gpu-idle-")))
+        run_dir = rehearse(name, knobs, args.scale, args.steps, Path(tempfile.mkdtemp(prefix="round-gpu-idle-")))
         evs = events.read(run_dir)
         results[name] = [rt for rt in gpu_time.split(evs, stages.GPU_ROLES) if rt.finished]
         converted = sum(1 for e in evs if e["kind"] == "convert-start")
