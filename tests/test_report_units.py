@@ -168,3 +168,35 @@ def test_each_figure_reads_only_the_tables_its_key_covers(tmp_path):
         assert full.read_bytes() == only.read_bytes(), name
         assert plots.stored_key(full) == "k", name
 
+
+def test_a_wandb_history_is_inspected_again_only_when_its_run_changed(tmp_path, monkeypatch):
+    """`wandb leet inspect` (a python importing wandb) runs once per offline run and change of its
+    .wandb file; a failed inspection is not kept."""
+    import json
+    import subprocess
+
+    run = tmp_path / "wandb" / "offline-run-1-abc"
+    run.mkdir(parents=True)
+    (run / "run-abc.wandb").write_bytes(b"x" * 10)
+    inspected, rc = [], [0]
+
+    def fake_run(argv, **kw):
+        inspected.append(argv[-1])
+        line = json.dumps({"type": "history", "history": {"item": {"train/step": len(inspected), "train/loss": 0.5}}})
+        return subprocess.CompletedProcess(argv, rc[0], stdout=line + "\nnot json\n", stderr="")
+
+    monkeypatch.setattr(data.subprocess, "run", fake_run)
+    cache = tmp_path / "cache"
+    first = data._wandb_history(run, cache)
+    assert first == [{"train/step": 1, "train/loss": 0.5}] and len(inspected) == 1
+    assert data._wandb_history(run, cache) == first and len(inspected) == 1  # unchanged: from the cache
+    with open(run / "run-abc.wandb", "ab") as fh:  # the job logged more
+        fh.write(b"y")
+    assert data._wandb_history(run, cache) == [{"train/step": 2, "train/loss": 0.5}] and len(inspected) == 2
+    with open(run / "run-abc.wandb", "ab") as fh:
+        fh.write(b"z")
+    rc[0] = 1
+    data._wandb_history(run, cache)
+    data._wandb_history(run, cache)
+    assert len(inspected) == 4  # a failed inspection is not cached
+    assert data._wandb_history(run, None) and len(inspected) == 5  # no cache dir: always inspected
