@@ -200,3 +200,20 @@ def test_a_wandb_history_is_inspected_again_only_when_its_run_changed(tmp_path, 
     data._wandb_history(run, cache)
     assert len(inspected) == 4  # a failed inspection is not cached
     assert data._wandb_history(run, None) and len(inspected) == 5  # no cache dir: always inspected
+
+
+def test_the_report_is_drawn_in_the_background_after_each_round_but_the_last(monkeypatch):
+    """After the last round the run's end writes the report seconds later (and stopped the
+    background one, its drawing thrown away): only the earlier rounds start one."""
+    from types import SimpleNamespace
+
+    from pyhelpers.launch import services
+    from pyhelpers.loop import loop as driver
+
+    started, sent = [], []
+    monkeypatch.setattr(services, "run_in_background", lambda cfg, lay, name: started.append(name))
+    fake = SimpleNamespace(cfg=SimpleNamespace(ROUNDS=3), lay=None, _round_headline=lambda r: f"round {r}",
+                           notifier=SimpleNamespace(send=lambda kind, text, round: sent.append(round)))
+    for r in range(3):
+        driver.Loop.round_done(fake, r)
+    assert sent == [0, 1, 2] and started == ["report", "report"]
