@@ -180,7 +180,7 @@ def ensure(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, 
 
 # Work off the loop's path, as recorded services: name -> its `pyhelpers run` command.
 BACKGROUND = {"wandb-log": "log-wandb",  # after each evaluate (unless WANDB_MODE=disabled)
-              "report": "report"}        # after each round's inject
+              "report": "report"}        # after each round's inject but the last (the run's end writes that)
 
 
 def plan_line(cfg: Config, lay: RunLayout, name: str, note: str = "", **kw) -> tuple[str, str, str]:

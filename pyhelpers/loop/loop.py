@@ -95,9 +95,13 @@ class Loop:
 
     def round_done(self, r: int) -> None:
         """Called by the inject stage: notify, then the report (`make report` reads the run's
-        files) in the background, off the loop's path."""
+        files) in the background, off the loop's path -- except after the last round: the run's
+        end writes the report seconds later (run loop's _final_report, which would stop this one),
+        so a background one would only draw the same figures twice. A run that stops in between
+        gets it from `make resume` (which ends the run the same way) or `make report`."""
         self.notifier.send("round-done", self._round_headline(r), round=r)
-        services.run_in_background(self.cfg, self.lay, "report")
+        if r < self.cfg.ROUNDS - 1:
+            services.run_in_background(self.cfg, self.lay, "report")
 
     def eta(self, evs: list[dict], r: int, stage: str, steps_done: int) -> progress.Eta:
         """Round r's ETA standing at `stage` (the train stage's step watcher asks)."""

@@ -53,6 +53,7 @@ LEFT_BEHIND = (
      "the Ray head makes a new token, the train stage a new netrc"),
     ("report/", "the report", "make report"),
     (".matplotlib/", "matplotlib's font cache (the report's)", "nothing: make report builds it again"),
+    (".report-cache/", "the report's cache of W&B histories", "nothing: make report builds it again"),
     ("rounds/*/slime.yaml", "the rounds' plugin configuration (old paths)", "the train stage writes it again"),
     ("rounds/*/plugin.started", "a job's start marker", "the next job writes it"),
     ("wandb/data/", "W&B's staging cache", "nothing"),
