@@ -1,30 +1,38 @@
 """Benchmark: GPU-idle seconds per round, today's order against each cut of issue 29, in one run.
 
 Each configuration is a rehearsal (ROUNDS=2) whose stand-ins wait as long as the real parts do
-(DELAYS below: the real figure, its source, the stand-in knob that waits it), scaled by SCALE so
-the bench runs in 3-6 minutes on two cores. The split is the one `make report` draws
+(DELAYS below: the real figure, its source, the stand-in knob that waits it), scaled by SCALE:
+~5.5 min per configuration at the real 20 steps a round, ~1-2 min with --steps 2, on two cores.
+The split is the one `make report` draws
 (pyhelpers/run/gpu_time.py, from the run's events.jsonl). Prints, per configuration and round,
 wall, busy and idle seconds with the idle phases, then the idle fraction of each configuration
 against today's order as a ratio measured in this one run, and the same for the idle time between
 the jobs (every idle phase but job-start: on this CPU machine a job's start is mostly Ray's and
 Python's own start, which is not scaled and swamps the modelled delays):
 
-    .venv/bin/python bench/round_gpu_idle.py              # every configuration (~3 min)
-    .venv/bin/python bench/round_gpu_idle.py --scale 0.01 # shorter delays
+    .venv/bin/python bench/round_gpu_idle.py --only today --only "cuts 4+5+6 and the analyst 4 at once"
+    .venv/bin/python bench/round_gpu_idle.py --steps 2    # every configuration, short rounds (~8 min)
 
 Seconds printed are the rehearsal's (scaled); divide by SCALE for the real-time equivalent. Each
 round's line also prints what its phases add up to (the report's stacked bar) against its wall time.
 
-What a run of it showed (2 cores shared with another job, scale 1/60, 2026-12-05; numbers move by
-a second or two between runs): the last step's training is now busy (slime's train perf line), so
-`checkpoint` is ~0.1 s; with the analyst's real requests per step, today's compile-wait is 5-6 s
-(5-6 real minutes: the drain of the last steps' failures) and cut 4 brings it to 3-4.5 s (bare
-val, short here, is all it can hide); cut 6 removes hf-export (1.1 s). Between the jobs the idle
-time drops to 0.79-0.81 x today's (438-451 real s against 554). The round's idle fraction does
-not move (0.97-1.02 x): job-start is 6-16 s of every round against 2-3 s of modelled delay --
-Ray's and Python's own start on this CPU, unscaled, plus noise larger than any cut. Issue 29's
-"a third less" needs a cut to job-start itself (the next round's job starting while the last one
-evaluates, or one job across rounds), which this bench does not have yet.
+What runs of it showed (2 cores, scale 1/60, 2026-12-05; a second or two moves between runs):
+
+  --steps 20 (the default), today against every cut, in one run (11 min):
+    today:                                   idle 25.5 / 19.3 s of 151.7 / 139.8 s (16.8% / 13.8%),
+                                             compile-wait 9.2 / 9.1 s (the analyst's backlog drains)
+    cuts 4+5+6 and the analyst 4 at once:    idle 14.7 / 9.2 s of 141.1 / 129.6 s (10.4% / 7.1%)
+    idle fraction 15.4% -> 8.8% = 0.57 x today's; idle seconds 0.53 x; between the jobs 0.25 x
+    (real: 196 s against 775 s per round); each round's bars = its wall time +0.00%.
+  --steps 2, each cut on its own (2 min per configuration): cut 4 (val beside compile) and cut 5
+    (JIT caches on the data disk: one machine keeps its default caches warm too, so it shows only
+    after a migration or a fresh container) leave the idle time at 0.97-0.99 x; cut 6 (SAVE_HF=1)
+    removes the export (1.1 s) for 0.17 s more inside the job's save; the analyst's concurrency is
+    what removes compile-wait (5-6 s at 2 steps, 9 s at 20).
+
+The rest is job-start: 6-12 s of every round against 2-3 s of modelled delay -- Ray's and Python's
+own start on this CPU, unscaled. A cut to it (the next round's job starting while the last one
+evaluates, or one job across rounds) is not in this bench.
 """
 
 from __future__ import annotations
