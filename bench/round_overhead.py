@@ -16,14 +16,14 @@ where the window went (stage by stage).
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
+
+import rehearsal_run  # noqa: E402
 
 from pyhelpers.run import events  # noqa: E402
 
@@ -64,15 +64,7 @@ def transitions(evs: list[dict]) -> list[dict]:
 
 def rehearse(rounds: int) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="round-overhead-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "FAKE_"))}
-    env.update(RUNS_DIR=str(tmp / "runs"), ROUNDS=str(rounds), SHOPSIMRL_ENV_FILE=str(tmp / ".env"),
-               STOP_GRACE="2")
-    print(f"rehearsal with zero-latency stand-ins, ROUNDS={rounds}, in {tmp} ...", flush=True)
-    done = subprocess.run([str(ROOT / "bin" / "rehearse")], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        sys.exit(f"the rehearsal failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    return tmp / "runs" / "rehearsal"
+    return rehearsal_run.rehearse(f"zero-latency stand-ins, ROUNDS={rounds}", tmp, ROUNDS=str(rounds))
 
 
 def main() -> int:

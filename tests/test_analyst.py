@@ -180,6 +180,36 @@ def test_rate_cap_spaces_requests(tmp_path, srv):
     assert len(gaps) == 2 and min(gaps) >= 0.45
 
 
+def test_a_drain_keeps_analyst_concurrency_requests_in_flight(tmp_path, srv):
+    """The round's end waits for the drain (compile needs it): with ANALYST_CONCURRENCY=4, eight
+    slow batches are four requests at a time, each written once, every request counted."""
+    rdir = make_round(tmp_path, 8)
+    srv.default = slow(0.4)
+    out = drain(settings(rdir, srv, batch_size=1, concurrency=4))
+    assert (out.code, out.why, out.left) == (0, "drained", 0)
+    assert len(srv.requests) == 8 and srv.max_in_flight == 4
+    assert_exactly_once(rdir, [f"r0-s{k // 2}-g{k % 2}-i0" for k in range(8)])
+    assert json.loads((rdir / "analyst" / "calls.json").read_text())["calls"] == 8
+    assert stats(rdir)["records_processed"] == 8 and stats(rdir)["proposals"] == 8
+    assert sorted(e["event"] for e in ledger_events(rdir)) == ["planned"] * 8 + ["written"] * 8
+
+
+def test_concurrent_requests_still_keep_the_rate_cap(tmp_path, srv):
+    rdir = make_round(tmp_path, 4)
+    srv.default = slow(0.3)
+    assert drain(settings(rdir, srv, batch_size=1, max_rpm=120, concurrency=4)).code == 0
+    starts = sorted(r.t for r in srv.requests)
+    assert len(starts) == 4 and min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.45
+
+
+def test_a_spend_cap_reached_by_concurrent_requests_is_kept(tmp_path, srv):
+    rdir = make_round(tmp_path, 9)
+    srv.default = slow(0.2)
+    out = drain(settings(rdir, srv, batch_size=1, max_calls=5, concurrency=3))
+    assert (out.code, out.why, out.left) == (sidecar.EXIT_LEFT, "spend cap", 4)
+    assert len(srv.requests) == 5 and len(candidate_files(rdir)) == 5
+
+
 def test_bad_spool_files_are_quarantined_not_fatal(tmp_path, srv):
     rdir = make_round(tmp_path, 2)
     spool = rdir / "spool"

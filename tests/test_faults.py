@@ -9,6 +9,7 @@ once: the same four kill points, and each resume starts from an earlier kill's l
 
 from __future__ import annotations
 
+import json
 import re
 
 from support.rehearsal import (
@@ -101,4 +102,40 @@ def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_
     assert res.returncode == 0, res.stdout[-5000:]
     assert_stopped(orphans)
     assert event_seen(run, "stage-end", round=1, stage="inject", status=0)
+    assert outcome(run) == outcome(reference.run)
+
+
+def test_killed_while_val_plays_beside_compile_resumes_without_replaying(tmp_path, rehearsal_world, reference):
+    """Cut 4 (issue 29): bare val plays while compile still waits for the analyst's drain (a slow
+    analyst model); the driver is killed there, the resume replays no episode and no compile twice
+    and ends with the uninterrupted run's results; the gate always came after compiled.json."""
+    # 2 s per analyst request: the drain outlasts the export, under ANALYST_DRAIN_TIMEOUT
+    env = rehearse_env(tmp_path, rehearsal_world, FAKE_ANALYST_DELAY_S="2", ANALYST_DRAIN_TIMEOUT="300",
+                       FAKE_SGLANG_LATENCY_MS="30")
+    run = Run(tmp_path / "runs")
+    val = run.round_dir(1) / "val" / "episodes.jsonl"
+
+    def val_beside_compile():
+        return (val.is_file() and val.read_text().count("\n") >= 1
+                and event_seen(run, "stage-start", round=1, stage="compile")
+                and not event_seen(run, "stage-end", round=1, stage="compile"))
+    proc, log = start(env)
+    wait_for("round 1's val to play while compile waits", val_beside_compile, proc=proc, log=log)
+    orphans = _kill_and_check(run, proc, min_ckpt=3)
+    assert "eval-server" in orphans and not (run.round_dir(1) / "compiled.json").exists()
+    played = val.read_text().count("\n")
+
+    res = rehearse(env, "--resume")
+    assert res.returncode == 0, res.stdout[-5000:]
+    assert_stopped(orphans)
+    ids = [json.loads(line)["id"] for line in val.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) and len(ids) >= played  # resumed, nothing played twice
+    evs = run.events()
+    for r in (0, 1):
+        compiled = [i for i, e in enumerate(evs) if e.get("kind") == "stage-end" and e.get("round") == r
+                    and e.get("stage") == "compile" and e.get("status") == 0]
+        assert len(compiled) == 1, f"round {r} compiled {len(compiled)} times"
+        gate = next(i for i, e in enumerate(evs) if e.get("kind") == "episodes" and e.get("what") == "gate"
+                    and e.get("round") == r)
+        assert compiled[0] < gate
     assert outcome(run) == outcome(reference.run)

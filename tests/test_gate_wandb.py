@@ -85,3 +85,29 @@ def test_disabled_mode_logs_nothing_and_ids_are_safe(wb_env):
     long = wandb_logging.run_id("g" * 100, "gate")
     assert len(long) == 64 and long == wandb_logging.run_id("g" * 100, "gate")
     assert wandb_logging.public_config({"WANDB_API_KEY": "x", "dashscope_api_key": "y", "alpha": 0.1}) == {"alpha": 0.1}
+
+
+def test_round_gpu_idle_logged_once_per_finished_round_and_read_back(wb_env):
+    """Issue 29: W&B `round/gpu_idle_s` and `round/gpu_idle_frac` per round, from events alone."""
+    from test_gpu_time import one_round
+
+    from pyhelpers import stages
+    from pyhelpers.run import gpu_time
+    from pyhelpers.tracking import gpu_wandb
+
+    run_dir = wb_env / "runs" / "r1"
+    evs = one_round(0, 0.0) + one_round(1, 202.5)[:5]  # round 1 still training: not logged
+    rounds = gpu_time.split(evs, stages.GPU_ROLES)
+    lines = gpu_wandb.log_rounds(rounds, project="shopsim-test", group="grp-1", run_dir=run_dir, mode="offline")
+    assert len(lines) == 1 and "grp-1-gpu-r0" in lines[0]
+    assert gpu_wandb.log_rounds(rounds, project="shopsim-test", group="grp-1", run_dir=run_dir, mode="offline") == []
+    (d,) = offline_runs(run_dir, "grp-1-gpu-r0")
+    recs = wandb_records(d)
+    run = next(r["run"] for r in recs if r["type"] == "run")
+    assert run["job_type"] == "round" and run["run_group"] == "grp-1"
+    (item,) = [r["history"]["item"] for r in recs if r["type"] == "history"]
+    r0 = rounds[0]
+    assert item["round/gpu_idle_s"] == pytest.approx(r0.idle_s, abs=1e-3)
+    assert item["round/gpu_idle_frac"] == pytest.approx(r0.idle_frac, abs=1e-4)
+    assert item["round/gpu_idle/hf-export_s"] == pytest.approx(30)
+    assert item["round/gpu_busy_s"] + item["round/gpu_idle_s"] == pytest.approx(item["round/wall_s"], rel=0.01)

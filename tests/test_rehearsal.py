@@ -70,6 +70,15 @@ def test_a_rehearsal_leaves_every_artifact_of_a_run(reference):
                                                               "inject") if r or s != "rotate"}
 
 
+def test_slimes_own_training_lines_end_every_step_in_the_event_log(reference):
+    """The step watcher turns slime's `perf <id>:` line of train_metric_utils.py (each rollout's
+    training over) into a train-done event: every step the plugin counted has one, in its round,
+    so the last step's training is GPU work in the report's split (run/gpu_time.py)."""
+    steps = {(e["round"], e["rollout_id"]) for e in reference.run.events("step-done")}
+    trained = {(e["round"], e["rollout_id"]) for e in reference.run.events("train-done")}
+    assert steps and trained == steps
+
+
 def test_a_whole_run_parses_env_defaults_at_most_once(reference):
     """The configuration is resolved once per run start and handed on (issue #26 item 3): bin/train's
     `config export` hands every later process the resolved values through the environment, and the

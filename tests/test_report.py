@@ -34,7 +34,7 @@ def _valid_png(path) -> bool:
 def _check_page(out):
     page = (out / "index.html").read_text()
     images = re.findall(r'<img src="([^"]+)"', page)
-    assert len(images) == 5
+    assert len(images) == 6  # val, gate, bank, training, timeline, GPU time per round
     for name in images:
         assert _valid_png(out / name), name
     for name in re.findall(r'<a href="([^"]+\.csv)"', page):

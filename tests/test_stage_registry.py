@@ -132,11 +132,12 @@ def test_the_report_draws_an_added_stage_with_its_registry_colour_and_label(tmp_
 
 
 # Where a string equal to a stage name is not that stage, with the reason.
-NOT_A_STAGE = {("pyhelpers/report/__init__.py", "train"): "the CSV of W&B's training metrics (train.csv)"}
+NOT_A_STAGE = {("pyhelpers/report/__init__.py", "train"): "the CSV of W&B's training metrics (train.csv)",
+               ("pyhelpers/report/plots.py", "train"): "the Tables field of W&B's training metrics (FIGURES)"}
 
 READERS = ["pyhelpers/report", "pyhelpers/stages/progress.py", "pyhelpers/stages/position.py",
            "pyhelpers/stages/inputs.py", "pyhelpers/stages/preflight.py", "pyhelpers/overview/plan.py",
-           "pyhelpers/capacity/diskguard.py"]
+           "pyhelpers/capacity/diskguard.py", "pyhelpers/run/gpu_time.py"]
 
 
 def test_the_registry_readers_name_no_stage():

@@ -183,3 +183,33 @@ def test_a_half_written_shard_is_an_incomplete_export(tmp_path):
     shard = d / "model-00001-of-00001.safetensors"
     shard.write_bytes(shard.read_bytes()[:6])  # killed while writing the header
     assert "unreadable" in ck.hf_problems(d)[0]
+
+
+def test_save_hf_export_is_completed_from_hf_model_by_hard_links_and_flipped(lay, base_model):
+    """Cut 6 (issue 29): slime's --save-hf writes no visual tower (hf_checkpoint_saver.py:78); with
+    SAVE_HF=1 the export stage links it from HF_MODEL, checks every name and shape, and flips."""
+    write_checkpoint(lay.megatron, 1)
+    write_hf_export(lay.hf_dir(1), base_model, 1)  # as --save-hf writes it: no visual tower
+    said = []
+    plan = stages.prepare_export(lay, 0, origin=base_model, save_hf=True, say=said.append)
+    assert plan.action == "flip" and "completed from HF_MODEL by hard links" in said[0]
+    target, _ = stages.finish_export(lay, 0, origin=base_model)
+    assert ck.weight_names(target).keys() >= set(VISUAL_WEIGHTS)
+    linked = target / "origin-model-00002-of-00002.safetensors"
+    assert linked.stat().st_ino == (base_model / "model-00002-of-00002.safetensors").stat().st_ino
+    assert stages.prepare_export(lay, 0, origin=base_model, save_hf=True).action == "flip"  # a resume: again ok
+
+
+def test_save_hf_export_whose_shapes_differ_falls_back_to_the_converter(lay, base_model):
+    from fakes.megatron_layout import origin_weights, write_safetensors
+
+    write_checkpoint(lay.megatron, 1)
+    write_hf_export(lay.hf_dir(1), base_model, 1)
+    shard = next(lay.hf_dir(1).glob("*.safetensors"))
+    tensors = {n: (v[:100] if i == 0 else v) for i, (n, v) in enumerate(origin_weights(lay.hf_dir(1)).items())}
+    write_safetensors(shard, tensors)  # one trained weight of the wrong shape
+    said = []
+    plan = stages.prepare_export(lay, 0, origin=base_model, save_hf=True, say=said.append)
+    assert plan.action == "convert" and not lay.hf_dir(1).exists()
+    assert "differs from HF_MODEL" in said[0] and "U8[100] where HF_MODEL has U8[512]" in said[0]
+    assert said[0].endswith("; converting instead")

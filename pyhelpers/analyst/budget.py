@@ -56,6 +56,7 @@ class Budget:
         self.path, self.max_calls = Path(path), max_calls
         self.interval = 60.0 / max_rpm if max_rpm > 0 else 0.0
         self._last: float | None = None
+        self._turn = threading.Lock()  # concurrent senders take their slots one at a time, in line
         self.calls = 0
         try:
             self.calls = int(json.loads(self.path.read_text(encoding="utf-8"))["calls"])
@@ -68,6 +69,10 @@ class Budget:
 
     def acquire(self, clock: Clock) -> None:
         """Wait for the next rate slot, then count one request. Raises CapReached or Stopped."""
+        with self._turn:
+            self._acquire(clock)
+
+    def _acquire(self, clock: Clock) -> None:
         if self.exhausted:
             raise CapReached(f"ANALYST_MAX_CALLS={self.max_calls} requests already sent this round")
         if self._last is not None and self.interval:

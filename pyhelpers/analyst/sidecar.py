@@ -1,6 +1,7 @@
 """The analyst loop: scan spool/, batch, ask the model, write candidates/<batch_id>.json.
 
-Per batch: a ``planned`` ledger line, the request (with retries), the reply parsed and checked
+Up to ANALYST_CONCURRENCY batches are in flight at once (each request still takes its rate slot in
+line: budget.py); the files and counters are shared under one lock. Per batch: a ``planned`` ledger line, the request (with retries), the reply parsed and checked
 against proposal.schema.json (one "JSON only" follow-up request if it is unusable), the candidate
 file written atomically, a ``written`` ledger line. A crash anywhere leaves either no candidate
 file for the batch (it is sent again, with the same records, so the same file name) or a complete
@@ -14,6 +15,7 @@ import logging
 import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -49,6 +51,7 @@ class Settings:
     retries: int
     backoff: float
     backoff_max: float
+    concurrency: int = 1  # batches in flight at once
 
     @classmethod
     def from_config(cls, cfg: Config, round_dir: Path, round_no: int | None = None) -> Settings:
@@ -59,7 +62,8 @@ class Settings:
                    max_calls=cfg.ANALYST_MAX_CALLS, timeout=cfg.ANALYST_TIMEOUT,
                    drain_timeout=cfg.ANALYST_DRAIN_TIMEOUT,
                    poll_interval=cfg.ANALYST_POLL_INTERVAL, retries=cfg.ANALYST_RETRIES,
-                   backoff=cfg.ANALYST_BACKOFF, backoff_max=cfg.ANALYST_BACKOFF_MAX)
+                   backoff=cfg.ANALYST_BACKOFF, backoff_max=cfg.ANALYST_BACKOFF_MAX,
+                   concurrency=cfg.ANALYST_CONCURRENCY)
 
     def public(self) -> dict:
         """What goes into W&B config: no secrets exist in here, and no host paths."""
@@ -82,17 +86,24 @@ class Sidecar:
         self.ledger = Ledger(s.round_dir, s.round)
         self.stats = Stats(adir / "stats.json")
         self.budget = Budget(adir / "calls.json", s.max_calls, s.max_rpm)
+        self._mu = threading.RLock()  # the ledger, the stats and W&B, shared by the batches in flight
         self.client = ChatClient(s.base_url, s.model, api_key, timeout=s.timeout, retries=s.retries,
                                  backoff=s.backoff, backoff_max=s.backoff_max, budget=self.budget,
-                                 on_error=self.stats.error)
+                                 on_error=self._error)
         self.lock = RoundLock(adir / "lock")
         self.wandb_opts, self.wb, self._logged = wandb, None, None
+        self._ended: BaseException | None = None  # what ended the current pass early (_one)
         self.clock = Clock(stop, time.monotonic() + s.drain_timeout if drain else None)
 
     # -- one batch -------------------------------------------------------------------------
+    def _error(self, kind: str) -> None:
+        with self._mu:
+            self.stats.error(kind)
+
     def _ask(self, messages: list[dict]) -> str:
-        reply = self.client.complete(messages, self.clock)
-        self.stats.request_done(reply.latency)
+        reply = self.client.complete(messages, self.clock)  # outside the lock: the wait is the point
+        with self._mu:
+            self.stats.request_done(reply.latency)
         return reply.content
 
     def process(self, batch: list[dict]) -> None:
@@ -104,32 +115,35 @@ class Sidecar:
         doc = {"schema_version": 1, "batch_id": bid, "round": self.s.round, "record_ids": ids,
                "analyst_model": self.s.model, "prompt_hash": prompt.prompt_hash(messages),
                "status": "ok", "reason": None, "proposals": []}
-        self.ledger.mark_planned(bid, ids)
+        with self._mu:
+            self.ledger.mark_planned(bid, ids)
         log.info("batch %s: %d record(s), asking %s", bid, len(ids), self.s.model)
         try:
             content = self._ask(messages)
             try:
                 doc["proposals"], dropped = prompt.parse_reply(content, ids)
             except prompt.ReplyError as first:
-                self.stats.error("bad_reply")
+                self._error("bad_reply")
                 log.warning("batch %s: unusable reply (%s); one JSON-only follow-up", bid, first)
                 try:
                     content = self._ask(prompt.nudge_messages(messages, content, str(first)))
                     doc["proposals"], dropped = prompt.parse_reply(content, ids)
                 except prompt.ReplyError as second:
-                    self.stats.error("bad_reply")
+                    self._error("bad_reply")
                     raise RejectedError("bad_reply", f"{second} (also after a JSON-only follow-up)") from None
                 except (TransientError, CapReached) as exc:
                     raise RejectedError("bad_reply", f"{first} (follow-up not sent or failed: {exc})") from None
-            self.stats.proposals_dropped += dropped
+            with self._mu:
+                self.stats.proposals_dropped += dropped
         except RejectedError as exc:
             doc.update(status="rejected", reason=exc.reason[:500], proposals=[])
         validate(doc, "candidates", f"batch {bid}")
-        write_json_atomic(self.ledger.candidates / f"{bid}.json", doc)
-        self.ledger.mark_written(doc)
-        log.info("batch %s: %s, %d proposal(s)%s", bid, doc["status"], len(doc["proposals"]),
-                 f" ({doc['reason']})" if doc["reason"] else "")
-        self._publish()
+        with self._mu:
+            write_json_atomic(self.ledger.candidates / f"{bid}.json", doc)
+            self.ledger.mark_written(doc)
+            log.info("batch %s: %s, %d proposal(s)%s", bid, doc["status"], len(doc["proposals"]),
+                     f" ({doc['reason']})" if doc["reason"] else "")
+            self._publish()
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _publish(self) -> None:
@@ -143,12 +157,13 @@ class Sidecar:
 
     def _safe_publish(self) -> None:
         try:
-            self._publish()
+            with self._mu:
+                self._publish()
         except Exception as exc:  # noqa: BLE001 - counters must not stop the loop
             log.warning("could not write analyst stats: %s: %s", type(exc).__name__, exc)
 
     def _unexpected(self, what: str, exc: BaseException) -> None:
-        self.stats.error("unexpected")
+        self._error("unexpected")
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         log.error("unexpected error %s (continuing): %s", what, self.client.redact(text))
 
@@ -158,27 +173,41 @@ class Sidecar:
         batches = self.ledger.plan(self.ledger.scan(), self.s.batch_size, partial=self.drain)
         if not batches:
             return "drained" if self.drain else self._idle()
-        failed = 0
-        for batch in batches:
-            if self.clock.stopped():
-                break
-            try:
-                self.process(batch)
-            except TransientError as exc:
-                failed += 1
-                log.warning("batch of %s..: %s; it stays pending", batch[0]["id"], exc.reason)
-            except (FatalError, CapReached, Stopped):
-                raise
-            except ChatError as exc:
-                failed += 1
-                log.warning("batch of %s..: %s", batch[0]["id"], exc.reason)
-            except Exception as exc:  # noqa: BLE001 - never crash training
-                failed += 1
-                self._unexpected(f"in the batch starting {batch[0]['id']}", exc)
+        self._ended = None
+        with ThreadPoolExecutor(max_workers=max(1, self.s.concurrency), thread_name_prefix="analyst-batch") as pool:
+            outcomes = list(pool.map(self._one, batches))
         self._safe_publish()
-        if failed:  # outage or bug: pause before the next pass instead of spinning
+        for ending in outcomes:  # a batch that met the cap, a refusal or the stop ends the pass
+            if isinstance(ending, FatalError):
+                raise ending
+        for ending in outcomes:
+            if isinstance(ending, (CapReached, Stopped)):
+                raise ending
+        if any(ending is not None for ending in outcomes):  # outage or bug: pause instead of spinning
             self.clock.wait(self.s.poll_interval)
         return ""
+
+    def _one(self, batch: list[dict]) -> BaseException | None:
+        """One batch of a pass: None when written, else why not (logged here unless it ends the pass)."""
+        if self._ended is not None:  # a batch before this one met the cap, a refusal or the stop
+            return self._ended
+        if self.clock.stopped():
+            return Stopped("stopped before sending")
+        try:
+            self.process(batch)
+            return None
+        except TransientError as exc:
+            log.warning("batch of %s..: %s; it stays pending", batch[0]["id"], exc.reason)
+            return exc
+        except (FatalError, CapReached, Stopped) as exc:
+            self._ended = exc  # the batches not yet started are not started (nor planned)
+            return exc
+        except ChatError as exc:
+            log.warning("batch of %s..: %s", batch[0]["id"], exc.reason)
+            return exc
+        except Exception as exc:  # noqa: BLE001 - never crash training
+            self._unexpected(f"in the batch starting {batch[0]['id']}", exc)
+            return exc
 
     def _idle(self) -> str:
         self.clock.wait(self.s.poll_interval)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyhelpers.capacity import diskplan
+from pyhelpers.config import jit_caches
 from pyhelpers.config.check import device_of
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
@@ -103,6 +104,10 @@ def checkpoint_writes(cfg: Config, lay: RunLayout) -> list[tuple[str, int]]:
     items = [(f"new checkpoint ({ckpt_how})", ckpt)]
     if cfg.SAVE_HF:
         items.append((f"new HF export by --save-hf ({hf_how})", hf))
+    if cfg.JIT_CACHE_ON_DATA_DISK:  # they grow while the GPU processes compile
+        held = jit_caches.size_bytes(lay.save_dir)
+        items.append((f"JIT caches' growth (estimate {diskplan.gb(jit_caches.EXPECTED_BYTES)} in all, "
+                      f"{diskplan.gb(held)} now)", max(jit_caches.EXPECTED_BYTES - held, 0)))
     return items
 
 

@@ -390,6 +390,15 @@ class Knobs:
         return self._int("ANALYST_BATCH_SIZE")
 
     @cached_property
+    def ANALYST_CONCURRENCY(self) -> int:
+        """Analyst requests in flight at once, still started at most ANALYST_MAX_RPM a minute: the
+        round's end waits for the drain (compile needs it) while the GPUs idle; one at a time falls
+        behind when a step's failures take longer to analyse than the step takes. (int >= 1;
+        default: 4)
+        """
+        return self._int("ANALYST_CONCURRENCY")
+
+    @cached_property
     def ANALYST_MAX_RPM(self) -> float:
         """Spend cap: analyst requests per minute. (float > 0; default: 30)"""
         return self._float("ANALYST_MAX_RPM")
@@ -410,6 +419,23 @@ class Knobs:
         default: 600)
         """
         return self._float("ANALYST_DRAIN_TIMEOUT")
+
+    @cached_property
+    def JIT_CACHE_ON_DATA_DISK(self) -> bool:
+        """1: every GPU process of the run (slime's Megatron and engines, the eval server) keeps its
+        compile/JIT caches (Triton, TorchInductor, FlashInfer, DeepGEMM, CUDA's) in
+        TRAIN_SAVE/<RUN_NAME>/jit-cache on the data disk (GPU time; issue 29); 0: each program's
+        default under ~ or /tmp. (flag 0|1; default: 1)
+        """
+        return self._flag("JIT_CACHE_ON_DATA_DISK")
+
+    @cached_property
+    def VAL_BESIDE_COMPILE(self) -> bool:
+        """1: the eval server starts and bare val plays while compile waits for the analyst's drain;
+        the gate follows once compiled.json exists (GPU time; issue 29). 0: compile first, then
+        evaluate. (flag 0|1; default: 1)
+        """
+        return self._flag("VAL_BESIDE_COMPILE")
 
     @cached_property
     def ANALYST_POLL_INTERVAL(self) -> float:
@@ -496,10 +522,12 @@ class Knobs:
     @cached_property
     def SAVE_HF(self) -> bool:
         """1 = slime also writes HF weights from the GPUs at its final save (--save-hf). For Qwen3.5
-        that export lacks the visual tower (Megatron never holds it), so the export stage still runs
-        the CPU converter with the weights copied from HF_MODEL: SAVE_HF=1 only costs a fourth 8.4
-        GB copy. 0 = the CPU converter (CONVERT_TO_HF) exports after training. (flag 0|1; default:
-        0)
+        that export lacks the visual tower and mtp.* (Megatron never holds them): the export stage
+        completes it from HF_MODEL by hard links (same file system), checks every weight name and
+        shape against HF_MODEL and flips `hf` without the converter; when anything differs it says
+        why and converts. The save inside the job takes longer by one 8.4 GB write (not measured on
+        GPUs here), so 0 stays the default. 0 = the CPU converter (CONVERT_TO_HF) exports after
+        training. (flag 0|1; default: 0)
         """
         return self._flag("SAVE_HF")
 
@@ -884,7 +912,7 @@ class Knobs:
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (load.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = '66e69b5a06b22bc2db5fa2dff296fccefef68d553cce8cb8541990db3066ea6c'
+SOURCE_SHA256 = 'e3e968050280fe1d6da1d9f88cdf04cf7c1a6b07aaa29dbbaab3ccf5d3434aae'
 # (name, default, doc, section, the `#:` line or None)
 DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty'),
@@ -938,10 +966,13 @@ DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('ANALYST_BASE_URL', 'https://dashscope.aliyuncs.com/compatible-mode/v1', 'OpenAI-compatible endpoint of the analyst model (Alibaba Cloud Bailian / DashScope).', 'Failure Analyst (M11)', 'url'),
     ('ANALYST_MODEL', 'qwen-plus', 'Model name at that endpoint.', 'Failure Analyst (M11)', 'text'),
     ('ANALYST_BATCH_SIZE', '8', 'Spool records per analyst request.', 'Failure Analyst (M11)', 'int >= 1'),
+    ('ANALYST_CONCURRENCY', '4', "Analyst requests in flight at once, still started at most ANALYST_MAX_RPM a minute: the round's end waits for the drain (compile needs it) while the GPUs idle; one at a time falls behind when a step's failures take longer to analyse than the step takes.", 'Failure Analyst (M11)', 'int >= 1'),
     ('ANALYST_MAX_RPM', '30', 'Spend cap: analyst requests per minute.', 'Failure Analyst (M11)', 'float > 0'),
     ('ANALYST_MAX_CALLS', '200', 'Spend cap: analyst requests per round.', 'Failure Analyst (M11)', 'int >= 0'),
     ('ANALYST_TIMEOUT', '120', 'Seconds one request may take.', 'Failure Analyst (M11)', 'float > 0'),
     ('ANALYST_DRAIN_TIMEOUT', '600', 'Seconds the analyst may spend on pending records at the end of a round.', 'Failure Analyst (M11)', 'float >= 0'),
+    ('JIT_CACHE_ON_DATA_DISK', '1', "1: every GPU process of the run (slime's Megatron and engines, the eval server) keeps its compile/JIT caches (Triton, TorchInductor, FlashInfer, DeepGEMM, CUDA's) in TRAIN_SAVE/<RUN_NAME>/jit-cache on the data disk (GPU time; issue 29); 0: each program's default under ~ or /tmp.", 'Failure Analyst (M11)', 'flag 0|1'),
+    ('VAL_BESIDE_COMPILE', '1', "1: the eval server starts and bare val plays while compile waits for the analyst's drain; the gate follows once compiled.json exists (GPU time; issue 29). 0: compile first, then evaluate.", 'Failure Analyst (M11)', 'flag 0|1'),
     ('ANALYST_POLL_INTERVAL', '10.0', "Seconds between scans of the round's spool/ while training runs (a decimal, so tests can go below 1).", 'Failure Analyst (M11)', 'float > 0'),
     ('ANALYST_RETRIES', '5', 'Retries of one analyst request after a 429, 5xx, timeout or dropped connection.', 'Failure Analyst (M11)', 'int >= 0'),
     ('ANALYST_BACKOFF', '2.0', 'Retry wait, seconds: the first waits between half this and this (jitter), doubling per retry; a Retry-After header is the minimum.', 'Failure Analyst (M11)', 'float >= 0'),
@@ -954,7 +985,7 @@ DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('TRAIN_SAVE', '${DATA_DISK}/train_save', 'Megatron checkpoints and HF exports; TRAIN_SAVE/<RUN_NAME>. Must be on the data disk.', 'Disks (M2, M3)', 'path'),
     ('MODELS_DIR', '${DATA_DISK}/models', 'Base models (HF and torch_dist).', 'Disks (M2, M3)', 'path'),
     ('SAVE_OPTIM', '0', '1 = save optimizer state too (exact resume; ~59 GB per checkpoint). 0 = weights only (~8.4 GB).', 'Disks (M2, M3)', 'flag 0|1'),
-    ('SAVE_HF', '0', '1 = slime also writes HF weights from the GPUs at its final save (--save-hf). For Qwen3.5 that export lacks the visual tower (Megatron never holds it), so the export stage still runs the CPU converter with the weights copied from HF_MODEL: SAVE_HF=1 only costs a fourth 8.4 GB copy. 0 = the CPU converter (CONVERT_TO_HF) exports after training.', 'Disks (M2, M3)', 'flag 0|1'),
+    ('SAVE_HF', '0', '1 = slime also writes HF weights from the GPUs at its final save (--save-hf). For Qwen3.5 that export lacks the visual tower and mtp.* (Megatron never holds them): the export stage completes it from HF_MODEL by hard links (same file system), checks every weight name and shape against HF_MODEL and flips `hf` without the converter; when anything differs it says why and converts. The save inside the job takes longer by one 8.4 GB write (not measured on GPUs here), so 0 stays the default. 0 = the CPU converter (CONVERT_TO_HF) exports after training.', 'Disks (M2, M3)', 'flag 0|1'),
     ('DISK_MARGIN_GB', '4', "Free space kept in reserve on TRAIN_SAVE's disk beyond the computed peak, GB.", 'Disks (M2, M3)', 'float >= 0'),
     ('DISK_WATCH_INTERVAL', '60.0', "Seconds between free-space checks while a round trains: below what the round's final save needs (checkpoint + DISK_MARGIN_GB), make status and a notification warn (Megatron saves inside the job, so the guard itself acts only at stage boundaries).", 'Disks (M2, M3)', 'float > 0'),
     ('MIGRATE_DATA', '1', '1 = the pack carries DATA_DIR (the task files, M19); 0 = rebuild them on the new machine.', 'Migration (make migrate-pack / make migrate-machine)', 'flag 0|1'),

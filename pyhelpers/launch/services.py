@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyhelpers.config import ray_ports
+from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_sessions, secret_env
@@ -89,7 +89,8 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
         port = cfg.EVAL_PORT
-        return Spec([in_env, cfg.SLIME_ENV, *launch_args.eval_server(cfg, model or str(lay.hf_link))], {},
+        return Spec([in_env, cfg.SLIME_ENV, *launch_args.eval_server(cfg, model or str(lay.hf_link))],
+                    jit_caches.env(cfg),
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
 
@@ -122,7 +123,8 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
 
     return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg)},
+                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg),
+                 **jit_caches.env(cfg)},
                 address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
@@ -178,7 +180,7 @@ def ensure(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, 
 
 # Work off the loop's path, as recorded services: name -> its `pyhelpers run` command.
 BACKGROUND = {"wandb-log": "log-wandb",  # after each evaluate (unless WANDB_MODE=disabled)
-              "report": "report"}        # after each round's inject
+              "report": "report"}        # after each round's inject but the last (the run's end writes that)
 
 
 def plan_line(cfg: Config, lay: RunLayout, name: str, note: str = "", **kw) -> tuple[str, str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from pyhelpers.config import ray_ports
+from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.launch import gpu_topology, node_env, slime_flags
 from pyhelpers.run.layout import RunLayout
@@ -77,6 +77,7 @@ def runtime_env(cfg: Config, key_files: dict[str, str] | None = None) -> dict:
     pythonpath = ":".join([str(cfg.MEGATRON_DIR), str(cfg.root), str(cfg.SLIME_DIR)])
     return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1",
                          "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg.NVIDIA_SMI, os.environ),
+                         **jit_caches.env(cfg),  # Megatron's and the engines' kernels: config/jit_caches.py
                          **(node_env.job_env_vars() if node_env.multinode(cfg) else {}),
                          **(key_files or {})}}
 

@@ -54,6 +54,14 @@ from pyhelpers.stages import progress, train
 Echo = Callable[[str], None]
 
 
+class BesideFailed(Exception):  # noqa: N818 - a carrier, not an error of its own
+    """A stage that ran beside another (or the other) failed: `stage` names which, `error` is why."""
+
+    def __init__(self, stage: str, error: BaseException):
+        super().__init__(f"{stage}: {error}")
+        self.stage, self.error = stage, error
+
+
 def _on_signal(signum, _frame):
     # Once: the stages stop what they started on the way out, and a second Ctrl-C (the terminal
     # sends each one to us too) or the driver's TERM must not cut that short.
@@ -77,6 +85,8 @@ class Loop:
     builders: dict[str, object] = field(default_factory=dict)
     status: Echo = lambda text: None  # the updating line on a terminal (console.Console.status)
     eval_stream: object = None        # where evaluate draws its episode progress (a file-like)
+    # (round, stage) -> (its thread, [its exception]) for a stage running beside the next (BESIDE)
+    beside: dict[tuple[int, str], tuple[threading.Thread, list]] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.notifier is None:
@@ -85,9 +95,13 @@ class Loop:
 
     def round_done(self, r: int) -> None:
         """Called by the inject stage: notify, then the report (`make report` reads the run's
-        files) in the background, off the loop's path."""
+        files) in the background, off the loop's path -- except after the last round: the run's
+        end writes the report seconds later (run loop's _final_report, which would stop this one),
+        so a background one would only draw the same figures twice. A run that stops in between
+        gets it from `make resume` (which ends the run the same way) or `make report`."""
         self.notifier.send("round-done", self._round_headline(r), round=r)
-        services.run_in_background(self.cfg, self.lay, "report")
+        if r < self.cfg.ROUNDS - 1:
+            services.run_in_background(self.cfg, self.lay, "report")
 
     def eta(self, evs: list[dict], r: int, stage: str, steps_done: int) -> progress.Eta:
         """Round r's ETA standing at `stage` (the train stage's step watcher asks)."""
@@ -98,6 +112,59 @@ class Loop:
         row = next((x for x in eval_results.results(self.cfg, self.lay) if x["round"] == r), {})
         parts = [x for x in (row.get("val"), row.get("gate")) if x]
         return f"round {r} of {self.cfg.ROUNDS} done: " + ("; ".join(parts) or "no results")
+
+    # --- a stage beside the next (stages/__init__.py BESIDE) ---------------------------------
+    def wait_beside(self, r: int, stage: str) -> None:
+        """Called by a stage that needs the artifact of `stage`, started beside it: wait for it to
+        end; its failure is raised as BesideFailed (the loop restarts or stops under its name).
+        Returns at once when it does not run beside (its artifact then exists: the loop ran it first)."""
+        got = self.beside.pop((r, stage), None)
+        if got is None:
+            return
+        thread, err = got
+        thread.join()
+        if err:
+            raise BesideFailed(stage, err[0]) from err[0]
+
+    def _start_beside(self, r: int, stage: str) -> None:
+        err: list = []
+
+        def go():
+            try:
+                self.run_stage(r, stage)
+            except BaseException as exc:  # noqa: BLE001 - handed to wait_beside, which raises it
+                err.append(exc)
+        thread = threading.Thread(target=go, daemon=True, name=f"{stage}-r{r:03d}")
+        self.beside[(r, stage)] = (thread, err)
+        thread.start()
+
+    def _settle_beside(self) -> None:
+        """After a failure: let what runs beside end before the restart stops everything (compile
+        writes compiled.json atomically; what it did not finish the next position() runs again)."""
+        for key in list(self.beside):
+            thread, _ = self.beside.pop(key)
+            thread.join()
+
+    def _run_position(self, r: int, stage: str) -> None:
+        st = stages.get(stage)
+        if st.beside and self.cfg.VAL_BESIDE_COMPILE:
+            self.echo(f"round {r}: {st.beside} starts beside {stage} (VAL_BESIDE_COMPILE=1)")
+            self._start_beside(r, stage)
+            try:
+                self.run_stage(r, st.beside)
+            except Stopped:
+                for rr, name in list(self.beside):  # stopped with it: its end, so no driver-lost names it
+                    self.beside.pop((rr, name))
+                    events.append(self.lay.run_dir, "stage-end", round=rr, stage=name, status=143, seconds=None)
+                raise
+            except BesideFailed:
+                raise
+            except Exception as exc:
+                self._settle_beside()
+                raise BesideFailed(st.beside, exc) from exc
+            self.wait_beside(r, stage)  # a stage that never waited for it: its end and failure still count
+        else:
+            self.run_stage(r, stage)
 
     # --- the loop --------------------------------------------------------------------------
     def run_stage(self, r: int, stage: str) -> None:
@@ -157,9 +224,11 @@ class Loop:
                 return "stopped-before"
             self.echo(f"round {pos.round}: {pos.stage} ({pos.detail})")
             try:
-                self.run_stage(pos.round, pos.stage)
+                self._run_position(pos.round, pos.stage)
             except Stopped:
                 raise
+            except BesideFailed as exc:  # under the name of the stage that failed
+                self._failed(pos.round, exc.stage, exc.error)
             except Exception as exc:  # noqa: BLE001 - every failure is classified; bugs are permanent
                 self._failed(pos.round, pos.stage, exc)
 

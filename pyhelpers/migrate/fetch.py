@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.capacity.diskguard import free_bytes
+from pyhelpers.config import jit_caches
 from pyhelpers.config.check import device_of
 from pyhelpers.config.load import Config
 from pyhelpers.doctor.disks import _links
@@ -49,8 +50,8 @@ CORRUPT_HOOK = "SHOPSIMRL_TEST_CORRUPT_AFTER_COPY"  # test-only: "root/path" to 
 
 
 def dest_roots(cfg: Config, lay: RunLayout) -> dict[str, Path]:
-    return {"run": lay.run_dir, "save": lay.save_dir, "data": cfg.DATA_DIR,
-            "hf_model": cfg.HF_MODEL, "torch_dist_model": cfg.TORCH_DIST_MODEL}
+    return {"run": lay.run_dir, "save": lay.save_dir, "jit_cache": jit_caches.root(lay.save_dir),
+            "data": cfg.DATA_DIR, "hf_model": cfg.HF_MODEL, "torch_dist_model": cfg.TORCH_DIST_MODEL}
 
 
 def _rsync(src: str, dst: Path, bwlimit: int, extra: list[str] | None = None) -> int:
@@ -221,6 +222,11 @@ def migrate(cfg: Config, lay: RunLayout, from_: str, environ, profile: str, echo
                            "migrating onto it could mix two runs: move it aside, or migrate under another RUNS_DIR")
     echo(f"migrating run {manifest['run']} from {from_} ({len(manifest['files'])} files, "
          f"{diskplan.gb(manifest['total_bytes'])}; packed on {manifest['host']})")
+    if any(f["root"] == "jit_cache" for f in manifest["files"]):
+        ok, why = jit_caches.carry(manifest.get("gpu"), jit_caches.gpu_identity(cfg.NVIDIA_SMI))
+        echo(why)
+        if not ok:
+            manifest = {**manifest, "files": [f for f in manifest["files"] if f["root"] != "jit_cache"]}
     env_gate(cfg, environ, profile=profile, manifest=manifest, lay=lay, echo=echo)
     lay.run_dir.mkdir(parents=True, exist_ok=True)
     lay.migrating_marker.write_text(json.dumps({"from": from_, "why": "a migration is copying this run"}) + "\n")

@@ -13,7 +13,8 @@ The pack lives in RUNS_DIR/.migration/<RUN_NAME>/:
 
 Roots: run = RUNS_DIR/<RUN_NAME>, save = TRAIN_SAVE/<RUN_NAME> (the newest complete checkpoint,
 its tracker and rollout state, the current HF export), data = DATA_DIR (MIGRATE_DATA=1),
-hf_model / torch_dist_model (MIGRATE_MODELS=1). Hash: BLAKE2b-256 (hashlib): a strong hash, and
+hf_model / torch_dist_model (MIGRATE_MODELS=1), jit_cache = TRAIN_SAVE/<RUN_NAME>/jit-cache (with
+the GPU model and driver it was compiled on: the new machine takes it only if they match). Hash: BLAKE2b-256 (hashlib): a strong hash, and
 faster than SHA-256 on the CPU for multi-GB checkpoints.
 
 Left behind, by design: the old machine's process state (pids/, lock, slime-job.json), the
@@ -32,6 +33,7 @@ import subprocess
 from fnmatch import fnmatch
 from pathlib import Path
 
+from pyhelpers.config import jit_caches
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
@@ -51,6 +53,7 @@ LEFT_BEHIND = (
      "the Ray head makes a new token, the train stage a new netrc"),
     ("report/", "the report", "make report"),
     (".matplotlib/", "matplotlib's font cache (the report's)", "nothing: make report builds it again"),
+    (".report-cache/", "the report's cache of W&B histories", "nothing: make report builds it again"),
     ("rounds/*/slime.yaml", "the rounds' plugin configuration (old paths)", "the train stage writes it again"),
     ("rounds/*/plugin.started", "a job's start marker", "the next job writes it"),
     ("wandb/data/", "W&B's staging cache", "nothing"),
@@ -171,6 +174,9 @@ def pack(cfg: Config, lay: RunLayout, progress=lambda s: None) -> Path:
         "run": (lay.run_dir, _run_files(lay.run_dir)), "save": (lay.save_dir, save_files)}
     if cfg.MIGRATE_DATA:
         roots["data"] = (cfg.DATA_DIR, _tree(cfg.DATA_DIR))
+    caches = jit_caches.root(lay.save_dir)
+    if caches.is_dir():  # carried only to the same GPU model and driver (make migrate-machine decides)
+        roots["jit_cache"] = (caches, _tree(caches))
     if cfg.MIGRATE_MODELS:
         roots["hf_model"] = (cfg.HF_MODEL, _tree(cfg.HF_MODEL))
         roots["torch_dist_model"] = (cfg.TORCH_DIST_MODEL, _tree(cfg.TORCH_DIST_MODEL))
@@ -188,7 +194,8 @@ def pack(cfg: Config, lay: RunLayout, progress=lambda s: None) -> Path:
     manifest = {
         "schema_version": 1, "run": cfg.run_name, "hash": HASH, "host": socket.gethostname(),
         "roots": {root: str(base) for root, (base, _) in roots.items()},  # the OLD machine's, for people
-        "newest_iteration": newest, "files": files, "symlinks": links, "total_bytes": total,
+        "newest_iteration": newest, "files": files, "gpu": jit_caches.gpu_identity(cfg.NVIDIA_SMI),
+        "symlinks": links, "total_bytes": total,
         "env_lock_blake2b": file_hash(cfg.SLIME_LOCK) if cfg.SLIME_LOCK.is_file() else None,
         "left_behind": [{"what": what, "paths": pat, "recreate": how} for pat, what, how in LEFT_BEHIND],
         "recreate": recreate_commands(cfg),

@@ -12,7 +12,8 @@ import shlex
 
 from pyhelpers import stages
 from pyhelpers.capacity import diskguard
-from pyhelpers.config import ray_ports
+from pyhelpers.capacity.diskplan import gb
+from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import cluster, node_env, services
@@ -20,7 +21,15 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.stages import position as runstate
 
 
-def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
+def _chain(labels: list[str], chain: tuple, beside: bool) -> str:
+    """Stages in order; `a || b` where a runs beside b (VAL_BESIDE_COMPILE, the registry's BESIDE)."""
+    out = labels[0]
+    for prev, stage, label in zip(chain, chain[1:], labels[1:], strict=False):
+        out += (" || " if beside and prev.beside == stage.name else " -> ") + label
+    return out
+
+
+def _stages_left(pos: runstate.Position, rounds: int, beside: bool = False) -> list[str]:
     if pos.finished:
         return []
     out = []
@@ -31,7 +40,7 @@ def _stages_left(pos: runstate.Position, rounds: int) -> list[str]:
         first, start = pos.round, stages.NAMES.index(pos.stage)
     for r in range(first, rounds):
         names = [s.label for s in stages.ROUND[start if r == first else 0:]]
-        out.append(f"round {r}: " + " -> ".join(names))
+        out.append(f"round {r}: " + _chain(names, stages.ROUND[start if r == first else 0:], beside))
     return out
 
 
@@ -64,7 +73,9 @@ def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> li
     out = [head, f"  state {lay.run_dir}", f"  weights {lay.save_dir}"]
     out.append("resume point: " + ("finished, nothing to do" if pos.finished
                                    else f"round {pos.round}, stage {pos.stage} ({pos.detail})"))
-    out += ["stages:"] + [f"  {s}" for s in _stages_left(pos, rounds)]
+    beside = cfg.VAL_BESIDE_COMPILE
+    out += ["stages:" + (" (a || b: b starts while a runs; the gate waits for compiled.json)" if beside else "")]
+    out += [f"  {s}" for s in _stages_left(pos, rounds, beside)]
     if pos.finished:
         return out
 
@@ -77,6 +88,11 @@ def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> li
     out.append("environment: CUDA_VISIBLE_DEVICES=" + cfg.cuda_visible_devices
                + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg.WANDB_MODE}; secrets passed only through "
                "the environment: " + (", ".join(f"{n}=***" for n in secrets) or "none set"))
+    caches = jit_caches.env(cfg)
+    out.append(f"JIT caches: {jit_caches.root(lay.save_dir)} ({gb(jit_caches.size_bytes(lay.save_dir))} now), "
+               "for the slime job's Megatron and engines and the eval server: "
+               + " ".join(f"{k}={v}" for k, v in caches.items()) if caches else
+               "JIT caches: each program's default under ~ or /tmp (JIT_CACHE_ON_DATA_DISK=0)")
     for stage in (s for s in stages.ROUND if s.writes):
         n = diskguard.need(cfg, lay, stage.name, stage.writes)
         out.append(f"disk: {n.explain()} -> {'ok' if n.fits else 'SHORT'}")

@@ -22,7 +22,7 @@ from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
 from pyhelpers.rollout.metrics import last_record, read_jsonl
 from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import events, hints
+from pyhelpers.run import events, gpu_time, hints
 from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.skills.bank import status_line
@@ -201,6 +201,7 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
         "driver": driver, "position": pos, "step": _step(lay, pos.get("round")),
         "progress": _progress(cfg, lay, pos=pos, evs=evs, running=driver["running"]),
+        "gpus": gpu_now(evs, time.time(), running=driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
         "results": results(cfg, lay), "nodes": cluster.node_rows(cfg, lay, time.time()),
@@ -214,6 +215,26 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
     if cfg.NNODES > 1:  # a one-node run's status stays as it was
         st["ray_nodes"] = _nodes(cfg, lay, st)
     return st
+
+
+def gpu_now(evs: list[dict], now: float, running: bool) -> dict | None:
+    """Which phase the GPUs are in now (run/gpu_time.py), and the current round's idle share so far."""
+    got = gpu_time.phase_now(evs, stages.GPU_ROLES, now) if running else None
+    if got is None:
+        return None
+    r, phase = got
+    rt = gpu_time.split(evs, stages.GPU_ROLES, now=now)[-1]
+    return {"round": r, "phase": phase, "busy": phase in gpu_time.BUSY, "round_idle_s": round(rt.idle_s, 1),
+            "round_wall_s": round(rt.wall_s, 1)}
+
+
+def gpu_line(g: dict | None) -> str:
+    if g is None:
+        return "GPUs: idle (no driver runs the job)"
+    state = "busy" if g["busy"] else "IDLE"
+    frac = g["round_idle_s"] / g["round_wall_s"] if g["round_wall_s"] else 0.0
+    return (f"GPUs: {state} ({g['phase']}); round {g['round']} so far: idle {g['round_idle_s']:.0f} s of "
+            f"{g['round_wall_s']:.0f} s ({100 * frac:.0f}%)")
 
 
 def _tracker(lay: RunLayout) -> int | None:
@@ -287,6 +308,8 @@ def _render(st: dict) -> list[str]:
         out.append(f"position: round {pos['round']}, stage {pos['stage']} ({pos['detail']})")
     if st.get("progress"):
         out.append(progress_line(st["progress"], d["running"]))
+    if pos.get("stage") is not None:
+        out.append(gpu_line(st.get("gpus")))
     tracker = st["tracker"]
     out.append("checkpoint: " + ("none saved yet" if tracker is None else f"tracker at iteration {tracker}")
                + f"; hf -> {st['hf'] or 'none'}")

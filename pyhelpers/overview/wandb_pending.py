@@ -13,10 +13,13 @@ import fcntl
 import json
 import os
 
+from pyhelpers import stages
 from pyhelpers.analyst.stats import Stats
 from pyhelpers.config.load import Config
 from pyhelpers.evaluate import round as rnd
+from pyhelpers.run import events, gpu_time
 from pyhelpers.run.layout import RunLayout, wandb_markers
+from pyhelpers.tracking import gpu_wandb
 from pyhelpers.tracking import wandb_log as wandb_logging
 
 
@@ -56,6 +59,9 @@ def log_all(cfg: Config, lay: RunLayout) -> list[str]:
                 line = _analyst_final(cfg, lay, r)
                 if line:
                     out.append(line)
+        out += gpu_wandb.log_rounds(gpu_time.split(events.read(lay.run_dir), stages.GPU_ROLES),
+                                    project=cfg.WANDB_PROJECT, group=cfg.WANDB_GROUP, run_dir=cfg.run_dir,
+                                    mode=cfg.WANDB_MODE or None)
         return out
     finally:
         os.close(fd)

@@ -22,6 +22,6 @@ def build(cfg: Config, lay, out: Path | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     tables = data.gather(cfg, lay)
     csvs = {name: data.write_csv(out / f"{name}.csv", getattr(tables, name))
-            for name in ("val", "gate", "bank", "steps", "train", "timeline", "restarts")}
+            for name in ("val", "gate", "bank", "steps", "train", "timeline", "restarts", "gpu")}
     pngs = plots.draw_all(tables, lay.steps_per_round, out, cache_dir=lay.run_dir / ".matplotlib")
     return html.write(out / "index.html", cfg.run_name, t=tables, pngs=pngs, csvs=csvs)

@@ -9,6 +9,7 @@
 | train    | optimizer step       | slime's offline W&B runs (train/*), when there are any        |
 | timeline | stage run            | events.jsonl (stage-start / stage-end)                        |
 | restarts | restart, failure, kill | events.jsonl (run-restart, service-restart, run-failed, driver-lost) |
+| gpu      | round                | events.jsonl: wall time split into GPU-busy and idle phases (run/gpu_time.py) |
 
 A round the run did not finish (crashed mid-round, or not reached yet) has rows marked
 `missing` (val, bank) or none (gate, steps), and a note saying what is missing.
@@ -24,18 +25,20 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from pyhelpers import stages
 from pyhelpers.config.load import Config
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
 from pyhelpers.rollout.metrics import read_jsonl
-from pyhelpers.run import events
+from pyhelpers.run import events, gpu_time
 from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout
 
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
 OUR_WANDB_RUNS = ("-val-", "-gate-", "-analyst-")  # the toolkit's own; the others are slime's
+REPORT_CACHE = ".report-cache"  # in the run dir (not in report/, which a user copies away)
 
 STAGES = {s.name: s for s in stages.ALL}  # the registry: each stage's colour and label, in run order
 BASELINE = stages.BASELINE.name
@@ -51,6 +54,8 @@ class Tables:
     train: list[dict] = field(default_factory=list)
     timeline: list[dict] = field(default_factory=list)
     restarts: list[dict] = field(default_factory=list)
+    gpu: list[dict] = field(default_factory=list)  # gpu_time.RoundTime.row() per round started
+    gpu_idle_frac: float | None = None  # idle / wall over the finished rounds (None: none finished)
     notes: list[str] = field(default_factory=list)
     nodes: int = 1          # NNODES the run recorded in run.json (its configuration when it started)
     gpus_per_node: int = 0  # NUM_GPUS, likewise
@@ -87,7 +92,30 @@ def _steps(lay: RunLayout, r: int) -> list[dict]:
     return rows
 
 
-def _wandb_history(run_dir: Path) -> list[dict]:
+def _wandb_stamp(run_dir: Path) -> list | None:
+    """What a W&B offline run's history depends on: its .wandb files' names, sizes and mtimes (W&B
+    only appends to them) and wandb's version (it parses them). None when there is no .wandb file."""
+    files = sorted((p.name, st.st_size, st.st_mtime_ns) for p in run_dir.glob("*.wandb") for st in [p.stat()])
+    if not files:
+        return None
+    try:
+        version = metadata.version("wandb")
+    except metadata.PackageNotFoundError:
+        version = ""
+    return [version, *[list(f) for f in files]]
+
+
+def _wandb_history(run_dir: Path, cache_dir: Path | None = None) -> list[dict]:
+    """The history items of one offline run, from `wandb leet inspect` (a python process that
+    imports wandb: about 0.6 CPU-s), or from cache_dir when the run's files have not changed since
+    (a finished job's run never changes, and the report is written after every round). The stamp
+    is taken before inspecting, so a run still being written is inspected again next time."""
+    stamp = _wandb_stamp(run_dir)
+    cached = cache_dir / f"{run_dir.name}.json" if cache_dir is not None and stamp is not None else None
+    if cached is not None:
+        hit = load_json_or_none(cached)
+        if isinstance(hit, dict) and hit.get("stamp") == stamp and isinstance(hit.get("items"), list):
+            return hit["items"]
     wandb = str(Path(sys.executable).with_name("wandb"))
     out = subprocess.run([wandb, "leet", "inspect", "--json", str(run_dir)], capture_output=True, text=True,
                          timeout=120, env={**os.environ, "WANDB_SILENT": "true"})
@@ -99,6 +127,8 @@ def _wandb_history(run_dir: Path) -> list[dict]:
             continue
         if rec.get("type") == "history":
             items.append(rec["history"]["item"])
+    if cached is not None and out.returncode == 0:
+        write_bytes_atomic(cached, json.dumps({"stamp": stamp, "items": items}).encode("utf-8"))
     return items
 
 
@@ -108,8 +138,9 @@ def _train(lay: RunLayout) -> list[dict]:
             if d.is_dir() and not any(tag in d.name for tag in OUR_WANDB_RUNS)]
     if not dirs:
         return []
+    cache = lay.run_dir / REPORT_CACHE / "wandb"
     with ThreadPoolExecutor(max_workers=4) as pool:
-        histories = list(pool.map(_wandb_history, dirs))
+        histories = list(pool.map(lambda d: _wandb_history(d, cache), dirs))
     rows = {}
     for items in histories:
         for item in items:
@@ -187,8 +218,17 @@ def gather(cfg: Config, lay: RunLayout) -> Tables:
     final = load_json_or_none(lay.final_bank)
     t.bank.append(_bank_row("final", final))
     t.train = _train(lay)
-    t.timeline, t.restarts = _timeline(events.read(lay.run_dir), runlock.live_holder(lay.lock) is not None)
+    evs = events.read(lay.run_dir)
+    t.timeline, t.restarts = _timeline(evs, runlock.live_holder(lay.lock) is not None)
+    t.gpu, t.gpu_idle_frac = gpu_rows(evs)
     return t
+
+
+def gpu_rows(evs: list[dict]) -> tuple[list[dict], float | None]:
+    """Each round's GPU-busy/idle split, and the run's idle fraction over its finished rounds."""
+    rounds = gpu_time.split(evs, stages.GPU_ROLES)
+    done = [x for x in rounds if x.finished]
+    return [x.row() for x in rounds], (round(gpu_time.run_idle_frac(done), 4) if done else None)
 
 
 def write_csv(path: Path, rows: list[dict]) -> Path:

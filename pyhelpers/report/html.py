@@ -19,6 +19,10 @@ SECTIONS = (
     ("training", "Training", "The rollout plugin's per-step figures (and slime's train/* from W&B's offline files "
                              "when present); dotted lines mark round boundaries."),
     ("timeline", "Timeline", "Each stage of each round over time; x marks a restart or a failure."),
+    ("gpu", "GPU time", "Each round's wall time, from its first stage to the next round's, split into what kept "
+                        "the GPUs busy (training steps, evaluation episodes) and each phase they sat idle (job "
+                        "start, checkpoint save, job teardown, export, eval server start and stop, waiting for "
+                        "compile, restarts; other: the toolkit's own time)."),
 )
 
 
@@ -48,6 +52,18 @@ def _val_table(t: Tables) -> str:
             + "".join(rows) + "</table>")
 
 
+def _gpu_table(t: Tables) -> str:
+    if t.gpu_idle_frac is None:
+        head = "<p>No round has finished yet: no idle fraction.</p>"
+    else:
+        head = (f"<p><b>GPUs idle {_pct(t.gpu_idle_frac)} of the finished rounds' wall time.</b></p>")
+    rows = "".join(f"<tr><td>{r['round']}{'' if r['finished'] else ' (running)'}</td><td>{r['wall_s']:.0f}</td>"
+                   f"<td>{r['busy_s']:.0f}</td><td>{r['idle_s']:.0f}</td><td>{_pct(r['idle_frac'])}</td></tr>"
+                   for r in t.gpu)
+    return (head + "<table><tr><th>round</th><th>wall s</th><th>GPU busy s</th><th>GPU idle s</th><th>idle</th></tr>"
+            + rows + "</table>")
+
+
 def _restarts(t: Tables) -> str:
     if not t.restarts:
         return "<p>No restarts or failures recorded.</p>"
@@ -69,6 +85,8 @@ def write(path: Path, run: str, t: Tables, pngs: dict[str, Path], csvs: dict[str
             body.append(_val_table(t))
         if key == "timeline":
             body.append("<h3>Restarts and failures</h3>" + _restarts(t))
+        if key == "gpu":
+            body.append(_gpu_table(t))
     page = ("<!doctype html><html><head><meta charset=utf-8><title>ShopSimRL report: " + html.escape(run)
             + "</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}img{max-width:100%}"
               "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}.missing{color:#c62828}"

@@ -17,7 +17,15 @@ and may export (defaults in brackets)
     reads(lay, r, seed)    the run's files that must be valid when a run (re)starts here [none]
     launches(cfg, lay, r, model_args)
                            (name, command line, note) of what it starts, for `make plan` [none]
+    BESIDE                 the name of the next stage, which starts while this one still runs (in a
+                           thread of the loop) and waits for it where it needs its artifact
+                           (Loop.wait_beside); the loop does so only with VAL_BESIDE_COMPILE=1 [None]
+    GPU_PHASE              the idle phase of run/gpu_time its whole run is billed to, or gpu_time.JOB /
+                           gpu_time.SERVER for the stage whose events carry the job's / eval server's
+                           phases; GPU_ROLES gathers them [None: `other`]
 A round runs ROUND in order; its last stage ends the round (its artifact is the next round's bank).
+With VAL_BESIDE_COMPILE=1 compile runs beside evaluate: bare val plays while compile waits for the
+analyst's drain, the gate after it.
 The first stage whose done() is false is where a run (re)starts. BASELINE runs once before round 0
 when BASELINE_VAL=1. To add a stage: a file here, and a line in ROUND.
 """
@@ -27,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pyhelpers.run import gpu_time
 from pyhelpers.stages import baseline, compile, evaluate, export, inject, rotate, train
 
 
@@ -44,6 +53,8 @@ class Stage:
     writes: Callable[..., list] | None        # (cfg, lay) -> [(what, bytes)]
     reads: Callable[..., list]                # (lay, r, seed_bank) -> [RunInput]
     launches: Callable[..., list]             # (cfg, lay, r, model_args) -> [(name, line, note)]
+    beside: str | None = None                 # the next stage, started while this one runs (module doc)
+    gpu_phase: str | None = None              # where its time goes in run/gpu_time's split
 
 
 def _none(*_args, **_kw) -> list:
@@ -56,7 +67,8 @@ def _stage(module) -> Stage:
                  label=getattr(module, "LABEL", name), summary=getattr(module, "SUMMARY", ""),
                  short=getattr(module, "SHORT", False), stepped=getattr(module, "STEPPED", False),
                  writes=getattr(module, "WRITES", None), reads=getattr(module, "reads", _none),
-                 launches=getattr(module, "launches", _none))
+                 launches=getattr(module, "launches", _none), beside=getattr(module, "BESIDE", None),
+                 gpu_phase=getattr(module, "GPU_PHASE", None))
 
 
 ROUND: tuple[Stage, ...] = (
@@ -73,6 +85,14 @@ ALL: tuple[Stage, ...] = (BASELINE, *ROUND)  # every stage, in the order a run m
 NAMES: tuple[str, ...] = tuple(s.name for s in ROUND)  # a round's stages, in order
 ALL_NAMES: tuple[str, ...] = tuple(s.name for s in ALL)
 _BY_NAME = {s.name: s for s in ALL}
+for _s, _next in zip(ROUND, (*ROUND[1:], None), strict=True):  # a stage runs beside the one after it only
+    assert _s.beside in (None, _next and _next.name), f"{_s.name}.BESIDE must name the next stage"
+_ROLE = {p: [s.name for s in ROUND if s.gpu_phase == p] for p in (gpu_time.JOB, gpu_time.SERVER)}
+assert all(len(v) == 1 for v in _ROLE.values()), f"one stage each must run the job and the eval server: {_ROLE}"
+# run/gpu_time's split of a round's wall time needs these stage facts (it names no stage itself)
+GPU_ROLES = gpu_time.Roles(
+    whole={s.name: s.gpu_phase for s in ROUND if s.gpu_phase not in (None, gpu_time.JOB, gpu_time.SERVER)},
+    job=_ROLE[gpu_time.JOB][0], server=_ROLE[gpu_time.SERVER][0], end=END.name, outside=BASELINE.name)
 
 
 def get(name: str) -> Stage:

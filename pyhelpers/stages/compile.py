@@ -1,5 +1,6 @@
 """The compile stage of round r: once the analyst's drain has finished (train.drain_wait), the
-round's candidates are merged into its bank (skills.steps.compile_step) -> compiled.json."""
+round's candidates are merged into its bank (skills.steps.compile_step) -> compiled.json. It runs
+beside evaluate (BESIDE; stages/__init__.py): only the gate needs compiled.json."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ if TYPE_CHECKING:
 LOG = None  # in-process: the driver's log says why it failed
 COLOUR = "#f9a825"
 SHORT = True
+GPU_PHASE = "compile-wait"  # run/gpu_time.py: the GPUs wait for the bank while it runs
+# Compile waits for the analyst's drain (network, minutes) and then takes a second: with
+# VAL_BESIDE_COMPILE=1 the eval server starts and bare val plays meanwhile (the GPUs would sit
+# idle); evaluate's gate waits for compiled.json (Loop.wait_beside).
+BESIDE = "evaluate"
 
 
 def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInput]:

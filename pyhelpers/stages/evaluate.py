@@ -5,7 +5,8 @@
 2. the SGLang eval server started on the round's `hf` export (TP=1, DP=NUM_GPUS); while it starts
    (minutes on the GPUs) the prompt builder's tokenizer is loaded -- once per loop process, as long
    as the tokenizer files stay the same (every export copies the base model's);
-3. bare val, then the random-masked gate, both resumable per episode;
+3. bare val, then -- once compile (which may run beside this stage: VAL_BESIDE_COMPILE) wrote
+   compiled.json -- the random-masked gate, both resumable per episode;
 4. the server stopped, also when a step fails; the stage record written.
 
 W&B logging is not on this path: `pyhelpers run log-wandb` logs val/gate once, from the
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from pyhelpers.config.load import Config
 from pyhelpers.launch import services
+from pyhelpers.run import gpu_time
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.stages import inputs
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 LOG = "eval-server.log"  # the SGLang eval server's log: why val/gate could not play
 COLOUR = "#2e7d32"
+GPU_PHASE = gpu_time.SERVER  # run/gpu_time.py: its events mark server-start, episodes, server-stop
 
 
 def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInput]:
@@ -109,6 +112,7 @@ def play(loop: StageContext, r: int | None, *, baseline: bool = False) -> None:
         else:
             rnd.play_val(cfg, settings, builder, out=lay.val_dir(r), round_no=r, label=lay.round_dir(r).name,
                          tasks_path=None, resume=True, echo=echo, progress=loop.eval_stream or sys.stderr)
+            loop.wait_beside(r, "compile")  # the gate tests compiled.json's skills
             rnd.play_gate(cfg, settings, lambda: builder, round_dir=lay.round_dir(r), tasks_path=None, resume=True,
                           echo=echo, progress=loop.eval_stream or sys.stderr)
     finally:

@@ -1,6 +1,7 @@
 """The export stage of round r: the round's final checkpoint as HF weights, `hf` flipped atomically.
 
-When slime's --save-hf already wrote a complete hf-<iter>/, only the flip; otherwise CONVERT_TO_HF
+When slime's --save-hf already wrote hf-<iter>/ (SAVE_HF=1), it is completed from HF_MODEL by hard
+links and verified (run/hf_complete.py), then only the flip; otherwise CONVERT_TO_HF
 runs in the slime env as the recorded service `convert` (a killed loop leaves it recorded, so
 `make resume` stops it before a second one could write the same staging dir), then the output is
 verified, renamed into place, `hf` flipped, older exports removed. The checkpoint is only read.
@@ -20,7 +21,7 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import events
+from pyhelpers.run import events, hf_complete
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.stages import inputs
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 LOG = "convert.log"  # the converter's log (its stem is the recorded service's name)
 COLOUR = "#6a1b9a"
+GPU_PHASE = "hf-export"  # run/gpu_time.py: the converter (or --save-hf's completion) holds the GPUs idle
 WRITES = diskguard.hf_export_writes
 
 
@@ -70,10 +72,13 @@ class ExportChoice:
     staging: Path  # where a conversion writes before the rename
 
 
-def prepare_export(lay: RunLayout, r: int, origin: Path | None = None) -> ExportChoice:
+def prepare_export(lay: RunLayout, r: int, origin: Path | None = None, save_hf: bool = False,
+                   say=lambda s: None) -> ExportChoice:
     """Flip or convert? Flip an export slime's --save-hf already wrote when it is complete (with
-    every weight of `origin`, the base HF model). A convert first REMOVES what a crashed export left
-    (an incomplete hf-<iter>/, the staging dir): the converter rewrites both."""
+    every weight of `origin`, the base HF model) -- with save_hf (SAVE_HF=1), after completing it
+    from `origin` by hard links and checking it name by name and shape by shape (run/hf_complete.py).
+    A convert first REMOVES what a crashed export left (an incomplete hf-<iter>/, the staging dir):
+    the converter rewrites both."""
     it = lay.last_iteration(r)
     source = ck.iter_dirs(lay.megatron).get(it)
     if source is None or not ck.is_complete(source):
@@ -81,7 +86,12 @@ def prepare_export(lay: RunLayout, r: int, origin: Path | None = None) -> Export
                            "the train stage must finish first: run `make resume`")
     target = lay.hf_dir(it)
     staging = lay.hf_staging(it)
-    if target.is_dir() and not ck.hf_problems(target, origin):
+    if save_hf and origin is not None and target.is_dir() and not ck.hf_problems(target):
+        ok, why = hf_complete.complete(target, origin)
+        say(why if ok else f"{why}; converting instead")
+        if ok:
+            return ExportChoice("flip", it, source=source, target=target, staging=staging)
+    elif target.is_dir() and not ck.hf_problems(target, origin):
         return ExportChoice("flip", it, source=source, target=target, staging=staging)
     if target.exists():
         shutil.rmtree(target)
@@ -138,7 +148,7 @@ def export(cfg: Config, lay: RunLayout, r: int, *, progress=lambda s: None) -> t
     """The stage's work (see the module doc). Returns (target, removed exports)."""
     log_path = lay.logs / LOG
     origin = cfg.HF_MODEL
-    choice = prepare_export(lay, r, origin)
+    choice = prepare_export(lay, r, origin, save_hf=cfg.SAVE_HF, say=progress)
     if choice.action == "convert":
         progress("disk: " + diskguard.check(cfg, lay, "export", WRITES).explain())
         argv = convert_argv(cfg, lay, choice.iteration)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 LOG = None  # in-process: the driver's log says why it failed
 COLOUR = "#90a4ae"
+GPU_PHASE = "teardown"  # run/gpu_time.py: between the job's end and the export
 SHORT = True
 
 

@@ -9,6 +9,10 @@ seen from here: from the job's first-step marker or the previous step) and print
 
 On a terminal an updating line ticks between steps. A step slime replays after a resume has a
 rollout id already in the file: it is not counted twice.
+
+The metrics line comes when a step's rollout ends; its training follows. slime's own log says when
+that is over (launch/slime_log.py): each such line of this job becomes a `train-done` event, so the
+last step's training counts as GPU work, not as the wait for the checkpoint (run/gpu_time.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from collections.abc import Callable
 
 from pyhelpers.config.load import Config
+from pyhelpers.launch import slime_log
 from pyhelpers.rollout.metrics import read_jsonl
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
@@ -24,6 +29,14 @@ from pyhelpers.stages import progress
 from pyhelpers.stages.progress import Eta, step_words
 
 POLL = 0.5
+SLIME_LOG = "slime-log.log"  # the slime job's output (train.py copies Ray's driver log there)
+
+
+def _size(path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def head(r: int, rounds: int, stage: str) -> str:
@@ -37,10 +50,23 @@ def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool],
     path, marker = lay.rollout_metrics(r), lay.started_marker(r)
     seen = set(read_jsonl(path))
     since: float | None = None  # when the step in progress began
+    job_log = slime_log.Tail(lay.logs / SLIME_LOG)
+    job_log.offset = _size(job_log.path)  # the file is appended to job after job: this job's lines follow
+    mine = range(r * steps, (r + 1) * steps)
+
+    def trained() -> None:
+        now = time.time()
+        for rid, logged in slime_log.trained(job_log.new_text()):
+            if rid in mine:  # noticed now, or read late (the job's last lines): its own time bounds it
+                events.append(lay.run_dir, "train-done", round=r, rollout_id=rid, since=round(min(now, logged), 3))
+
     while not stopped(POLL):
+        trained()
         now = time.time()
         if since is None and marker.exists():
             since = marker.stat().st_mtime
+            # the GPUs' start of real work this job (pyhelpers/run/gpu_time.py): the marker's time
+            events.append(lay.run_dir, "rollout-started", round=r, since=round(since, 3))
         recs = read_jsonl(path)
         new = sorted(k for k in recs if k not in seen)
         for rid in new:
@@ -61,4 +87,5 @@ def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool],
             status(f"{head(r, rounds, 'train')}: step {done + 1}/{steps} running {progress.duration(now - since)}"
                    + (f" (a step takes ~{progress.duration(eta.step_s)})" if eta.step_s else "")
                    + f"; {eta.words()}")
+    trained()  # the job has ended: its last line is in the file (the copier stops after this thread)
     status("")

@@ -42,7 +42,7 @@ from pyhelpers.procs import procfs
 from pyhelpers.rollout.flags import plugin_flags
 from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
 from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import events
+from pyhelpers.run import events, gpu_time
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
@@ -53,8 +53,9 @@ from pyhelpers.tasks.files import check_slime_prompts
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
 
-LOG = "slime-log.log"  # the slime job's output, copied from Ray's driver log
+LOG = stepwatch.SLIME_LOG  # the slime job's output, copied from Ray's driver log
 COLOUR = "#1565c0"
+GPU_PHASE = gpu_time.JOB  # run/gpu_time.py: its events mark job-start, train-steps, checkpoint, teardown
 STEPPED = True
 WRITES = diskguard.checkpoint_writes
 
@@ -159,8 +160,19 @@ def watch(loop: StageContext, r: int, job_id: str) -> rayjob.JobOutcome:
                            start_timeout=cfg.JOB_START_TIMEOUT, progress=echo)
     events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
                   exit_code=outcome.exit_code)
+    _note_checkpoint(lay, r)
     time.sleep(0.2)  # let slime-log copy the job's last lines before it is stopped
     return outcome
+
+
+def _note_checkpoint(lay: RunLayout, r: int) -> None:
+    """When the round's final save completed (Megatron writes the tracker once the iteration's
+    files are in place): the end of the GPUs' save and the start of the job's teardown
+    (pyhelpers/run/gpu_time.py). Read after the job ended, from the tracker's mtime."""
+    tracker = lay.megatron / ck.TRACKER
+    if ck.read_tracker(lay.megatron) == lay.last_iteration(r) and tracker.is_file():
+        events.append(lay.run_dir, "checkpoint-saved", round=r, iteration=lay.last_iteration(r),
+                      since=round(tracker.stat().st_mtime, 3))
 
 
 def stop_job(cfg: Config, lay: RunLayout) -> str:

@@ -10,7 +10,9 @@ env/flags/sglang_server_flags.txt, or $FAKE_SGLANG_FLAGS_FILE), unknown ones are
 rejected with argparse's "unrecognized arguments" and exit 2, as the real parser does (prefix
 abbreviations such as --tp included). Fake-only: --fake-policy (default: MODEL_PATH/fake_policy.json
 when it exists: the policy is the fake model's "weights", so an HF export carries its own),
---latency-ms (default $FAKE_SGLANG_LATENCY_MS), --fake-sampling.
+--latency-ms (default $FAKE_SGLANG_LATENCY_MS), --fake-sampling; $FAKE_SGLANG_START_DELAY (seconds
+before the port binds: a slow start, for bench/round_gpu_idle.py) and $FAKE_SGLANG_JIT_DELAY (seconds
+more on a cold FlashInfer JIT cache: _jit_on_a_cold_cache).
 
 Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /generate with SGLang's
 answer shape (text -- ending in the EOS text only with sampling_params skip_special_tokens=False and
@@ -309,9 +311,31 @@ def make_handler(model: Model):
     return Handler
 
 
+def _jit_on_a_cold_cache() -> None:
+    """Test-only: FAKE_SGLANG_JIT_DELAY=<s> waits <s> s more unless FlashInfer's JIT cache already
+    holds this stand-in's kernels, then writes them there: where flashinfer 0.6.12 keeps them
+    (FLASHINFER_WORKSPACE_BASE, else ~; flashinfer/jit/env.py:51-55), so a second start is warm."""
+    delay = float(os.environ.get("FAKE_SGLANG_JIT_DELAY", "0") or 0)
+    if delay <= 0:
+        return
+    cache = Path(os.environ.get("FLASHINFER_WORKSPACE_BASE") or Path.home()) / ".cache" / "flashinfer"
+    marker = cache / "fake-sglang-jit"
+    if marker.is_file():
+        return
+    time.sleep(delay)
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / f".fake-sglang-jit.{os.getpid()}"
+    tmp.write_text("compiled\n")
+    tmp.replace(marker)
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     model = Model(args)
+    # Test-only: FAKE_SGLANG_START_DELAY=<s> waits <s> s before the port binds (weights loaded,
+    # CUDA graphs captured, kernels JIT-compiled: /health answers only after them in SGLang too).
+    time.sleep(float(os.environ.get("FAKE_SGLANG_START_DELAY", "0") or 0))
+    _jit_on_a_cold_cache()
     return serve(args.host or "127.0.0.1", args.port or 30000, make_handler(model),
                  lambda url: f"fake_sglang: tp={args.tp_size or 1} dp={args.dp_size or 1} serving on {url}")
 

@@ -25,6 +25,7 @@ import argparse
 import collections
 import hashlib
 import json
+import os
 import re
 import signal
 import socket
@@ -105,6 +106,7 @@ class FakeOpenAI:
         self.expect_key = expect_key  # when set, other keys get 401 invalid_api_key
         self.script: collections.deque[Behaviour] = collections.deque()
         self.requests: list[Request] = []
+        self.in_flight = self.max_in_flight = 0  # requests being answered now / at most at once
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -181,7 +183,14 @@ class FakeOpenAI:
                                                  "type": "invalid_request_error"}})
         if body is None or not isinstance(body.get("messages"), list):
             return self._send(h, 400, {"error": {"code": "InvalidParameter", "message": "messages missing"}})
-        self._behave(h, self._next(), body)
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            self._behave(h, self._next(), body)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
 
     def _behave(self, h, b: Behaviour, body: dict) -> None:
         p = b.params
@@ -245,7 +254,10 @@ def main() -> None:
                     help="exit when this process ends (a rehearsal's driver: even a SIGKILLed one leaves none)")
     args = ap.parse_args()
     expect = _knob(args.expect_key_knob) if args.expect_key_knob else None
-    srv = FakeOpenAI(expect_key=expect).start(args.port)
+    # Test-only: FAKE_ANALYST_DELAY_S=<s> answers every request <s> s late (a slow model, so the
+    # analyst's end-of-round drain outlasts the export, as a real DashScope drain can).
+    delay = float(os.environ.get("FAKE_ANALYST_DELAY_S", "0") or 0)
+    srv = FakeOpenAI(default=slow(delay) if delay > 0 else None, expect_key=expect).start(args.port)
     if args.port_file:
         args.port_file.write_text(f"{srv.port}\n")
     done = threading.Event()

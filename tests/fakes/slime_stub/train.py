@@ -46,7 +46,11 @@ flag, and FAKE_SLIME_CRASH_ONCE=<marker file>: crash only while the marker is ab
 it) exits 1 after printing the failure's real signature -- with FAKE_SLIME_CRASH_AFTER_S=<s>, <s> s
 into that rollout while the actor plays it; FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id> exits 137
 between a save's tracker and its data state; FAKE_SLIME_STEP_DELAY=<s> sleeps per
-step; FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
+step; FAKE_SLIME_START_DELAY=<s> sleeps once placed, before the engines start (Megatron's init and
+checkpoint load), FAKE_SLIME_SAVE_DELAY=<s> inside each save before its tracker is written,
+FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines
+stopped, before the driver exits (teardown) -- the four for bench/round_gpu_idle.py;
+FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
 comes); FAKE_SLIME_ROLLOUT_NODE=worker pins the RolloutManager to a worker node (see
 rollout_manager_options).
 
@@ -93,6 +97,13 @@ _scratch: list[Path] = []  # the engines' policy files, removed with them
 
 def log(msg: str) -> None:
     print(f"fake slime: {msg}", flush=True)
+
+
+def slime_perf_line(source: str, rollout_id: int, perf: dict) -> str:
+    """slime's own `perf <id>:` line, as its logger formats it (slime/observability/logging_utils.py:21):
+    source is train_metric_utils.py:401 after a rollout's training (the Megatron main rank,
+    actor.py:564) or rollout_metrics.py:268 after its generation (the RolloutManager)."""
+    return f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {source} - perf {rollout_id}: {perf}"
 
 
 def parse(argv: list[str]) -> Namespace:
@@ -500,6 +511,9 @@ class RolloutManager:
         # slime/ray/rollout.py:510: the samples become train data in this actor (rewards
         # post-processed, removed samples' loss masks zeroed); the advantage follows on the actor side.
         advantages(self.args, convert_samples_to_train_data(self.args, [s for g in out.samples for s in g]))
+        # printed in this actor, so Ray forwards it to the driver's log with its "(RolloutManager pid=..)"
+        print(slime_perf_line("rollout_metrics.py:268", rollout_id, {"perf/rollout_time": 0.0}), file=sys.stderr,
+              flush=True)
         return out.samples, out.metrics
 
     def node(self) -> str:
@@ -525,6 +539,10 @@ def maybe_crash_mid_step(rollout_id: int, pending) -> None:
         maybe_crash(rollout_id)
 
 
+def _seconds(name: str) -> float:
+    return float(os.environ.get(name, "0") or 0)
+
+
 def main(argv: list[str]) -> int:
     import ray
     from megatron_layout import write_checkpoint, write_hf_export
@@ -536,6 +554,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: (stop_engines(), os._exit(143)))
     start = load_start(args)
     pg = place(args)
+    time.sleep(_seconds("FAKE_SLIME_START_DELAY"))
     if args.actor_num_nodes > 1:
         place_ranks(args, pg)  # the engines start inside the RolloutManager, on its node
     else:
@@ -571,14 +590,22 @@ def main(argv: list[str]) -> int:
                              "train/grad_norm": 0.5 + 0.01 * k})
             log(f"rollout {rollout_id}: {len(samples)} samples, mean reward {sum(rewards) / len(rewards):.3f}")
             if delay:
-                time.sleep(delay)
+                time.sleep(delay)  # the step's training
+            # The main rank's line once the rollout's training is over (actor.py:564), which Ray
+            # forwards from the Megatron actor: this stand-in trains in the driver, so it writes
+            # the forwarded form itself.
+            print(f"(MegatronTrainRayActor pid={os.getpid()}) "
+                  + slime_perf_line("train_metric_utils.py:401", rollout_id, {"perf/actor_train_time": delay}),
+                  flush=True)
             if (rollout_id + 1) % args.save_interval == 0 or rollout_id == args.num_rollout - 1:
                 # slime's order (train.py:71-80): the Megatron save, its tracker last
                 # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
                 # data source's state (RolloutManager.save). FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id>
                 # (test-only) dies in between, as a stop at that moment would.
+                time.sleep(_seconds("FAKE_SLIME_SAVE_DELAY"))  # the save's writes, before its tracker
                 write_checkpoint(Path(args.save), rollout_id, optim=not args.no_save_optim, state=False)
                 if args.save_hf:
+                    time.sleep(_seconds("FAKE_SLIME_SAVE_HF_DELAY"))  # the GPUs' HF write
                     write_hf_export(Path(args.save_hf.format(rollout_id=rollout_id)), Path(args.hf_checkpoint),
                                     rollout_id)
                 if os.environ.get("FAKE_SLIME_KILL_BEFORE_DATA_STATE") == str(rollout_id):
@@ -593,6 +620,7 @@ def main(argv: list[str]) -> int:
         stop_engines()
         if run is not None:
             run.finish()
+    time.sleep(_seconds("FAKE_SLIME_EXIT_DELAY"))
     log(f"done: rollouts {start}..{args.num_rollout - 1}")
     return 0
 
