@@ -35,8 +35,11 @@ def trained(text: str) -> list[tuple[int, float]]:
 class Tail:
     """Reads the lines a growing log file gained since the last read (whole lines only)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, from_end: bool = False) -> None:
+        """from_end: what the file holds now is skipped (it is appended to job after job)."""
         self.path, self.offset = path, 0
+        if from_end and path.exists():
+            self.offset = path.stat().st_size
 
     def new_text(self) -> str:
         try:

@@ -32,13 +32,6 @@ POLL = 0.5
 SLIME_LOG = "slime-log.log"  # the slime job's output (train.py copies Ray's driver log there)
 
 
-def _size(path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:
-        return 0
-
-
 def head(r: int, rounds: int, stage: str) -> str:
     return f"round {r} ({r + 1} of {rounds}) {stage}"
 
@@ -50,8 +43,7 @@ def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool],
     path, marker = lay.rollout_metrics(r), lay.started_marker(r)
     seen = set(read_jsonl(path))
     since: float | None = None  # when the step in progress began
-    job_log = slime_log.Tail(lay.logs / SLIME_LOG)
-    job_log.offset = _size(job_log.path)  # the file is appended to job after job: this job's lines follow
+    job_log = slime_log.Tail(lay.logs / SLIME_LOG, from_end=True)  # this job's lines follow the last job's
     mine = range(r * steps, (r + 1) * steps)
 
     def trained() -> None:
