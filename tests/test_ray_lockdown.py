@@ -20,9 +20,7 @@ import requests
 from support.rehearsal import (
     in_rehearsal,
     pyhelpers_cmd,
-    ray_temp_dir,
     rehearse_env,
-    start,
     wait_for,
 )
 
@@ -165,18 +163,3 @@ def test_starting_the_head_keeps_the_newest_sessions_of_the_run_and_not_another_
     assert kept[-1] == ray_sessions.latest(head.temp)  # ... and the head's own is recorded
     assert [n for n in OLD if (head.temp / n).exists()] == OLD[-ray_sessions.KEEP:]
     assert (head.temp / FOREIGN).is_dir()
-
-
-def test_two_rehearsals_at_once_in_two_roots_both_finish(tmp_path, rehearsal_world):
-    """Two checkouts' runs on one machine, each with its own ports (the four port knobs differ;
-    Ray's other ports follow RAY_PORT): both finish. Before, the second died with "No available
-    agent" (Ray's fixed dashboard-agent port 52365 was the first's)."""
-    envs = [rehearse_env(tmp_path / side, rehearsal_world, ROUNDS=1) for side in ("a", "b")]
-    runs = [start(env) for env in envs]
-    for proc, log in runs:
-        assert proc.wait(timeout=900) == 0, log.read_text(errors="replace")[-4000:]
-    temps = {ray_temp_dir(env) for env in envs}
-    assert len(temps) == 2
-    for env in envs:  # each run made one Ray session, in its own temp dir, and recorded it
-        recorded = (Path(env["RUNS_DIR"]) / "rehearsal" / "ray" / "sessions").read_text().split()
-        assert len(recorded) == 1 and (Path(ray_temp_dir(env)) / recorded[0]).is_dir()

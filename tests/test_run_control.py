@@ -11,6 +11,7 @@ import shlex
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -317,19 +318,30 @@ def test_ctrl_c_pressed_again_and_again_during_evaluate_stops_everything_and_pri
         pane.close()
 
 
-@pytest.mark.timeout(600)
-def test_two_rehearsals_started_at_once_the_refused_one_touches_nothing_of_the_other(tmp_path, rehearsal_world):
-    """`make rehearse & make rehearse` (issue 27 item 2): the second used to restart the first's
-    analyst-model stand-in before its lock refusal, and the first then finished rc 0 with an empty
-    bank ("0 processed")."""
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1)
-    run = Run(tmp_path / "runs")
-    procs_logs = [start(env), start(env)]
-    codes = [p.wait(timeout=400) for p, _ in procs_logs]
-    outs = [log.read_text(errors="replace") for _, log in procs_logs]
+@pytest.mark.timeout(900)
+def test_three_rehearsals_at_once_two_in_one_root_one_refused_touching_nothing_both_others_finish(
+        tmp_path, rehearsal_world):
+    """`make rehearse & make rehearse` in one checkout, and a third in another (its own ports) at the
+    same moment. In one root (issue 27 item 2) the second used to restart the first's analyst-model
+    stand-in before its lock refusal, and the first then finished rc 0 with an empty bank ("0
+    processed"). Across two roots (issue 17) the second used to die with "No available agent": Ray's
+    fixed dashboard-agent port 52365 was the first's. Now the lock refuses one of the pair, touching
+    nothing, and the other two runs finish, each with one Ray session in its own temp dir."""
+    env_a = rehearse_env(tmp_path / "a", rehearsal_world, ROUNDS=1)
+    env_b = rehearse_env(tmp_path / "b", rehearsal_world, ROUNDS=1)
+    run_a = Run(tmp_path / "a" / "runs")
+    pair, other = [start(env_a), start(env_a)], start(env_b)
+    codes = [p.wait(timeout=800) for p, _ in pair]
+    outs = [log.read_text(errors="replace") for _, log in pair]
     assert sorted(codes) == [0, 1], "\n\n".join(o[-3000:] for o in outs)
     refused = outs[codes.index(1)]
     assert "this run is already in progress" in refused, refused[-3000:]
-    final = json.loads((run.run_dir / "skillbank-final.json").read_text())
+    final = json.loads((run_a.run_dir / "skillbank-final.json").read_text())
     assert final["skills"], outs[codes.index(0)][-3000:]  # the analyst's skills reached the bank
-    assert _analyst_models(tmp_path / "runs") == {}  # and its stand-in stopped with the run
+    assert _analyst_models(tmp_path / "a" / "runs") == {}  # and its stand-in stopped with the run
+    assert other[0].wait(timeout=800) == 0, other[1].read_text(errors="replace")[-4000:]
+    temps = {_ray_temp_dir(env) for env in (env_a, env_b)}
+    assert len(temps) == 2
+    for env in (env_a, env_b):  # each run made one Ray session, in its own temp dir, and recorded it
+        recorded = (Path(env["RUNS_DIR"]) / "rehearsal" / "ray" / "sessions").read_text().split()
+        assert len(recorded) == 1 and (Path(_ray_temp_dir(env)) / recorded[0]).is_dir()
