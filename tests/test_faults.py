@@ -2,7 +2,9 @@
 between stages, mid-export, mid-evaluate), each time `make resume` (bin/rehearse --resume) stops
 the orphans and continues; no checkpoint is lost at any point, and the end result equals the
 uninterrupted reference rehearsal's. Also the memo's example (M14): round 1 trained, no val/gate
-yet -> `make resume ROUND=1` continues at rotate; ROUND=0 or 2 is refused, changing nothing.
+yet -> `make resume ROUND=1` continues at rotate; ROUND=0 or 2 is refused, changing nothing. And
+what a user sees after the first kill (issue 20): `make status` names the orphans and the job still
+running without its driver, the report shows the kill, the job's unsupervised end is recorded.
 
 The kills are chained in one run (kill, resume, kill the resumed driver, ...) so round 0 plays
 once: the same four kill points, and each resume starts from an earlier kill's leftovers."""
@@ -19,12 +21,15 @@ from support.rehearsal import (
     file_digests,
     frozen,
     group_alive,
+    in_rehearsal,
     kill_driver,
     newest_complete,
     outcome,
+    pyhelpers_cmd,
     recorded_groups,
     rehearse,
     rehearse_env,
+    rows,
     start,
     wait_for,
 )
@@ -42,6 +47,36 @@ def _kill_and_check(run: Run, proc, min_ckpt: int) -> dict[str, int]:
     return {name: pgid for name, pgid in groups.items() if group_alive(pgid)}
 
 
+def _status_names_the_orphans_and_the_report_shows_the_kill(env, run: Run) -> str:
+    """Right after the driver's kill in round 1's training: `make status` names every orphan and the
+    job that still runs; once that job ends on its own, the report (before any resume) shows the
+    kill. Returns the job's id."""
+    st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
+    assert st.returncode == 0, st.stderr
+    out = st.stdout
+    assert "driver: not running" in out and "died (killed?) during round 1 train" in out
+    for name in ("shopsim", "ray-head"):
+        assert any(line.split()[:2] == [name, "orphaned"] for line in out.splitlines()), out
+    # Nothing reads "up" beside a dead driver: the state column of every service line.
+    services = out.split("services:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    states = {line.split()[0]: line.split()[1] for line in services if line.startswith("  ") and len(line.split()) > 1}
+    assert states and "up" not in states.values(), out
+    assert "ORPHANED: the driver is gone but" in out and "slime job rehearsal-r001-" in out
+    assert "`make rehearse RESUME=1` stops them" in out and "(`make stop REHEARSAL=1` only stops them)" in out
+    assert "make resume" not in out  # a rehearsal's hints name the rehearsal's commands
+
+    job_id = run.events("job-submitted")[-1]["job_id"]
+    wait_for("the orphaned job to end", lambda: "succeeded" in in_rehearsal(
+        env, *pyhelpers_cmd("run", "status")).stdout, timeout=300)
+    rep = in_rehearsal(env, *pyhelpers_cmd("run", "report"))
+    assert rep.returncode == 0, rep.stderr
+    report = run.run_dir / "report"
+    assert [(r["kind"], r["round"], r["stage"]) for r in rows(report / "restarts.csv")] == [("driver-lost", "1", "train")]
+    assert ("1", "train", "killed") in {(r["round"], r["stage"], r["status"]) for r in rows(report / "timeline.csv")}
+    assert "No restarts or failures recorded" not in (report / "index.html").read_text()
+    return job_id
+
+
 def _resume_and_kill_at(env, run: Run, orphans: dict[str, int], what: str, cond, min_ckpt: int,
                         *args: str) -> tuple[dict[str, int], str]:
     """`make resume [args]`, wait for `cond(since)`, check the previous orphans are gone, kill;
@@ -54,7 +89,8 @@ def _resume_and_kill_at(env, run: Run, orphans: dict[str, int], what: str, cond,
 
 
 def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_path, rehearsal_world, reference):
-    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="1", FAKE_CONVERT_DELAY="3",
+    # Steps of 2 s: the job outlives the driver's kill long enough for `make status` to see it.
+    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="2", FAKE_CONVERT_DELAY="3",
                        FAKE_SGLANG_LATENCY_MS="30")
     run = Run(tmp_path / "runs")
 
@@ -63,6 +99,7 @@ def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_
     wait_for("round 1 training", lambda: (run.round_dir(1) / "plugin.started").is_file(), proc=proc, log=log)
     orphans = _kill_and_check(run, proc, min_ckpt=1)
     assert {"shopsim", "ray-head", "analyst"} <= set(orphans)
+    job_id = _status_names_the_orphans_and_the_report_shows_the_kill(env, run)
 
     # 2. between stages: round 1's training just ended (next: rotate, export). On a loaded machine
     # the orphaned job may finish its last step before the resume stops it; the resume then starts
@@ -103,6 +140,13 @@ def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_
     assert_stopped(orphans)
     assert event_seen(run, "stage-end", round=1, stage="inject", status=0)
     assert outcome(run) == outcome(reference.run)
+    # The first resume recorded the job's end without its driver; the report lists every kill.
+    assert event_seen(run, "job-end-unsupervised", job_id=job_id, status="SUCCEEDED")
+    kinds = [(r["kind"], r["stage"]) for r in rows(run.run_dir / "report" / "restarts.csv")]
+    assert ("driver-lost", "train") in kinds and ("job-end-unsupervised", "") in kinds, kinds
+    st = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+    assert "killed: " in st and "tracker at iteration None" not in st and "unknown" not in st
+    assert "slime job      succeeded; Ray is stopped" in st
 
 
 def test_killed_while_val_plays_beside_compile_resumes_without_replaying(tmp_path, rehearsal_world):

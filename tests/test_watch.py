@@ -1,6 +1,6 @@
-"""Watching a run (issue 20): what `make status` and the report say after the driver is killed,
-progress and ETA on a terminal (tmux), `make watch`, and a rehearsal's terminal without
-third-party noise."""
+"""Watching a run (issue 20): progress and ETA on a terminal (tmux), `make watch`, and a rehearsal's
+terminal without third-party noise. What `make status` and the report say after the driver is
+killed is checked at the first kill of the fault matrix (tests/test_faults.py)."""
 
 from __future__ import annotations
 
@@ -13,61 +13,11 @@ from support.rehearsal import (
     Run,
     event_seen,
     in_rehearsal,
-    kill_driver,
     pyhelpers_cmd,
-    rehearse,
     rehearse_env,
-    rows,
     start,
     wait_for,
 )
-
-
-def test_a_killed_driver_leaves_orphans_that_status_names_and_the_report_shows_the_kill(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="2")
-    run = Run(tmp_path / "runs")
-    proc, log = start(env)
-    wait_for("the job's first step", lambda: (run.round_dir(0) / "rollout_metrics.jsonl").is_file(), proc=proc, log=log)
-    kill_driver(run)
-    proc.wait(timeout=300)
-
-    st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
-    assert st.returncode == 0, st.stderr
-    out = st.stdout
-    assert "driver: not running" in out and "died (killed?) during round 0 train" in out
-    for name in ("shopsim", "ray-head"):
-        assert any(line.split()[:2] == [name, "orphaned"] for line in out.splitlines()), out
-    # Nothing reads "up" beside a dead driver: the state column of every service line.
-    services = out.split("services:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
-    states = {line.split()[0]: line.split()[1] for line in services if line.startswith("  ") and len(line.split()) > 1}
-    assert states and "up" not in states.values(), out
-    assert "ORPHANED: the driver is gone but" in out and "slime job rehearsal-r000-" in out
-    assert "`make rehearse RESUME=1` stops them" in out and "(`make stop REHEARSAL=1` only stops them)" in out
-    assert "make resume" not in out  # a rehearsal's hints name the rehearsal's commands
-
-    # The job goes on without a driver and ends; the report (before any resume) shows the kill.
-    job_id = [e for e in run.events("job-submitted")][-1]["job_id"]
-    wait_for("the orphaned job to end", lambda: "succeeded" in in_rehearsal(
-        env, *pyhelpers_cmd("run", "status")).stdout, timeout=300)
-    rep = in_rehearsal(env, *pyhelpers_cmd("run", "report"))
-    assert rep.returncode == 0, rep.stderr
-    report = run.run_dir / "report"
-    assert [(r["kind"], r["round"], r["stage"]) for r in rows(report / "restarts.csv")] == [("driver-lost", "0", "train")]
-    assert ("0", "train", "killed") in {(r["round"], r["stage"], r["status"]) for r in rows(report / "timeline.csv")}
-    assert "No restarts or failures recorded" not in (report / "index.html").read_text()
-
-    # make resume: stops the orphans, records the unsupervised end and the kill, finishes.
-    res = rehearse(env, "--resume")
-    assert res.returncode == 0, res.stdout[-4000:]
-    assert event_seen(run, "job-end-unsupervised", job_id=job_id, status="SUCCEEDED")
-    assert event_seen(run, "driver-lost", round=0, stage="train")
-    report_rows = rows(report / "restarts.csv")
-    assert sorted((r["kind"], r["stage"]) for r in report_rows) == [("driver-lost", "train"),
-                                                                    ("job-end-unsupervised", "")]
-    st = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
-    assert "killed: " in st and "tracker at iteration None" not in st and "unknown" not in st
-    assert "slime job      succeeded; Ray is stopped" in st
-
 
 # Dynamic sampling's kept/drawn groups stand between the episodes and the success rate.
 STEP_LINE = (r"^\d\d:\d\d:\d\d driver +round {r} \({n} of 2\) train: step {k}/2 done: \d+ episodes, "
