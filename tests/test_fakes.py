@@ -18,6 +18,7 @@ from support.tokenizer import build_tokenizer
 
 from pyhelpers.policy.prompt_builder import PromptBuilder, Transcript
 from pyhelpers.policy.sglang_client import SGLangClient, SGLangRejected, parse_generate
+from pyhelpers.shopsim import actions
 from pyhelpers.shopsim import protocol as p
 from pyhelpers.shopsim.client import ShopSimClient
 from pyhelpers.tasks import build as taskdata
@@ -87,7 +88,7 @@ def test_generate_shape_and_determinism(world):
     assert [x[1] for x in meta["output_token_logprobs"]] == a["output_ids"] and meta["completion_tokens"] == len(a["output_ids"])
     assert all(x[2] is None and x[0] <= 0 for x in meta["output_token_logprobs"])
     res = parse_generate(a)
-    assert p.extract_action(res.text) == p.Action("search", t0["query"].lower())
+    assert actions.extract_action(res.text) == actions.Action("search", t0["query"].lower())
     short = parse_generate(_generate(world["sg"].url, {**body, "input_ids": ids0,
                                                        "sampling_params": {"max_new_tokens": 3}}))
     assert short.truncated and len(short.output_ids) == 3 and short.output_ids == res.output_ids[:3]
@@ -195,7 +196,7 @@ def test_fake_shopsim_protocol_details(world):
     step = _post(url, {"action": "interact", "env_idx": e, "response": f"Action: search[{task['query']}]"})["result"]
     assert not step["done"] and "搜索功能是否可用: True" in step["instruction"]
     step = _post(url, {"action": "interact", "env_idx": e, "response": f"T\nAction: search[{task['query']}]"})["result"]
-    assert task["asin"] in p.clickables(step["instruction"])
+    assert task["asin"] in actions.clickables(step["instruction"])
     same = _post(url, {"action": "interact", "env_idx": e, "response": "T\nAction: click[not a button]"})["result"]
     assert same["instruction"] == step["instruction"]  # silent no-op
     bad = _post(url, {"action": "dance", "env_idx": e})["result"]

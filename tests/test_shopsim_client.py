@@ -9,6 +9,7 @@ import pytest
 from fakes.procs import free_port, slots, start_fake_shopsim, stop
 from fakes.shop_fixture import write_shop_fixture
 
+from pyhelpers.shopsim import actions
 from pyhelpers.shopsim import protocol as p
 from pyhelpers.shopsim.client import ShopSimClient
 
@@ -58,22 +59,22 @@ def test_scores_from_reward_detail():
     ("Thought: t\nAction: buy[x]", None, None),
 ])
 def test_actions_as_pack_api_parses_them(text, server, wire):
-    got = p.extract_action(text)
+    got = actions.extract_action(text)
     assert (str(got) if got else None) == server
-    sent = p.wire_response(text)
+    sent = actions.wire_response(text)
     expected = wire or server
-    assert (str(p.extract_action(sent)) if p.extract_action(sent) else None) == expected
+    assert (str(actions.extract_action(sent)) if actions.extract_action(sent) else None) == expected
     if wire is None:
         assert sent == text  # parseable (or hopeless) text goes raw
-    assert p.wire_response(text, normalize=False) == text
+    assert actions.wire_response(text, normalize=False) == text
 
 
 def test_format_helpers():
-    assert p.format_response("找鞋", "search", "白色 运动鞋") == "Thought: 找鞋\nAction: search[白色 运动鞋]"
+    assert actions.format_response("找鞋", "search", "白色 运动鞋") == "Thought: 找鞋\nAction: search[白色 运动鞋]"
     with pytest.raises(ValueError):
-        p.format_action("buy", "x")
-    assert p.clickables('x\n\n可点击的按钮: ["a", "b"]') == ["a", "b"]
-    assert p.persona_observation("Instruction: [SEP] full [SEP] rest", "vague") == "Instruction: [SEP] vague [SEP] rest"
+        actions.format_action("buy", "x")
+    assert actions.clickables('x\n\n可点击的按钮: ["a", "b"]') == ["a", "b"]
+    assert actions.persona_observation("Instruction: [SEP] full [SEP] rest", "vague") == "Instruction: [SEP] vague [SEP] rest"
 
 
 # ---------------------------------------------------------------------------- client vs the fake process
@@ -106,7 +107,7 @@ def test_reset_interact_release_and_probe(shop, fixture_dir):
             r = await c.reset(0)
             assert p.goal_instruction(r.instruction) == fixture_dir["tasks"][0]["instruction"] and r.idx == 0
             step = await c.interact(r.env_idx, "Action: search[款式000]")  # repaired on the wire
-            assert not step.done and "可点击的按钮" in step.observation and p.clickables(step.observation)
+            assert not step.done and "可点击的按钮" in step.observation and actions.clickables(step.observation)
             assert await c.release_one(r.env_idx)
     run(go())
     view = slots(shop)
@@ -153,10 +154,10 @@ def test_no_double_release_after_over(shop, fixture_dir):
     async def go():
         async with ShopSimClient(shop.url) as c:
             async with c.episode_slot(0) as slot:
-                await slot.interact(p.format_response("搜", "search", t["query"]))
-                await slot.interact(p.format_response("点", "click", t["asin"]))
-                await slot.interact(p.format_response("选", "click", t["options"][0]))
-                step = await slot.interact(p.format_response("买", "click", "buy now"))
+                await slot.interact(actions.format_response("搜", "search", t["query"]))
+                await slot.interact(actions.format_response("点", "click", t["asin"]))
+                await slot.interact(actions.format_response("选", "click", t["options"][0]))
+                step = await slot.interact(actions.format_response("买", "click", "buy now"))
                 assert step.done and step.over and step.scores.success, step.reward_detail
             assert slot.over and not slot.released
     run(go())
@@ -198,14 +199,14 @@ def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_
     async def episode(c, n):
         t = tasks[n % len(tasks)]
         async with c.episode_slot(t["idx"]) as slot:
-            await slot.interact(p.format_response("搜", "search", t["query"]))
+            await slot.interact(actions.format_response("搜", "search", t["query"]))
             if n % 5 == 0:
                 raise ValueError("injected policy error")
             if n % 7 == 0:
                 await asyncio.sleep(10)  # cancelled below
-            await slot.interact(p.format_response("点", "click", t["asin"]))
-            await slot.interact(p.format_response("选", "click", t["options"][0]))
-            return (await slot.interact(p.format_response("买", "click", "buy now"))).scores.success
+            await slot.interact(actions.format_response("点", "click", t["asin"]))
+            await slot.interact(actions.format_response("选", "click", t["options"][0]))
+            return (await slot.interact(actions.format_response("买", "click", "buy now"))).scores.success
 
     async def go():
         async with ShopSimClient(shop.url, max_slots=48) as c:

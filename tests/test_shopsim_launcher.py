@@ -69,7 +69,7 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
     would depend on the slot it lands in, i.e. on timing. The launcher makes every slot identical."""
     import asyncio
 
-    from pyhelpers.shopsim import protocol as p
+    from pyhelpers.shopsim import actions
     from pyhelpers.shopsim.client import ShopSimClient
 
     fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0)
@@ -97,7 +97,7 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
             for r in held:
                 for kind, arg in (("search", task["query"]), ("click", task["asin"]), ("click", task["options"][0]),
                                   ("click", "buy now")):
-                    step = await c.interact(r.env_idx, p.format_response("t", kind, arg))
+                    step = await c.interact(r.env_idx, actions.format_response("t", kind, arg))
                 assert step.done, step.raw
                 seen.add((step.goal["price_upper"], round(step.purchase["price"], 6), step.reward_detail["r_price"]))
             return seen

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyhelpers.policy.system_prompt import PROMPT_VERSION, SYSTEM_PROMPT
-from pyhelpers.shopsim.protocol import Action, extract_action, intended_action  # noqa: F401  (re-exported)
+from pyhelpers.shopsim.actions import Action, extract_action, intended_action  # noqa: F401  (re-exported)
 
 # What SGLang 0.5.15.post1 takes for --context-length L (= ROLLOUT_MAX_CONTEXT_LEN). Its tokenizer
 # manager accepts prompt + max_new_tokens == L (tokenizer_manager.py:973-997), but the scheduler

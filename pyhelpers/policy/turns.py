@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder, Transcript
 from pyhelpers.policy.sglang_client import GenerateResult, SGLangRejected
-from pyhelpers.shopsim.protocol import StepResult, extract_action, persona_observation
+from pyhelpers.shopsim.actions import extract_action, persona_observation
+from pyhelpers.shopsim.protocol import StepResult
 
 Generate = Callable[[list[int], dict], Awaitable[GenerateResult]]
 Interact = Callable[[str], Awaitable[StepResult]]

@@ -48,6 +48,7 @@ from typing import Any
 import httpx
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.shopsim import actions
 from pyhelpers.shopsim import protocol as p
 from pyhelpers.shopsim.protocol import NoSlotError, ShopSimError, TransportError  # noqa: F401  (re-exported)
 
@@ -193,9 +194,9 @@ class ShopSimClient:
 
     async def interact(self, env_idx: int, response_text: str, *, normalize: bool = True,
                        instance: str | None = None) -> p.StepResult:
-        """Send the model's text (as protocol.wire_response makes it pack_api-parseable). With the
+        """Send the model's text (as actions.wire_response makes it pack_api-parseable). With the
         slot's `instance`, a restarted simulator refuses it unseen (StaleSlotError)."""
-        wire = p.wire_response(response_text, normalize=normalize)
+        wire = actions.wire_response(response_text, normalize=normalize)
         return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout, instance))
 
     async def release_one(self, env_idx: int, instance: str | None = None) -> str:
