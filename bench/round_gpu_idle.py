@@ -2,7 +2,8 @@
 
 Each configuration is a rehearsal (ROUNDS=2) whose stand-ins wait as long as the real parts do
 (DELAYS below: the real figure, its source, the stand-in knob that waits it), scaled by SCALE:
-~5.5 min per configuration at the real 20 steps a round, ~1-2 min with --steps 2, on two cores.
+~5.5 min per configuration at the real 20 steps a round, ~1-2 min with --steps 2, on two cores
+(28 min for all five at 20 steps).
 The split is the one `make report` draws
 (pyhelpers/run/gpu_time.py, from the run's events.jsonl). Prints, per configuration and round,
 wall, busy and idle seconds with the idle phases, then the idle fraction of each configuration
@@ -16,19 +17,30 @@ Python's own start, which is not scaled and swamps the modelled delays):
 Seconds printed are the rehearsal's (scaled); divide by SCALE for the real-time equivalent. Each
 round's line also prints what its phases add up to (the report's stacked bar) against its wall time.
 
-What runs of it showed (2 cores, scale 1/60, 2026-12-05; a second or two moves between runs):
+What runs of it showed (2 cores, scale 1/60; a second or two moves between runs):
 
-  --steps 20 (the default), today against every cut, in one run (11 min):
-    today:                                   idle 25.5 / 19.3 s of 151.7 / 139.8 s (16.8% / 13.8%),
-                                             compile-wait 9.2 / 9.1 s (the analyst's backlog drains)
-    cuts 4+5+6 and the analyst 4 at once:    idle 14.7 / 9.2 s of 141.1 / 129.6 s (10.4% / 7.1%)
-    idle fraction 15.4% -> 8.8% = 0.57 x today's; idle seconds 0.53 x; between the jobs 0.25 x
-    (real: 196 s against 775 s per round); each round's bars = its wall time +0.00%.
-  --steps 2, each cut on its own (2 min per configuration): cut 4 (val beside compile) and cut 5
-    (JIT caches on the data disk: one machine keeps its default caches warm too, so it shows only
-    after a migration or a fresh container) leave the idle time at 0.97-0.99 x; cut 6 (SAVE_HF=1)
-    removes the export (1.1 s) for 0.17 s more inside the job's save; the analyst's concurrency is
-    what removes compile-wait (5-6 s at 2 steps, 9 s at 20).
+  --steps 20 (the default), every configuration in one run (28 min, 2026-12-05, main at 6cf791d):
+    configuration                            idle s per round  idle fraction  x today's  between the jobs
+    today                                    21.9              15.2%          1          13.0 s (783 s real)
+    cut 4: val beside compile                20.3              14.1%          0.93       11.1 s (0.85 x)
+    cuts 4+5: and JIT caches on the data disk 19.6             13.7%          0.90       11.3 s (0.86 x)
+    cuts 4+5+6: and SAVE_HF=1                20.4              14.2%          0.93       11.5 s (0.88 x)
+    cuts 4+5+6 and the analyst 4 at once     12.3               9.0%          0.59        3.4 s (0.26 x: 204 s real)
+    Each round's bars = its wall time +0.00%. With the analyst one request at a time, compile-wait
+    (its backlog draining, 9.1 s a round today) is what is left: cut 4 plays val inside it (7.5 s),
+    cut 6 removes the export (1.1 s) but the drain it overlapped then shows as compile-wait (8.5 s);
+    four requests in flight empty the backlog during training (compile-wait 0.1-0.3 s).
+    Cut 5 shows no gain here: in round 0 slime's own engines fill the default caches (job-start
+    11-12 s against 6 s in round 1, the JIT delay inside it), so the eval server finds them warm on
+    one machine either way; it is for the first round after a migration or a fresh container.
+  Earlier, today against every cut only (11 min): 15.4% -> 8.8% = 0.57 x.
+  --steps 2, each cut on its own (2 min per configuration): cuts 4 and 5 leave the idle time at
+    0.97-0.99 x; cut 6 removes the export (1.1 s) for 0.17 s more inside the job's save.
+
+Not "about a minute": a rehearsal costs ~44 CPU-s (Ray's daemons, Python starts, the episodes
+played) whatever SCALE is, so on 2 cores five two-round configurations take two minutes or more
+even with no modelled delay, and a delay scaled further down than 1/60 is swamped by that
+unscaled start (job-start below). --only and --steps 2 are the short runs.
 
 The rest is job-start: 6-12 s of every round against 2-3 s of modelled delay -- Ray's and Python's
 own start on this CPU, unscaled. A cut to it (the next round's job starting while the last one
