@@ -198,8 +198,12 @@ def test_concurrent_requests_still_keep_the_rate_cap(tmp_path, srv):
     rdir = make_round(tmp_path, 4)
     srv.default = slow(0.3)
     assert drain(settings(rdir, srv, batch_size=1, max_rpm=120, concurrency=4)).code == 0
+    # Slots are 0.5 s apart where the sidecar takes them; the server sees each request a little
+    # after (a thread's wake-up, the first request's connection), so on a loaded machine a gap can
+    # read shorter than 0.5 s. Sent all at once (no slot lock), four requests arrive within ~0.1 s.
     starts = sorted(r.t for r in srv.requests)
-    assert len(starts) == 4 and min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.45
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert len(starts) == 4 and min(gaps) >= 0.25 and starts[-1] - starts[0] >= 1.0, gaps
 
 
 def test_a_spend_cap_reached_by_concurrent_requests_is_kept(tmp_path, srv):
