@@ -176,8 +176,10 @@ def test_spend_cap_is_kept_across_restarts(tmp_path, srv):
 def test_rate_cap_spaces_requests(tmp_path, srv):
     rdir = make_round(tmp_path, 3)
     assert drain(settings(rdir, srv, batch_size=1, max_rpm=120)).code == 0
+    # 0.5 s apart where the sidecar takes its slots; as the server sees them, less the first
+    # request's connection (see the concurrent test below).
     gaps = [b.t - a.t for a, b in zip(srv.requests, srv.requests[1:], strict=False)]
-    assert len(gaps) == 2 and min(gaps) >= 0.45
+    assert len(gaps) == 2 and min(gaps) >= 0.25 and sum(gaps) >= 0.75, gaps
 
 
 def test_a_drain_keeps_analyst_concurrency_requests_in_flight(tmp_path, srv):
