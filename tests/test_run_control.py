@@ -23,6 +23,7 @@ from support.rehearsal import (
     outcome,
     own_ports,
     pyhelpers_cmd,
+    ray_temp_dir,
     recorded_groups,
     rehearse,
     rehearse_env,
@@ -30,7 +31,6 @@ from support.rehearsal import (
     wait_for,
 )
 
-from pyhelpers.config.load import load
 from pyhelpers.procs import ports, procfs
 
 
@@ -52,12 +52,6 @@ def _launched(run) -> dict[str, list[str]]:
             elif m := re.match(r"Running entrypoint for job \S+: (.*)$", line):
                 out.setdefault("slime job", []).append(" ".join(shlex.split(m[1])))
     return out
-
-
-def _ray_temp_dir(env) -> str:
-    return load({**env, "RUN_NAME": "rehearsal"}).ray_temp_dir
-
-
 
 
 @pytest.mark.timeout(600)  # a stopped run, then the whole run again (and the reference if not yet built)
@@ -84,7 +78,7 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
     assert proc.wait(timeout=300) != 0
     for name, pgid in groups.items():
         assert not group_alive(pgid), f"{name} (pgid {pgid}) still has processes"
-    assert procfs.marker_matches(_ray_temp_dir(env)) == {}  # no Ray process of this run either
+    assert procfs.marker_matches(ray_temp_dir(env)) == {}  # no Ray process of this run either
     for knob in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"):
         assert ports.port_free("127.0.0.1", int(env[knob])), knob
     assert run.lock_holder() is None
@@ -306,7 +300,7 @@ def test_ctrl_c_pressed_again_and_again_during_evaluate_stops_everything_and_pri
         text = pane.text()
         for name, pgid in groups.items():
             assert not group_alive(pgid), f"{name} (pgid {pgid}) survived:\n{text[-3000:]}"
-        assert procfs.marker_matches(_ray_temp_dir(env)) == {}
+        assert procfs.marker_matches(ray_temp_dir(env)) == {}
         for knob in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"):
             assert ports.port_free("127.0.0.1", int(env[knob])), knob
         from pyhelpers.run import lock as runlock
@@ -340,8 +334,8 @@ def test_three_rehearsals_at_once_two_in_one_root_one_refused_touching_nothing_b
     assert final["skills"], outs[codes.index(0)][-3000:]  # the analyst's skills reached the bank
     assert _analyst_models(tmp_path / "a" / "runs") == {}  # and its stand-in stopped with the run
     assert other[0].wait(timeout=800) == 0, other[1].read_text(errors="replace")[-4000:]
-    temps = {_ray_temp_dir(env) for env in (env_a, env_b)}
+    temps = {ray_temp_dir(env) for env in (env_a, env_b)}
     assert len(temps) == 2
     for env in (env_a, env_b):  # each run made one Ray session, in its own temp dir, and recorded it
         recorded = (Path(env["RUNS_DIR"]) / "rehearsal" / "ray" / "sessions").read_text().split()
-        assert len(recorded) == 1 and (Path(_ray_temp_dir(env)) / recorded[0]).is_dir()
+        assert len(recorded) == 1 and (Path(ray_temp_dir(env)) / recorded[0]).is_dir()

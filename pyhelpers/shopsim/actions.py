@@ -15,6 +15,7 @@ from dataclasses import dataclass
 ACTION_SPLIT = "\nAction: "
 ACTIONS = ("search", "click")
 
+
 @dataclass(frozen=True)
 class Action:
     kind: str  # "search" | "click"
