@@ -117,3 +117,35 @@ def test_a_modules_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     lines = seen.read_text().split()
     assert len(lines) == 12 and len(set(lines)) == 1, f"the module's tests ran on workers {sorted(set(lines))}"
+
+
+
+def test_the_environ_watch_records_a_holder_as_what_it_runs_after_its_exec(tmp_path):
+    """A service starts as a bash start gate that execs the service (same pid, same environment).
+    Caught before the exec, a holder used to be kept as that bash, whose long command line is cut
+    before the service's name, and the secret test flagged the analyst (a fresh-clone CI, 2026-12-05)."""
+    import time
+
+    from support.reference import EnvironWatch
+
+    secret = "not-a-real-key-0123456789"
+    gate = 'read -r _ || exit 111; exec "$@"'  # as procs' start gate: wait for "go", then exec the service
+    service = [sys.executable, "-c", "import time; time.sleep(30)", "pyhelpers", "analyst", "run"]
+    # bash's $0 stands for the long paths before the service's name on a real gate's command line
+    proc = subprocess.Popen(["bash", "-c", gate, "/gate" + "x" * 200, *service], stdin=subprocess.PIPE,
+                            env={**os.environ, "RUNS_DIR": str(tmp_path), "THE_KEY": secret})
+    watch = EnvironWatch(f"RUNS_DIR={tmp_path}", {"THE_KEY": secret})
+    try:
+        time.sleep(0.3)
+        watch.scan()
+        assert watch.holders["THE_KEY"][proc.pid][0].startswith("bash")  # caught before the exec
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "bash" in watch.holders["THE_KEY"][proc.pid][0]:
+            time.sleep(0.1)
+            watch.scan()
+        assert "pyhelpers analyst run" in watch.holders["THE_KEY"][proc.pid][0]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -104,7 +104,13 @@ class EnvironWatch(_Watch):
         self.members |= ours
         for pid in ours:
             for name, value in secrets.items():
-                if value in environ[pid] and pid not in self.holders.get(name, {}):
+                held = self.holders.get(name, {})
+                # Seen again after an exec (a service's start gate is a bash that execs the service
+                # itself, environment and pid kept): the pid is recorded as what it runs now.
+                if value not in environ[pid]:
+                    continue
+                now = procfs.cmdline(pid, 160)
+                if pid not in held or (now and held[pid][0] != now):
                     line, p = [], pid
                     while p in ours and len(line) < 20:
                         line.append(procfs.cmdline(p, 160))
