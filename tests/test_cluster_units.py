@@ -84,3 +84,53 @@ def test_the_metrics_shim_moves_every_address_to_loopback_only(tmp_path):
     assert out.strip() == "127.0.0.1"
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert plain.strip() == "0.0.0.0"
+
+
+def _two_nodes(toolkit_env, **values):
+    """NNODES=2 as the head sees it, without a second machine (the address checks need one)."""
+    from dataclasses import replace
+
+    from pyhelpers.config import load as config
+    from pyhelpers.run.layout import from_config
+
+    cfg = config.load({**toolkit_env})
+    cfg = replace(cfg, values={**cfg.values, "NNODES": "2", "NODE_ADDR": "198.51.100.1", **values})
+    return cfg, from_config(cfg)
+
+
+def _node_json(lay, addr: str, **info) -> None:
+    (lay.run_dir / "nodes" / addr).mkdir(parents=True, exist_ok=True)
+    (lay.run_dir / "nodes" / addr / "node.json").write_text(json.dumps({"addr": addr, "gpus": 4, **info}))
+
+
+def test_status_shows_a_worker_whose_ray_is_still_starting_and_does_not_count_it_up(toolkit_env):
+    cfg, lay = _two_nodes(toolkit_env)
+    now = time.time()
+    _node_json(lay, "198.51.100.2", heartbeat=now, attempt=2, attempts=3, ray_started=None)
+    _node_json(lay, "198.51.100.3", heartbeat=now, attempt=1, attempts=3, ray_started=now - 5)
+    lines = cluster.node_lines(cluster.node_rows(cfg, lay, now))
+    assert lines[0] == "nodes: 2 of 3 up"
+    assert lines[2].endswith("starting its Ray node (attempt 2 of 3)"), lines
+    assert lines[3].endswith("up"), lines
+
+
+def test_the_head_names_a_worker_whose_node_ended_while_it_waited(toolkit_env, monkeypatch):
+    cfg, lay = _two_nodes(toolkit_env, JOIN_TIMEOUT="1.5")
+    monkeypatch.setattr(cluster, "nodes", lambda cfg, lay: [])
+    _node_json(lay, "198.51.100.3", heartbeat=time.time() - 3600, ended=time.time() - 3600, exit=1)  # an old run's
+    said = []
+
+    def ends_while_waiting(line):
+        said.append(line)
+        if len(said) == 1:
+            _node_json(lay, "198.51.100.2", heartbeat=time.time(), ended=time.time(), exit=1, attempt=3,
+                       attempts=3, ray_started=None)
+
+    with pytest.raises(ToolkitError) as err:
+        cluster.wait_for_workers(cfg, lay, ends_while_waiting, poll=0.2)
+    named = [line for line in said if "198.51.100.2" in line]
+    assert len(named) == 1, said
+    assert "worker 198.51.100.2's Ray node ended (exit 1) without joining" in named[0]
+    assert "nodes/198.51.100.2/logs/ray-worker.log" in named[0] and "make join" in named[0]
+    assert "198.51.100.2's Ray node ended (exit 1)" in str(err.value)
+    assert not [line for line in said if "198.51.100.3" in line]

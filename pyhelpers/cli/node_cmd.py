@@ -19,7 +19,7 @@ from pyhelpers.launch import cluster, twonode
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import ready
 
-SERVICE = "ray-worker"
+SERVICE = cluster.WORKER_SERVICE
 
 
 @click.group()

@@ -49,6 +49,9 @@ def token_path(cfg, lay: RunLayout) -> Path:
     return cfg.RAY_TOKEN_FILE or run_layout.ray_token(lay.run_dir)
 
 
+WORKER_SERVICE = "ray-worker"  # the service `make join` starts (node_agent.py); its log is <node dir>/logs/ray-worker.log
+
+
 def node_dir(lay: RunLayout, addr: str) -> Path:
     """A worker's own files in the shared run dir: pids/, logs/, node.json (who it is, its heartbeat)."""
     return lay.run_dir / "nodes" / addr
@@ -217,6 +220,7 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
     records them in runs/<RUN>/nodes.json. On timeout: refused, naming what is missing."""
     want, gpus, timeout = cfg.NNODES - 1, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT
     end, seen, workers = time.monotonic() + timeout, set(), []
+    since, told = time.time(), {}
     echo(f"waiting up to {timeout:.0f} s (JOIN_TIMEOUT) for {want} worker(s) of {gpus:g} GPUs: "
          f"`make join HEAD_ADDR={cfg.NODE_ADDR}` on each")
     while True:
@@ -229,18 +233,39 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
         ready = [n for n in workers if n["gpus"] >= gpus]
         if len(ready) >= want:
             break
+        joined = {n["addr"] for n in workers}
+        for w in ended_workers(lay, since):
+            if w["addr"] not in joined and told.get(w["addr"]) != w["ended"]:
+                told[w["addr"]] = w["ended"]
+                echo(f"worker {w['addr']}'s Ray node ended (exit {w.get('exit')}) without joining: {w['log']} says "
+                     f"why; `make join HEAD_ADDR={cfg.NODE_ADDR}` on it starts it again (still waiting)")
         if time.monotonic() >= end:
             short = [f"{n['addr']} has {n['gpus']:g}" for n in workers if n["gpus"] < gpus]
+            gone = [f"{w['addr']}'s Ray node ended (exit {w.get('exit')})" for w in ended_workers(lay, since)
+                    if w["addr"] not in joined]
             raise ToolkitError(
                 f"{want - len(ready)} of {want} worker(s) missing after JOIN_TIMEOUT={timeout:g} s: joined "
                 f"{', '.join(n['addr'] for n in ready) or 'none'}" + (f"; too few GPUs: {', '.join(short)} "
-                f"(NUM_GPUS={gpus:g})" if short else ""), "JOIN_TIMEOUT",
+                f"(NUM_GPUS={gpus:g})" if short else "") + (f"; {', '.join(gone)}" if gone else ""), "JOIN_TIMEOUT",
                 f"run `make join HEAD_ADDR={cfg.NODE_ADDR}` on each worker (its log: runs/<RUN>/nodes/<addr>/logs), "
                 "or raise JOIN_TIMEOUT")
         time.sleep(poll)
     head = next((n for n in found if n["driver_node"]), None)
     write_json_atomic(lay.run_dir / "nodes.json", {"head": head, "workers": ready, "at": time.time()})
     return ready
+
+
+def ended_workers(lay: RunLayout, since: float) -> list[dict]:
+    """Workers whose agent wrote, at `since` or later, that its Ray node ended (node.json's "ended"),
+    each with the path of its log."""
+    base = lay.run_dir / "nodes"
+    out = []
+    for path in sorted(base.glob("*/node.json")) if base.is_dir() else []:
+        info = load_json_or_none(path) or {}
+        if info.get("ended", 0) >= since:
+            out.append({**info, "addr": info.get("addr", path.parent.name),
+                        "log": str(path.parent / "logs" / f"{WORKER_SERVICE}.log")})
+    return out
 
 
 def head_ready(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
@@ -323,7 +348,9 @@ def node_rows(cfg, lay: RunLayout, now: float) -> list[dict]:
         info = load_json_or_none(path) or {}
         age = now - info.get("heartbeat", 0)
         state = (f"left (exit {info['exit']})" if "ended" in info else
-                 "up" if age < STALE else f"no heartbeat for {age:.0f} s")
+                 f"no heartbeat for {age:.0f} s" if age >= STALE else
+                 f"starting its Ray node (attempt {info.get('attempt')} of {info.get('attempts')})"
+                 if "ray_started" in info and info["ray_started"] is None else "up")
         rows.append({"role": "worker", "addr": info.get("addr", path.parent.name), "gpus": info.get("gpus"),
                      "iface": info.get("iface"), "state": state})
     return rows

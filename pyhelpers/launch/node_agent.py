@@ -1,14 +1,18 @@
 """A worker's Ray node, supervised (make join, docs/multinode.md §5): `python -m pyhelpers.launch.node_agent`.
 
 Started by `pyhelpers node join` as the ray-worker service (own process group, pidfile and log under
-runs/<RUN>/nodes/<NODE_ADDR>/), it runs `ray start --block` (launch/slime_args.ray_worker) in its group
-and watches two things every second while it runs:
+runs/<RUN>/nodes/<NODE_ADDR>/), it runs `ray start --block` (launch/slime_args.ray_worker) in its group,
+copies its output into its log, and watches two things every half second while it runs:
 - the run's stop marker (runs/<RUN>/stopped, in the shared run dir): `make stop` on the head writes it,
   and the head cannot signal another machine's processes, so the worker stops its own Ray;
-- its own heartbeat, runs/<RUN>/nodes/<NODE_ADDR>/node.json (rewritten every few seconds), which
-  `make status` on any node reads to list the nodes.
-It ends when its Ray node ends (the head's GCS gone, a killed raylet), when the run is stopped, or on
-TERM (`make leave`): TERM to its Ray node, STOP_GRACE, then the group's stop does the rest.
+- its own heartbeat, runs/<RUN>/nodes/<NODE_ADDR>/node.json (rewritten every few seconds, with the
+  start attempt and whether Ray said it started), which `make status` on any node reads.
+A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
+all, once what it left in the group has ended: Ray waits a fixed 30 s for a new raylet to register
+with the head's GCS (ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that
+had started and then ends (the head's GCS gone, a killed raylet) is not started again here: the
+head's node-lost restart waits for `make join` on it. The agent also ends when the run is stopped, or
+on TERM (`make leave`): TERM to its Ray node, STOP_GRACE, then the group's stop does the rest.
 """
 
 from __future__ import annotations
@@ -17,14 +21,98 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO
 
 from pyhelpers.config.load import load
 from pyhelpers.jsonfiles import write_json_atomic
 from pyhelpers.launch import cluster, node_env
+from pyhelpers.procs import groups
 from pyhelpers.run.layout import from_config
 
 HEARTBEAT = 2.0
+START_ATTEMPTS = 3  # three misses of Ray's 30 s registration wait in a row: not load, something to read
+RETRY_PAUSE_S = 5.0
+# ray/scripts/scripts.py:1249-1251 (2.60.0): printed once Node() returned, i.e. the raylet registered
+STARTED = b"Ray runtime started."
+
+
+@dataclass(frozen=True)
+class Ended:
+    code: int  # the agent's exit status: 0 when stopped or Ray ended cleanly
+    ray_exit: int  # the last `ray start`'s
+    reason: str | None  # why it was stopped, None when Ray ended by itself
+
+
+def _copy(stream: IO[bytes], state: dict) -> None:
+    """`ray start`'s output into the agent's log, noting when Ray says the node started."""
+    for line in iter(stream.readline, b""):
+        if STARTED in line and state["ray_started"] is None:
+            state["ray_started"] = time.time()
+        sys.stdout.buffer.write(line)
+        sys.stdout.flush()
+
+
+def _run_once(child: subprocess.Popen, state: dict, *, grace: float, stop_reason: Callable[[], str | None],
+              beat: Callable[[dict], None], heartbeat: float) -> str | None:
+    """Until `child` ends (None) or a stop is asked for (its reason, once the child was stopped)."""
+    last = 0.0
+    while child.poll() is None:
+        now = time.monotonic()
+        if now - last >= heartbeat:
+            beat(dict(state))
+            last = now
+        reason = stop_reason()
+        if reason:
+            print(f"stopping this worker's Ray node ({reason})", flush=True)
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            return reason
+        time.sleep(min(0.5, heartbeat))
+    return None
+
+
+def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason: Callable[[], str | None],
+              beat: Callable[[dict], None], attempts: int = START_ATTEMPTS, pause: float = RETRY_PAUSE_S,
+              heartbeat: float = HEARTBEAT) -> Ended:
+    """Run `argv` (`ray start --block`) until it ends or is stopped, starting it again when it ends
+    before Ray said it started. `beat(state)` is called every `heartbeat` s with the attempt, the
+    number of attempts and when Ray said it started (None until then)."""
+    reason, rc = None, 0
+    for attempt in range(1, attempts + 1):
+        state = {"attempt": attempt, "attempts": attempts, "ray_started": None}
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        copier = threading.Thread(target=_copy, args=(child.stdout, state), daemon=True)
+        copier.start()
+        reason = _run_once(child, state, grace=grace, stop_reason=stop_reason, beat=beat, heartbeat=heartbeat)
+        rc = child.wait()
+        copier.join(timeout=0.5)  # its last lines first (a process it left may hold the pipe open)
+        beat(dict(state))
+        if reason or state["ray_started"] is not None:
+            break
+        if attempt == attempts:
+            print(f"this node's Ray did not register with the head in {attempts} attempts (last exit {rc}): "
+                  "the lines above say why; `make join` starts it again", flush=True)
+            break
+        print(f"this node's Ray did not register with the head (exit {rc}); starting it again: attempt "
+              f"{attempt + 1} of {attempts} (Ray waits a fixed 30 s for a new raylet to register; a busy node "
+              "can miss that)", flush=True)
+        for r in groups.stop_rest_of_my_group(grace, "left by a `ray start` that did not register"):
+            print(r.message, flush=True)
+        copier.join(timeout=2)
+        end = time.monotonic() + pause
+        while time.monotonic() < end and not (reason := stop_reason()):
+            time.sleep(min(0.1, pause))
+        if reason:
+            break
+    code = 0 if reason or rc in (0, -signal.SIGTERM) else 1
+    return Ended(code, rc, reason)
 
 
 def main() -> int:
@@ -34,37 +122,33 @@ def main() -> int:
     started = time.time()
     dropped = {"RAY_AUTH_TOKEN", *node_env.dropped(cfg)}  # a shell's token would replace the run's; proxies
     env = {**{k: v for k, v in os.environ.items() if k not in dropped}, **cluster.worker_env(cfg, lay)}
-    child = subprocess.Popen(cluster.worker_argv(cfg), env=env)
-    stopping = []
+    left = []
 
     def on_term(signum, frame):
-        stopping.append(signum)
+        left.append(signum)
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
+
+    def stop_reason() -> str | None:
+        marker = lay.stopped_marker
+        if marker.exists() and marker.stat().st_mtime > started:
+            return "the run was stopped"
+        return "make leave" if left else None
+
     info = {"addr": cfg.NODE_ADDR, "iface": cfg.NET_IFACE, "gpus": cfg.NUM_GPUS,
             "head": cfg.HEAD_ADDR, "pid": os.getpid(), "started": started}
-    beat = 0.0
-    while child.poll() is None:
-        now = time.time()
-        if now - beat >= HEARTBEAT:
-            write_json_atomic(mine / "node.json", {**info, "heartbeat": now})
-            beat = now
-        marker = lay.stopped_marker
-        stopped = marker.exists() and marker.stat().st_mtime > started
-        if stopping or stopped:
-            print(f"stopping this worker's Ray node ({'the run was stopped' if stopped else 'make leave'})", flush=True)
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=cfg.STOP_GRACE)
-            except subprocess.TimeoutExpired:
-                child.kill()
-            break
-        time.sleep(0.5)
-    rc = child.wait()
-    write_json_atomic(mine / "node.json", {**info, "heartbeat": time.time(), "ended": time.time(), "exit": rc})
-    print(f"the Ray worker node ended (exit {rc})", flush=True)
-    return 0 if stopping or rc in (0, -signal.SIGTERM) else 1
+    last: dict = {}
+
+    def beat(state: dict) -> None:
+        last.update(state)
+        write_json_atomic(mine / "node.json", {**info, **state, "heartbeat": time.time()})
+
+    ended = supervise(cluster.worker_argv(cfg), env, grace=cfg.STOP_GRACE, stop_reason=stop_reason, beat=beat)
+    write_json_atomic(mine / "node.json", {**info, **last, "heartbeat": time.time(), "ended": time.time(),
+                                           "exit": ended.ray_exit})
+    print(f"the Ray worker node ended (exit {ended.ray_exit})", flush=True)
+    return ended.code
 
 
 if __name__ == "__main__":

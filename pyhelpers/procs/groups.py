@@ -339,6 +339,15 @@ def stop_marked(marker: str | Path, grace: float, *, open_files: bool = False,
     return [results[p] for p in sorted(results)]
 
 
+def stop_rest_of_my_group(grace: float, why: str) -> list[StopResult]:
+    """End every other live member of this process's own group (TERM, `grace`, KILL), e.g. what a
+    failed child left behind in a service's group before the service starts it again. Never this
+    process; never another group."""
+    me = os.getpid()
+    targets = {pid: why for pid in procfs.group_members(os.getpgid(0)) if pid != me}
+    return [r for _, r in sorted(_end_processes(targets, grace).items())]
+
+
 def _end_processes(targets: dict[int, str], grace: float) -> dict[int, StopResult]:
     handles = {}
     for pid in targets:
