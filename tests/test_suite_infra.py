@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -148,4 +149,52 @@ def test_the_environ_watch_records_a_holder_as_what_it_runs_after_its_exec(tmp_p
         assert "pyhelpers analyst run" in watch.holders["THE_KEY"][proc.pid][0]
     finally:
         proc.kill()
+        proc.wait()
+
+
+def test_the_environ_watch_keeps_a_holders_command_while_it_exits(tmp_path, monkeypatch):
+    """A holder read while it exits has its environment still readable but no command line any
+    more (procfs.cmdline then gives "[python]", its comm): the analyst stopped at the end of round 1
+    was recorded as "[python]" child of the loop, and the secret test flagged it (a fresh-clone CI,
+    2026-12-05, after the exec fix above)."""
+    import time
+
+    from support.reference import EnvironWatch
+
+    from pyhelpers.procs import procfs
+
+    secret = "not-a-real-key-0123456789"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "pyhelpers", "analyst", "run"],
+                            env={**os.environ, "RUNS_DIR": str(tmp_path), "THE_KEY": secret})
+    watch = EnvironWatch(f"RUNS_DIR={tmp_path}", {"THE_KEY": secret})
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.pid not in watch.holders.get("THE_KEY", {}):
+            time.sleep(0.05)
+            watch.scan()
+        assert "pyhelpers analyst run" in watch.holders["THE_KEY"][proc.pid][0]
+        # the exit's window, where the kernel has dropped its command line: what a zombie shows
+        monkeypatch.setattr(procfs, "cmdline", lambda pid, limit=200: "[python]")
+        watch.scan()
+        assert "pyhelpers analyst run" in watch.holders["THE_KEY"][proc.pid][0]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_zombie_has_no_command_line_to_read(tmp_path):
+    """What the test above models: an ended, unreaped process's /proc/<pid>/cmdline reads empty."""
+    import time
+
+    from pyhelpers.procs import procfs
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while (st := procfs.read_stat(proc.pid)) and st.state != "Z" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert procfs.read_stat(proc.pid).state == "Z"
+        assert (Path("/proc") / str(proc.pid) / "cmdline").read_bytes() == b""
+        assert procfs.cmdline(proc.pid).startswith("[python")  # its comm, as the watch then reads it
+    finally:
         proc.wait()

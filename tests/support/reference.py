@@ -106,11 +106,14 @@ class EnvironWatch(_Watch):
             for name, value in secrets.items():
                 held = self.holders.get(name, {})
                 # Seen again after an exec (a service's start gate is a bash that execs the service
-                # itself, environment and pid kept): the pid is recorded as what it runs now.
+                # itself, environment and pid kept): the pid is recorded as what it runs now. Not while
+                # it has no command line to read (procfs.cmdline's "[comm]": exiting, or inside an
+                # exec), which would replace what it ran with its comm.
                 if value not in environ[pid]:
                     continue
                 now = procfs.cmdline(pid, 160)
-                if pid not in held or (now and held[pid][0] != now):
+                readable = bool(now) and not (now.startswith("[") and now.endswith("]"))
+                if pid not in held or (readable and held[pid][0] != now):
                     line, p = [], pid
                     while p in ours and len(line) < 20:
                         line.append(procfs.cmdline(p, 160))
