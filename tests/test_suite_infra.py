@@ -198,3 +198,32 @@ def test_a_zombie_has_no_command_line_to_read(tmp_path):
         assert procfs.cmdline(proc.pid).startswith("[python")  # its comm, as the watch then reads it
     finally:
         proc.wait()
+
+
+def test_the_environ_watch_names_a_holder_first_caught_in_its_exit_by_its_last_command(tmp_path, monkeypatch):
+    """A short-lived holder (a `pyhelpers run log-wandb`) may be first caught holding its key in
+    its exit: it is named by the command line an earlier scan read, not by its comm."""
+    import time
+
+    from support.reference import EnvironWatch
+
+    from pyhelpers.procs import procfs
+
+    secret = "not-a-real-key-0123456789"
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "pyhelpers", "run", "log-wandb"],
+                            env={**os.environ, "RUNS_DIR": str(tmp_path), "THE_KEY": secret})
+    known: dict[str, str] = {}  # the watch learns of the key only later (as of the run's Ray token)
+    watch = EnvironWatch(f"RUNS_DIR={tmp_path}", {}, lambda: known)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and proc.pid not in watch.members:
+            time.sleep(0.05)
+            watch.scan()
+        assert proc.pid in watch.members and not watch.holders
+        known["THE_KEY"] = secret
+        monkeypatch.setattr(procfs, "cmdline", lambda pid, limit=200: "[python]")  # its exit's window
+        watch.scan()
+        assert "pyhelpers run log-wandb" in watch.holders["THE_KEY"][proc.pid][0]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -79,6 +79,7 @@ class EnvironWatch(_Watch):
         self.more = more  # secrets known only once the run makes them (its Ray token)
         self.holders: dict[str, dict[int, list[str]]] = {}
         self.members: set[int] = set()  # every process of the rehearsal seen
+        self.commands: dict[int, str] = {}  # pid -> the last command line a scan could read
         super().__init__()
 
     def scan(self):
@@ -102,21 +103,28 @@ class EnvironWatch(_Watch):
             if p in ours:
                 ours.update(chain)
         self.members |= ours
+
+        def command(pid: int) -> str:
+            # What it runs: its command line, or while it has none to read (procfs.cmdline's "[comm]":
+            # exiting, or inside an exec) the last one a scan read, so that a holder caught in its exit
+            # is not recorded as its comm ("[python]", the child of whoever started it).
+            text = procfs.cmdline(pid, 160)
+            if text and not (text.startswith("[") and text.endswith("]")):
+                self.commands[pid] = text
+            return self.commands.get(pid, text)
+
         for pid in ours:
+            now = command(pid)
             for name, value in secrets.items():
                 held = self.holders.get(name, {})
                 # Seen again after an exec (a service's start gate is a bash that execs the service
-                # itself, environment and pid kept): the pid is recorded as what it runs now. Not while
-                # it has no command line to read (procfs.cmdline's "[comm]": exiting, or inside an
-                # exec), which would replace what it ran with its comm.
+                # itself, environment and pid kept): the pid is recorded as what it runs now.
                 if value not in environ[pid]:
                     continue
-                now = procfs.cmdline(pid, 160)
-                readable = bool(now) and not (now.startswith("[") and now.endswith("]"))
-                if pid not in held or (readable and held[pid][0] != now):
-                    line, p = [], pid
+                if pid not in held or held[pid][0] != now:
+                    line, p = [now], parent.get(pid, 0)
                     while p in ours and len(line) < 20:
-                        line.append(procfs.cmdline(p, 160))
+                        line.append(command(p))
                         p = parent.get(p, 0)
                     self.holders.setdefault(name, {})[pid] = line
 
