@@ -123,8 +123,10 @@ def test_the_head_names_a_worker_whose_node_ended_while_it_waited(toolkit_env, m
     def ends_while_waiting(line):
         said.append(line)
         if len(said) == 1:
-            _node_json(lay, "198.51.100.2", heartbeat=time.time(), ended=time.time(), exit=1, attempt=3,
-                       attempts=3, ray_started=None)
+            # written by the worker's clock, two hours behind this one's: told by its value, not its time
+            skew = -7200
+            _node_json(lay, "198.51.100.2", heartbeat=time.time() + skew, ended=time.time() + skew, exit=1,
+                       attempt=3, attempts=3, ray_started=None)
 
     with pytest.raises(ToolkitError) as err:
         cluster.wait_for_workers(cfg, lay, ends_while_waiting, poll=0.2)

@@ -220,7 +220,10 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
     records them in runs/<RUN>/nodes.json. On timeout: refused, naming what is missing."""
     want, gpus, timeout = cfg.NNODES - 1, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT
     end, seen, workers = time.monotonic() + timeout, set(), []
-    since, told = time.time(), {}
+    # endings already recorded (an earlier attempt's) are not news; compared by value, not by clock:
+    # "ended" is the worker's clock, which need not agree with this node's
+    told = {w["addr"]: w["ended"] for w in ended_workers(lay)}
+    before = dict(told)
     echo(f"waiting up to {timeout:.0f} s (JOIN_TIMEOUT) for {want} worker(s) of {gpus:g} GPUs: "
          f"`make join HEAD_ADDR={cfg.NODE_ADDR}` on each")
     while True:
@@ -234,15 +237,15 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
         if len(ready) >= want:
             break
         joined = {n["addr"] for n in workers}
-        for w in ended_workers(lay, since):
+        for w in ended_workers(lay):
             if w["addr"] not in joined and told.get(w["addr"]) != w["ended"]:
                 told[w["addr"]] = w["ended"]
                 echo(f"worker {w['addr']}'s Ray node ended (exit {w.get('exit')}) without joining: {w['log']} says "
                      f"why; `make join HEAD_ADDR={cfg.NODE_ADDR}` on it starts it again (still waiting)")
         if time.monotonic() >= end:
             short = [f"{n['addr']} has {n['gpus']:g}" for n in workers if n["gpus"] < gpus]
-            gone = [f"{w['addr']}'s Ray node ended (exit {w.get('exit')})" for w in ended_workers(lay, since)
-                    if w["addr"] not in joined]
+            gone = [f"{w['addr']}'s Ray node ended (exit {w.get('exit')})" for w in ended_workers(lay)
+                    if w["addr"] not in joined and before.get(w["addr"]) != w["ended"]]
             raise ToolkitError(
                 f"{want - len(ready)} of {want} worker(s) missing after JOIN_TIMEOUT={timeout:g} s: joined "
                 f"{', '.join(n['addr'] for n in ready) or 'none'}" + (f"; too few GPUs: {', '.join(short)} "
@@ -255,14 +258,14 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
     return ready
 
 
-def ended_workers(lay: RunLayout, since: float) -> list[dict]:
-    """Workers whose agent wrote, at `since` or later, that its Ray node ended (node.json's "ended"),
+def ended_workers(lay: RunLayout) -> list[dict]:
+    """Workers whose agent wrote that its Ray node ended (node.json's "ended", the worker's time),
     each with the path of its log."""
     base = lay.run_dir / "nodes"
     out = []
     for path in sorted(base.glob("*/node.json")) if base.is_dir() else []:
         info = load_json_or_none(path) or {}
-        if info.get("ended", 0) >= since:
+        if "ended" in info:
             out.append({**info, "addr": info.get("addr", path.parent.name),
                         "log": str(path.parent / "logs" / f"{WORKER_SERVICE}.log")})
     return out
