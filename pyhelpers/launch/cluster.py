@@ -237,15 +237,16 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
         if len(ready) >= want:
             break
         joined = {n["addr"] for n in workers}
-        for w in ended_workers(lay):
-            if w["addr"] not in joined and told.get(w["addr"]) != w["ended"]:
+        ended = [w for w in ended_workers(lay) if w["addr"] not in joined]
+        for w in ended:
+            if told.get(w["addr"]) != w["ended"]:
                 told[w["addr"]] = w["ended"]
                 echo(f"worker {w['addr']}'s Ray node ended (exit {w.get('exit')}) without joining: {w['log']} says "
                      f"why; `make join HEAD_ADDR={cfg.NODE_ADDR}` on it starts it again (still waiting)")
         if time.monotonic() >= end:
             short = [f"{n['addr']} has {n['gpus']:g}" for n in workers if n["gpus"] < gpus]
-            gone = [f"{w['addr']}'s Ray node ended (exit {w.get('exit')})" for w in ended_workers(lay)
-                    if w["addr"] not in joined and before.get(w["addr"]) != w["ended"]]
+            gone = [f"{w['addr']}'s Ray node ended (exit {w.get('exit')})" for w in ended
+                    if before.get(w["addr"]) != w["ended"]]
             raise ToolkitError(
                 f"{want - len(ready)} of {want} worker(s) missing after JOIN_TIMEOUT={timeout:g} s: joined "
                 f"{', '.join(n['addr'] for n in ready) or 'none'}" + (f"; too few GPUs: {', '.join(short)} "

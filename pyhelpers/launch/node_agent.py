@@ -44,7 +44,6 @@ STARTED = b"Ray runtime started."
 class Ended:
     code: int  # the agent's exit status: 0 when stopped or Ray ended cleanly
     ray_exit: int  # the last `ray start`'s
-    reason: str | None  # why it was stopped, None when Ray ended by itself
 
 
 def _copy(stream: IO[bytes], state: dict) -> None:
@@ -112,7 +111,7 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         if reason:
             break
     code = 0 if reason or rc in (0, -signal.SIGTERM) else 1
-    return Ended(code, rc, reason)
+    return Ended(code, rc)
 
 
 def main() -> int:
