@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".pytest_cache" / "v" / "shopsimrl"
 CHECKED_IN = ROOT / "tests" / "durations.json"
 # Measured with `make test` / `make test-fast` on a quiet 2-core machine (README "Tests").
-FIRST_RUN = {"full": "about 11 min on 2 cores", "fast": "under a minute on 2 cores"}
+FIRST_RUN = {"full": "about 10 min on 2 cores", "fast": "under a minute on 2 cores"}
 WHAT = {"full": "every test, the rehearsals, Ray and fault tests included",
         "fast": "the unit and component tests (no rehearsal, Ray or service process)"}
 
