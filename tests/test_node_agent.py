@@ -129,3 +129,7 @@ def test_a_ray_start_failing_every_attempt_gives_up_naming_the_attempts(tmp_path
     assert (tmp_path / "count").read_text().strip() == "3"
     assert result["rc"] == 1
     assert "did not register with the head in 3 attempts" in out, out
+    # the agent gives up and ends: what its last start left must not outlive it, holding the node's
+    # ports against the next `make join`
+    leftovers = [int((tmp_path / f"leftover-{n}").read_text()) for n in (1, 2, 3)]
+    assert not [pid for pid in leftovers if procfs.is_alive(pid)], "a failed start's raylet outlived the agent"

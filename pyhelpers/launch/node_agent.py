@@ -8,8 +8,9 @@ copies its output into its log, and watches two things every half second while i
 - its own heartbeat, runs/<RUN>/nodes/<NODE_ADDR>/node.json (rewritten every few seconds, with the
   start attempt and whether Ray said it started), which `make status` on any node reads.
 A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
-all, once what it left in the group has ended: Ray waits a fixed 30 s for a new raylet to register
-with the head's GCS (ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that
+all, once what it left in the group has ended (after the last attempt too, before the agent gives
+up): Ray waits a fixed 30 s for a new raylet to register with the head's GCS
+(ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that
 had started and then ends (the head's GCS gone, a killed raylet) is not started again here: the
 head's node-lost restart waits for `make join` on it. The agent also ends when the run is stopped, or
 on TERM (`make leave`): TERM to its Ray node, STOP_GRACE, then the group's stop does the rest.
@@ -95,6 +96,11 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         beat(dict(state))
         if reason or state["ray_started"] is not None:
             break
+        # what the failed start left (its raylet) holds the node's ports: it ends before the next
+        # attempt, and before the agent gives up (the next `make join` would meet it)
+        for r in groups.stop_rest_of_my_group(grace, "left by a `ray start` that did not register"):
+            print(r.message, flush=True)
+        copier.join(timeout=2)
         if attempt == attempts:
             print(f"this node's Ray did not register with the head in {attempts} attempts (last exit {rc}): "
                   "the lines above say why; `make join` starts it again", flush=True)
@@ -102,9 +108,6 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         print(f"this node's Ray did not register with the head (exit {rc}); starting it again: attempt "
               f"{attempt + 1} of {attempts} (Ray waits a fixed 30 s for a new raylet to register; a busy node "
               "can miss that)", flush=True)
-        for r in groups.stop_rest_of_my_group(grace, "left by a `ray start` that did not register"):
-            print(r.message, flush=True)
-        copier.join(timeout=2)
         end = time.monotonic() + pause
         while time.monotonic() < end and not (reason := stop_reason()):
             time.sleep(min(0.1, pause))
