@@ -224,8 +224,9 @@ def main() -> int:
     per = args.steps / args.played
     print(f"delays (real s -> rehearsal s at scale {args.scale:g}; {args.played} played steps a round, "
           f"each for {per:g} real):")
+    waits = delay_env(args.scale, per)
     for name, d in DELAYS.items():
-        print(f"  {name:<16}{d.real_s:>7g} -> {float(delay_env(args.scale, per)[d.knob]):6.2f}  {d.knob}"
+        print(f"  {name:<16}{d.real_s:>7g} -> {float(waits[d.knob]):6.2f}  {d.knob}"
               + (f" (x{per:g})" if name in STRETCHED and per != 1 else ""))
     names = [n for n in CONFIGS if not args.only or n in args.only]
     results: dict[str, list[gpu_time.RoundTime]] = {}

@@ -259,17 +259,18 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
     return ready
 
 
+def _worker_records(lay: RunLayout) -> list[tuple[Path, dict]]:
+    """Each worker's node.json in the shared run dir ({} where unreadable), by node address."""
+    base = lay.run_dir / "nodes"
+    return [(path, load_json_or_none(path) or {}) for path in (sorted(base.glob("*/node.json")) if base.is_dir() else [])]
+
+
 def ended_workers(lay: RunLayout) -> list[dict]:
     """Workers whose agent wrote that its Ray node ended (node.json's "ended", the worker's time),
     each with the path of its log."""
-    base = lay.run_dir / "nodes"
-    out = []
-    for path in sorted(base.glob("*/node.json")) if base.is_dir() else []:
-        info = load_json_or_none(path) or {}
-        if "ended" in info:
-            out.append({**info, "addr": info.get("addr", path.parent.name),
-                        "log": str(path.parent / "logs" / f"{WORKER_SERVICE}.log")})
-    return out
+    return [{**info, "addr": info.get("addr", path.parent.name),
+             "log": str(path.parent / "logs" / f"{WORKER_SERVICE}.log")}
+            for path, info in _worker_records(lay) if "ended" in info]
 
 
 def head_ready(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
@@ -341,15 +342,13 @@ def node_rows(cfg, lay: RunLayout, now: float) -> list[dict]:
     (runs/<RUN>/nodes.json, written once its workers joined) and each worker's node.json with the
     age of its heartbeat. Read-only; [] for a run that never had a worker."""
     joined = load_json_or_none(lay.run_dir / "nodes.json") or {}
-    base = lay.run_dir / "nodes"
-    workers = sorted(base.glob("*/node.json")) if base.is_dir() else []
+    workers = _worker_records(lay)
     if not joined and not workers:
         return []
     head = joined.get("head") or {}
     rows = [{"role": "head", "addr": head.get("addr") or cfg.HEAD_ADDR or cfg.NODE_ADDR,
              "gpus": head.get("gpus"), "state": "head"}]
-    for path in workers:
-        info = load_json_or_none(path) or {}
+    for path, info in workers:
         age = now - info.get("heartbeat", 0)
         state = (f"left (exit {info['exit']})" if "ended" in info else
                  f"no heartbeat for {age:.0f} s" if age >= STALE else
