@@ -100,4 +100,19 @@ def test_nothing_in_the_clone_points_outside_it():
                          + r"|platform-facts|slime-interface)\.md\b")
     hits = [f"{f}:{n}" for f in files if f and (ROOT / f).is_file()
             for n, line in enumerate((ROOT / f).read_text(errors="replace").splitlines(), 1) if sibling.search(line)]
-    assert hits == []
+    assert not hits, "\n".join(hits)
+
+
+def test_no_knob_text_or_document_cites_an_issue_number():
+    """A user has no issue tracker: "(GPU time; issue 29)" under a knob told them nothing. Knob
+    texts (the menu's, the README's table), the README and docs/ say what a thing buys instead."""
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "*.md", "env/*.env"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
+    files = [f for f in files if f]
+    assert "README.md" in files and "env/defaults.env" in files and "docs/architecture.md" in files
+    cites = re.compile(r"\bissues? #?\d+", flags=re.I)
+    hits = [f"{f}:{n}: {line.strip()}" for f in files
+            for n, line in enumerate((ROOT / f).read_text().splitlines(), 1) if cites.search(line)]
+    assert not hits, "\n".join(hits)
