@@ -83,9 +83,13 @@ def test_a_round_that_is_not_a_number_is_named_before_anything_starts(toolkit_en
 def test_the_menu_never_cuts_a_knob_description_mid_sentence():
     """`make` showed each knob's first comment line: 13 of them stopped mid-sentence ("...; past
     that, groups with equal"). Each description now runs to the end of a sentence (or of its doc)."""
+    import os
+
     from pyhelpers.config.load import read_knobs
 
-    menu = subprocess.run([str(ROOT / "bin" / "help")], capture_output=True, text=True, timeout=60, check=True).stdout
+    # COLUMNS wide enough for each entry on one line (the menu fits narrower ones: tests/test_menu.py)
+    menu = subprocess.run([str(ROOT / "bin" / "help")], capture_output=True, text=True, timeout=60, check=True,
+                          env={**os.environ, "COLUMNS": "1000"}).stdout
     lines = {ln.split()[0]: ln for ln in menu.splitlines() if ln.startswith("    ") and ln.split()}
     cut = []
     for name, knob in read_knobs().items():

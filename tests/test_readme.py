@@ -35,15 +35,44 @@ def _quick_start() -> str:
     return (ROOT / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
 
 
-def test_the_quick_start_creates_env_then_rehearses_then_trains():
-    """A newcomer follows the Quick start top to bottom: .env first (the command env/example.env
-    gives), the rehearsal (any machine), then the real run; every command it names exists."""
+FIRST_SCREEN = 25  # lines of README.md a terminal or a repository page shows before any scrolling
+
+
+def _commands(text: str) -> list[str]:
+    """The commands of text's ```bash blocks, comments dropped."""
+    blocks = [b.split("```", 1)[0] for b in text.split("```bash")[1:]]
+    return [line.split("#")[0].strip() for b in blocks for line in b.strip().splitlines()]
+
+
+def test_the_first_screen_holds_the_two_commands_a_new_user_needs_and_no_key_step():
+    """A newcomer reads one screen: `make rehearse` (it sets itself up, no key, no .env) and `make
+    test`, as commands to copy. The quick start said "then fill in WANDB_API_KEY and
+    DASHSCOPE_API_KEY" right above "the rehearsal needs no key", had `make test` only in prose, and
+    opened with the requirement numbers and the SkillBank."""
+    screen = "\n".join((ROOT / "README.md").read_text().splitlines()[:FIRST_SCREEN])
+    problems = []
+    if screen.count("```") != 2:
+        problems.append("no whole code block on the first screen")
+    commands = [c for c in _commands(screen) if c.startswith("make ")]
+    if commands != ["make rehearse", "make test"]:
+        problems.append(f"its commands are {commands}, not make rehearse and make test")
+    rehearse = [line for line in screen.splitlines() if line.startswith("make rehearse")]
+    if not (rehearse and "sets itself up" in rehearse[0] and "first time" in rehearse[0]):
+        problems.append(f"make rehearse does not say it sets itself up the first time: {rehearse}")
+    for step in (r"\w+_KEY\b", r"cp env/example\.env", r"fill in", r"\bM\d+\b", r"SkillBank"):
+        problems += [f"{hit.group(0)!r} on the first screen" for hit in re.finditer(step, screen)][:1]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_quick_start_rehearses_then_creates_env_for_the_real_run():
+    """The Quick start top to bottom: the rehearsal and the tests (any machine, no .env), then
+    for the real run the .env (the command env/example.env gives), doctor and train; every command
+    it names exists."""
     quick = _quick_start()
     create = "cp env/example.env .env && chmod 600 .env"
     assert create in (ROOT / "env" / "example.env").read_text()
-    blocks = [b.split("```", 1)[0] for b in quick.split("```bash")[1:]]
-    commands = [line.split("#")[0].strip() for b in blocks for line in b.strip().splitlines()]
-    order = [create, "make rehearse", "make doctor", "make train"]
+    commands = _commands(quick)
+    order = ["make rehearse", "make test", create, "make doctor", "make train"]
     assert [c for c in commands if c in order] == order, commands
     targets = _makefile_targets()
     for cmd in re.findall(r"make ([a-z-]+)", quick):
@@ -100,4 +129,19 @@ def test_nothing_in_the_clone_points_outside_it():
                          + r"|platform-facts|slime-interface)\.md\b")
     hits = [f"{f}:{n}" for f in files if f and (ROOT / f).is_file()
             for n, line in enumerate((ROOT / f).read_text(errors="replace").splitlines(), 1) if sibling.search(line)]
-    assert hits == []
+    assert not hits, "\n".join(hits)
+
+
+def test_no_knob_text_or_document_cites_an_issue_number():
+    """A user has no issue tracker: "(GPU time; issue 29)" under a knob told them nothing. Knob
+    texts (the menu's, the README's table), the README and docs/ say what a thing buys instead."""
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "*.md", "env/*.env"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
+    files = [f for f in files if f]
+    assert "README.md" in files and "env/defaults.env" in files and "docs/architecture.md" in files
+    cites = re.compile(r"\bissues? #?\d+", flags=re.I)
+    hits = [f"{f}:{n}: {line.strip()}" for f in files
+            for n, line in enumerate((ROOT / f).read_text().splitlines(), 1) if cites.search(line)]
+    assert not hits, "\n".join(hits)

@@ -424,7 +424,9 @@ class Knobs:
     def JIT_CACHE_ON_DATA_DISK(self) -> bool:
         """1: every GPU process of the run (slime's Megatron and engines, the eval server) keeps its
         compile/JIT caches (Triton, TorchInductor, FlashInfer, DeepGEMM, CUDA's) in
-        TRAIN_SAVE/<RUN_NAME>/jit-cache on the data disk (GPU time; issue 29); 0: each program's
+        TRAIN_SAVE/<RUN_NAME>/jit-cache on the data disk, so later starts reuse the kernels instead
+        of compiling them on the GPUs again (also after a fresh container, or a migration to the
+        same GPU and driver), and the small system disk does not fill with them; 0: each program's
         default under ~ or /tmp. (flag 0|1; default: 1)
         """
         return self._flag("JIT_CACHE_ON_DATA_DISK")
@@ -432,8 +434,8 @@ class Knobs:
     @cached_property
     def VAL_BESIDE_COMPILE(self) -> bool:
         """1: the eval server starts and bare val plays while compile waits for the analyst's drain;
-        the gate follows once compiled.json exists (GPU time; issue 29). 0: compile first, then
-        evaluate. (flag 0|1; default: 1)
+        the gate follows once compiled.json exists, so the GPUs play val instead of idling through
+        the drain. 0: compile first, then evaluate. (flag 0|1; default: 1)
         """
         return self._flag("VAL_BESIDE_COMPILE")
 
@@ -912,7 +914,7 @@ class Knobs:
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (load.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = 'e3e968050280fe1d6da1d9f88cdf04cf7c1a6b07aaa29dbbaab3ccf5d3434aae'
+SOURCE_SHA256 = '9ede5de926641fc9cc8f7dba1171bab2108f69f0b987e6d028ec77a1465bbccf'
 # (name, default, doc, section, the `#:` line or None)
 DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty'),
@@ -971,8 +973,8 @@ DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('ANALYST_MAX_CALLS', '200', 'Spend cap: analyst requests per round.', 'Failure Analyst (M11)', 'int >= 0'),
     ('ANALYST_TIMEOUT', '120', 'Seconds one request may take.', 'Failure Analyst (M11)', 'float > 0'),
     ('ANALYST_DRAIN_TIMEOUT', '600', 'Seconds the analyst may spend on pending records at the end of a round.', 'Failure Analyst (M11)', 'float >= 0'),
-    ('JIT_CACHE_ON_DATA_DISK', '1', "1: every GPU process of the run (slime's Megatron and engines, the eval server) keeps its compile/JIT caches (Triton, TorchInductor, FlashInfer, DeepGEMM, CUDA's) in TRAIN_SAVE/<RUN_NAME>/jit-cache on the data disk (GPU time; issue 29); 0: each program's default under ~ or /tmp.", 'Failure Analyst (M11)', 'flag 0|1'),
-    ('VAL_BESIDE_COMPILE', '1', "1: the eval server starts and bare val plays while compile waits for the analyst's drain; the gate follows once compiled.json exists (GPU time; issue 29). 0: compile first, then evaluate.", 'Failure Analyst (M11)', 'flag 0|1'),
+    ('JIT_CACHE_ON_DATA_DISK', '1', "1: every GPU process of the run (slime's Megatron and engines, the eval server) keeps its compile/JIT caches (Triton, TorchInductor, FlashInfer, DeepGEMM, CUDA's) in TRAIN_SAVE/<RUN_NAME>/jit-cache on the data disk, so later starts reuse the kernels instead of compiling them on the GPUs again (also after a fresh container, or a migration to the same GPU and driver), and the small system disk does not fill with them; 0: each program's default under ~ or /tmp.", 'Failure Analyst (M11)', 'flag 0|1'),
+    ('VAL_BESIDE_COMPILE', '1', "1: the eval server starts and bare val plays while compile waits for the analyst's drain; the gate follows once compiled.json exists, so the GPUs play val instead of idling through the drain. 0: compile first, then evaluate.", 'Failure Analyst (M11)', 'flag 0|1'),
     ('ANALYST_POLL_INTERVAL', '10.0', "Seconds between scans of the round's spool/ while training runs (a decimal, so tests can go below 1).", 'Failure Analyst (M11)', 'float > 0'),
     ('ANALYST_RETRIES', '5', 'Retries of one analyst request after a 429, 5xx, timeout or dropped connection.', 'Failure Analyst (M11)', 'int >= 0'),
     ('ANALYST_BACKOFF', '2.0', 'Retry wait, seconds: the first waits between half this and this (jitter), doubling per retry; a Retry-After header is the minimum.', 'Failure Analyst (M11)', 'float >= 0'),

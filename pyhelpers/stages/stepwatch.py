@@ -76,8 +76,10 @@ def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool],
         if since is not None and len(seen) < steps:
             done = sum(1 for k in seen if r * steps <= k < (r + 1) * steps)
             eta = eta_at(events.read(lay.run_dir), done)
-            status(f"{head(r, rounds, 'train')}: step {done + 1}/{steps} running {progress.duration(now - since)}"
-                   + (f" (a step takes ~{progress.duration(eta.step_s)})" if eta.step_s else "")
-                   + f"; {eta.words()}")
+            # The ETA before the step's own clock: a terminal cuts the line at its width (80 columns
+            # cut "...(a step takes ~0:03); ETA round ..." before the ETA).
+            status(f"{head(r, rounds, 'train')}: step {done + 1}/{steps}; {eta.words()}; "
+                   f"this step {progress.duration(now - since)}"
+                   + (f" of ~{progress.duration(eta.step_s)}" if eta.step_s else ""))
     trained()  # the job has ended: its last line is in the file (the copier stops after this thread)
     status("")
