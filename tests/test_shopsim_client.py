@@ -417,8 +417,8 @@ def test_the_client_names_what_flask_answers_for_a_body_it_cannot_use(status, pa
 
 
 def test_the_client_names_no_json_data_provided():
-    """Werkzeug 2.0.3 (env/conda/shopsim.yml) hands pack_api None for a body without a JSON
-    Content-Type: pack_api.py:60-63 answers 200 "No JSON data provided"."""
+    """Werkzeug 2.0.3 (wrappers/request.py:580-581) hands pack_api None for a body without a JSON
+    Content-Type: pack_api.py:61-64 answers 200 "No JSON data provided"."""
     import httpx
 
     def answer(request):
@@ -431,6 +431,61 @@ def test_the_client_names_no_json_data_provided():
             return str(err.value)
     msg = run(go())
     assert "No JSON data provided" in msg and "Content-Type" in msg, msg
+
+
+# Werkzeug 2.0.3's page (exceptions.py:176-181 get_body): the same title, another doctype
+FLASK_500_WZ203 = ('<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">\n<title>500 Internal Server Error</title>'
+                   "\n<h1>Internal Server Error</h1>\n<p>The server encountered an internal error and was unable to "
+                   "complete your request.</p>\n")
+FIX_OF_STATUS = {400: "SHOPSIM_LAUNCHER", 415: "SHOPSIM_LAUNCHER", 500: "shopsim.log"}
+
+
+@pytest.mark.parametrize("status, page, fenced", [
+    (400, FLASK_400, False), (415, FLASK_415, False), (500, FLASK_500, False), (500, FLASK_500_WZ203, False),
+    (500, FLASK_500, True),  # through the launcher's fence: its header names the instance
+], ids=["400", "415", "500", "500-werkzeug-2.0.3", "500-fenced"])
+def test_a_probe_answered_by_shopsimulators_flask_with_an_error_says_so_at_once(status, page, fenced, toolkit_env):
+    """Issue 40 item 15: ShopSimulator's own Flask answering its 400/415/500 page is ShopSimulator
+    answering with an error, not "another program": the readiness probe, the launcher's wait and
+    `pyhelpers shopsim probe` say what it answered and point at its cause, and stop at once."""
+    from conftest import run_pyhelpers
+    from fakes.other_http import answering_server
+
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.launch import services
+
+    headers = ((p.INSTANCE_HEADER, "f00d"),) if fenced else ()
+    with answering_server(status, page, "text/html; charset=utf-8", headers) as url:
+        with pytest.raises(ToolkitError) as err:
+            services._shopsim_probe(url)()  # raised: the readiness wait stops at once
+        cli = run_pyhelpers(["shopsim", "probe", "--url", url], toolkit_env)
+    for said in (str(err.value), cli.stderr):
+        assert f"HTTP {status}" in said and "ShopSimulator answered" in said, said
+        assert "not ShopSimulator" not in said and "another program" not in said, said
+        assert FIX_OF_STATUS[status] in said and "<title>" not in said, said
+    assert cli.returncode == 1 and "Traceback" not in cli.stderr
+
+
+def test_a_probe_answered_no_json_data_provided_fails_at_once_instead_of_waiting(toolkit_env):
+    """Issue 40 item 17: Werkzeug 2.0.3 hands pack_api None for a body it did not read as JSON and
+    pack_api answers 200 "No JSON data provided" (pack_api.py:61-64): ShopSimulator is up and will
+    answer every probe so, so the readiness wait must stop at once, not run SHOPSIM_START_TIMEOUT."""
+    import json
+
+    from conftest import run_pyhelpers
+    from fakes.other_http import answering_server
+
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.launch import services
+
+    body = json.dumps({"result": {"error": p.NO_JSON_ERROR}})
+    with answering_server(200, body, "application/json") as url:
+        with pytest.raises(ToolkitError) as err:
+            services._shopsim_probe(url)()
+        cli = run_pyhelpers(["shopsim", "probe", "--url", url], toolkit_env)
+    for said in (str(err.value), cli.stderr):
+        assert "ShopSimulator answered" in said and p.NO_JSON_ERROR in said and "SHOPSIM_LAUNCHER" in said, said
+    assert cli.returncode == 1 and "Traceback" not in cli.stderr
 
 
 def test_a_poisoned_free_list_is_named_as_the_pools_not_the_tasks(fixture_dir):

@@ -59,10 +59,11 @@ NOT_SHOPSIM_FIX = ("another program answers there (`make doctor` names the holde
                    "point SHOPSIM_HOST/SHOPSIM_PORT (or --shopsim) at ShopSimulator")
 
 
-def not_shopsim(exc: p.NotShopSim, url: str) -> ToolkitError:
-    """The error for a probe answered by a server that is not ShopSimulator: waiting for it to
-    become ready (SHOPSIM_START_TIMEOUT) would only delay the same answer."""
-    return ToolkitError(str(exc), url, NOT_SHOPSIM_FIX)
+def unusable_server(exc: p.UnusableServer, url: str) -> ToolkitError:
+    """The error for a probe answered by a server that will not serve this client (another program,
+    or ShopSimulator answering with an error): waiting for it to become ready
+    (SHOPSIM_START_TIMEOUT) would only delay the same answer."""
+    return ToolkitError(str(exc), url, exc.fix)
 
 
 class ShopSimClient:
@@ -145,8 +146,11 @@ class ShopSimClient:
         except httpx.HTTPError as exc:
             raise TransportError(f"{type(exc).__name__}: {exc} ({self.url})", action=action) from exc
         if resp.status_code != 200:
-            raise p.HTTPStatusError(p.http_status_message(resp.status_code, resp.headers.get("Content-Type", ""),
-                                                          resp.text, self.url), status=resp.status_code, action=action)
+            ctype = resp.headers.get("Content-Type", "")
+            raise p.HTTPStatusError(p.http_status_message(resp.status_code, ctype, resp.text, self.url),
+                                    status=resp.status_code, action=action,
+                                    from_shopsim=p.is_shopsim_answer(resp.status_code, ctype, resp.text,
+                                                                     resp.headers.get(p.INSTANCE_HEADER)))
         try:
             return resp.json(), resp.headers.get(p.INSTANCE_HEADER)
         except ValueError as exc:
@@ -217,24 +221,37 @@ class ShopSimClient:
         return p.parse_message(await self._post(p.release_all_payload(), self.release_timeout), "release_all")
 
     async def probe(self, timeout: float | None = None) -> bool:
-        """True when the server answers the no-slot probe (consumes no slot); False when it is not
-        reachable yet. Any other answer is a ProtocolError (something else listens there)."""
+        """True when the server answers the no-slot probe (consumes no slot); False when nothing
+        answers yet. Any other answer will not change by waiting: UnusableServer, as NotShopSim
+        (another program answers) or ShopSimRefused (ShopSimulator answers with an error)."""
         try:
             body = await self._post(p.probe_payload(), timeout or self.release_timeout)
-        except p.HTTPStatusError as exc:  # an answer, so a server: not pack_api, which always says 200
+        except p.HTTPStatusError as exc:  # an answer, so a server; pack_api itself always says 200
             if exc.status == 401:  # the run's gate (multi-node), refusing this client's token: say so
                 raise
-            raise p.NotShopSim(f"{exc} — the server at this address is not ShopSimulator "
-                               f"(no {p.API_PATH})", action="probe") from None
+            if exc.from_shopsim:  # its Flask's error page (or the fence's header): the simulator's own
+                raise p.ShopSimRefused(f"ShopSimulator answered with an error: {exc.detail}",
+                                       fix=p.refused_fix(exc.status), action="probe") from None
+            raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator "
+                               f"(no {p.API_PATH})", fix=NOT_SHOPSIM_FIX, action="probe") from None
         except TransportError:
             return False
+        except p.ProtocolError as exc:  # HTTP 200 that is not JSON
+            raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator",
+                               fix=NOT_SHOPSIM_FIX, action="probe") from None
         try:
             p.result_of(body, "probe")
         except p.ProbeOK:
             return True
         except ShopSimError as exc:
-            raise p.ProtocolError(f"unexpected probe answer: {exc}", action="probe") from exc
-        raise p.ProtocolError(f"unexpected probe answer: {str(body)[:200]}", action="probe")
+            if exc.server_message is None:  # no pack_api `result`
+                raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator",
+                                   fix=NOT_SHOPSIM_FIX, action="probe") from None
+            raise p.ShopSimRefused(f"ShopSimulator answered with an error: {exc.detail}",
+                                   fix=p.refused_fix(200, exc.server_message), action="probe",
+                                   server_message=exc.server_message) from None
+        raise p.NotShopSim(f"an answer that is not pack_api's to its probe: {str(body)[:200]}", fix=NOT_SHOPSIM_FIX,
+                           action="probe")
 
     # ------------------------------------------------------------------ slots
     async def free_unknown(self) -> int:

@@ -411,10 +411,10 @@ def make_handler(pool: Pool, verbose: bool, instance: str | None = None):
             claimed = self.headers.get(INSTANCE_HEADER)
             if instance and claimed and claimed != instance:  # the fence: pack_api never sees it
                 return self._send(200, json.dumps({"result": {"error": STALE_SLOT_ERROR}}).encode())
-            # pack_api.py:60 `data = request.json` under the fork's Flask 2.1.2 + Werkzeug 2.1.2
-            # (shop_env/requirements.txt): a body whose mimetype is not JSON, or that does not parse,
+            # pack_api.py:61 `data = request.json` under the fork's Flask 2.1.2 + Werkzeug 2.1.2
+            # (shop_env/requirements.txt; env/conda/shopsim.yml): a body whose mimetype is not JSON, or that does not parse,
             # is Flask's 400 page (werkzeug request.py:569-571, 577-595, 608-614; flask
-            # wrappers.py:126-133); JSON null is None -> "No JSON data provided" (pack_api.py:61-63).
+            # wrappers.py:126-133); JSON null is None -> "No JSON data provided" (pack_api.py:62-64).
             if not is_json(self.headers.get("Content-Type")):
                 return self._send(*flask_error(400))
             try:
@@ -422,7 +422,7 @@ def make_handler(pool: Pool, verbose: bool, instance: str | None = None):
             except ValueError:
                 return self._send(*flask_error(400))
             if data is not None and not isinstance(data, dict):
-                return self._send(*flask_error(500))  # pack_api.py:65 `data.get`, outside its try
+                return self._send(*flask_error(500))  # pack_api.py:66 `data.get`, outside its try
             out = json.dumps({"result": pool.handle(data)}, ensure_ascii=False).encode()
             self._send(200, out)
 
