@@ -167,6 +167,37 @@ def test_no_double_release_after_over(shop, fixture_dir):
 
 
 @pytest.mark.heavy  # a fake ShopSimulator process
+@pytest.mark.parametrize("fence", [True, False], ids=["fenced", "unfenced"])
+def test_a_500_after_over_never_frees_the_slot_another_episode_took_since(fixture_dir, fence):
+    """Issue 40 item 16: pack_api frees the slot of an episode-ending interact (pack_api.py:112-113)
+    before it serialises the answer (:120, outside its try); when that fails Flask answers 500 and
+    the client never sees the `over`. Another episode may take the freed slot before this one
+    exits: the exit must not release it (seen against the real server: another episode's slot
+    freed). Behind the launcher's fence the simulator tells (the slot's lease); without
+    it the client cannot, so it leaves the slot to free_unknown()."""
+    t = fixture_dir["tasks"][0]
+    small = start_fake_shopsim(fixture_dir["server_file"], slots=1, seed=1, retries=2, delay=0.05,
+                               args=["--fail-over-once", str(t["idx"])], fence=fence)
+    try:
+        async def go():
+            async with ShopSimClient(small.url, pool_size=1) as c:
+                async with c.episode_slot(t["idx"]) as mine:
+                    for kind, arg in (("search", t["query"]), ("click", t["asin"]), ("click", t["options"][0])):
+                        await mine.interact(actions.format_response("t", kind, arg))
+                    with pytest.raises(p.HTTPStatusError, match="HTTP 500"):
+                        await mine.interact(actions.format_response("买", "click", "buy now"))
+                    theirs = await c.reset(1)  # another episode takes the slot the server freed
+                    assert theirs.env_idx == mine.env_idx
+                return c.unknown_slots, mine.released
+        unknown, released = run(go())
+        view = slots(small)
+        assert view["taken"] == [0] and view["counts"]["release_one"] == 0, view  # theirs, still held
+        assert not released and unknown == (0 if fence else 1)
+    finally:
+        stop(small)
+
+
+@pytest.mark.heavy  # a fake ShopSimulator process
 def test_pool_exhaustion_gives_no_slot_error_and_cancelled_reset_still_releases(fixture_dir):
     small = start_fake_shopsim(fixture_dir["server_file"], slots=1, seed=1, retries=3, delay=0.05)
     try:

@@ -27,10 +27,14 @@ NO_JSON_ERROR = "No JSON data provided"
 BAD_INDEX_ERROR = "list index out of range"
 INSTRUCTION_PREFIX = "Instruction:"  # search_page.html:18 `<h4>Instruction: <br>{{ instruction_text }}</h4>`
 # Our launcher's fence (pyhelpers/shopsim/launcher.py, which runs without pyhelpers and repeats
-# these two): every answer names the simulator instance; a request naming another instance is
+# these four): every answer names the simulator instance; a request naming another instance is
 # refused before pack_api sees it (a slot number from before a restart is another episode's now).
 INSTANCE_HEADER = "X-ShopSim-Instance"
 STALE_SLOT_ERROR = "Environment slot belongs to an earlier ShopSimulator instance (it restarted)"
+# ... and a reset's answer carries its slot's lease; a request carrying a lease pack_api no longer
+# holds (it freed the slot since: `over`, maybe handed it to another episode) is refused the same way.
+LEASE_HEADER = "X-ShopSim-Lease"
+FREED_SLOT_ERROR = "Environment slot is no longer this episode's (ShopSimulator freed it since)"
 REWARD_KINDS = ("strict", "loose", "success")
 
 
@@ -82,8 +86,18 @@ class ShopSimRefused(UnusableServer):
     pack_api's own `result.error` (e.g. "No JSON data provided")."""
 
 
-class StaleSlotError(ShopSimError):
-    """The simulator restarted since this slot was taken: the request was refused unseen (the fence)."""
+class SlotNotHeld(ShopSimError):
+    """The fence refused the request unseen: the slot is not this episode's any more. Never
+    release it (someone else may hold that number now)."""
+
+
+class StaleSlotError(SlotNotHeld):
+    """The simulator restarted since this slot was taken."""
+
+
+class FreedSlotError(SlotNotHeld):
+    """The simulator freed this slot since it was taken (an `over` whose answer never arrived),
+    and may have handed it to another episode."""
 
 
 class TransportError(ShopSimError):
@@ -255,6 +269,7 @@ class ResetResult:
     reason_key: Any = None
     raw: dict = field(default_factory=dict, repr=False)
     instance: str | None = None  # the INSTANCE_HEADER of the answer (None: no fence in front)
+    lease: str | None = None  # the LEASE_HEADER of the answer: the fence's name for this hold of the slot
 
 
 @dataclass(frozen=True)
@@ -296,6 +311,9 @@ def result_of(body: Any, action: str) -> dict:
                                 "pack_api changed the request", action=action, server_message=err)
         if err == STALE_SLOT_ERROR:
             raise StaleSlotError("the simulator restarted since this slot was taken", action=action,
+                                 server_message=err)
+        if err == FREED_SLOT_ERROR:
+            raise FreedSlotError("the simulator freed this slot since it was taken", action=action,
                                  server_message=err)
         raise ShopSimError(f"server error: {err}", action=action, server_message=err)
     return result
