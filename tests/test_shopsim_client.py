@@ -106,9 +106,10 @@ def test_reset_interact_release_and_probe(shop, fixture_dir):
             assert await c.probe()
             r = await c.reset(0)
             assert p.goal_instruction(r.instruction) == fixture_dir["tasks"][0]["instruction"] and r.idx == 0
-            step = await c.interact(r.env_idx, "Action: search[款式000]")  # repaired on the wire
-            assert not step.done and "可点击的按钮" in step.observation and actions.clickables(step.observation)
             assert await c.release_one(r.env_idx)
+            async with c.episode_slot(0) as slot:  # the only way to step a slot
+                step = await slot.interact("Action: search[款式000]")  # repaired on the wire
+                assert not step.done and "可点击的按钮" in step.observation and actions.clickables(step.observation)
     run(go())
     view = slots(shop)
     assert view["free"] == 48 and view["counts"]["probe"] >= 2
@@ -195,6 +196,29 @@ def test_a_500_after_over_never_frees_the_slot_another_episode_took_since(fixtur
         assert not released and unknown == (0 if fence else 1)
     finally:
         stop(small)
+
+
+@pytest.mark.heavy  # a fake ShopSimulator process
+def test_a_slot_once_freed_cannot_be_stepped_again(shop):
+    """Issue 40 item 18: pack_api steps whatever env_idx it is given, held or free (pack_api.py:109):
+    an interact on a slot that was freed acts in the episode that holds it next, and answers a real
+    step. Only an EpisodeSlot steps a slot, and it refuses once its slot is gone; the fence refuses
+    a lease pack_api no longer holds even to a raw request."""
+    before = slots(shop)["counts"]["interact"]
+
+    async def go():
+        async with ShopSimClient(shop.url) as c:
+            async with c.episode_slot(0) as slot:
+                pass
+            assert slot.released
+            with pytest.raises(p.ShopSimError, match="episode slot is closed"):
+                await slot.interact("Thought: t\nAction: search[x]")
+            assert not hasattr(c, "interact"), "ShopSimClient.interact steps any slot number, freed or not"
+            with pytest.raises(p.FreedSlotError):  # the private request, with the slot's old lease
+                await c._interact(slot.env_idx, "Thought: t\nAction: search[x]", instance=slot.reset.instance,
+                                  lease=slot.lease)
+    run(go())
+    assert slots(shop)["counts"]["interact"] == before
 
 
 @pytest.mark.heavy  # a fake ShopSimulator process

@@ -69,6 +69,7 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
     RNG in turn (pack_api.py:132-141; engine.py:186, goal.py:70): seeded once, a task's price limit
     would depend on the slot it lands in, i.e. on timing. The launcher makes every slot identical."""
     import asyncio
+    import contextlib
 
     from pyhelpers.shopsim import actions
     from pyhelpers.shopsim.client import ShopSimClient
@@ -92,15 +93,17 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
                 if await c.probe():
                     break
                 await asyncio.sleep(0.1)
-            held = [await c.reset(task["idx"]) for _ in range(slots_n)]  # all slots at once: each one plays it
-            assert sorted(r.env_idx for r in held) == list(range(slots_n))
-            seen = set()
-            for r in held:
-                for kind, arg in (("search", task["query"]), ("click", task["asin"]), ("click", task["options"][0]),
-                                  ("click", "buy now")):
-                    step = await c.interact(r.env_idx, actions.format_response("t", kind, arg))
-                assert step.done, step.raw
-                seen.add((step.goal["price_upper"], round(step.purchase["price"], 6), step.reward_detail["r_price"]))
+            async with contextlib.AsyncExitStack() as stack:  # all slots at once: each one plays it
+                held = [await stack.enter_async_context(c.episode_slot(task["idx"])) for _ in range(slots_n)]
+                assert sorted(slot.env_idx for slot in held) == list(range(slots_n))
+                seen = set()
+                for slot in held:
+                    for kind, arg in (("search", task["query"]), ("click", task["asin"]),
+                                      ("click", task["options"][0]), ("click", "buy now")):
+                        step = await slot.interact(actions.format_response("t", kind, arg))
+                    assert step.done, step.raw
+                    seen.add((step.goal["price_upper"], round(step.purchase["price"], 6),
+                              step.reward_detail["r_price"]))
             return seen
 
     try:

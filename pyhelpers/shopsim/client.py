@@ -207,11 +207,13 @@ class ShopSimClient:
         body, headers = await self._post_tagged(p.reset_payload(task_idx), self.reset_timeout)
         return replace(p.parse_reset(body), instance=headers.get(p.INSTANCE_HEADER), lease=headers.get(p.LEASE_HEADER))
 
-    async def interact(self, env_idx: int, response_text: str, *, normalize: bool = True,
-                       instance: str | None = None, lease: str | None = None) -> p.StepResult:
+    async def _interact(self, env_idx: int, response_text: str, *, normalize: bool = True,
+                        instance: str | None = None, lease: str | None = None) -> p.StepResult:
         """Send the model's text (as actions.wire_response makes it pack_api-parseable). With the
         slot's `instance` and `lease`, a simulator that restarted or freed the slot since refuses
-        it unseen (StaleSlotError, FreedSlotError)."""
+        it unseen (StaleSlotError, FreedSlotError). Private: pack_api steps any slot number it is
+        given, held or free (pack_api.py:109), so only EpisodeSlot.interact calls this, for a slot
+        it still holds."""
         wire = actions.wire_response(response_text, normalize=normalize)
         return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout, instance, lease))
 
@@ -342,8 +344,8 @@ class EpisodeSlot:
             raise ShopSimError("episode slot is closed", action="interact")
         instance = self.reset.instance if self.reset else None
         try:
-            step = await self._track(self.client.interact(self.env_idx, response_text, normalize=normalize,
-                                                          instance=instance, lease=self.lease))
+            step = await self._track(self.client._interact(self.env_idx, response_text, normalize=normalize,
+                                                           instance=instance, lease=self.lease))
         except p.SlotNotHeld:
             self._mark_over()  # restarted or freed since: the number may be someone else's, never release it
             raise
