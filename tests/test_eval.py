@@ -321,3 +321,22 @@ def test_val_against_a_server_that_is_not_shopsimulator_says_so(world, tmp_path)
         res = cli(["eval", "val", "--out-dir", str(tmp_path / "out"), "--tasks", str(tasks), "--shopsim", url,
                    "--model-dir", str(w.tokenizer), "--quiet"], env)
     assert res.returncode == 1 and "not ShopSimulator" in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+def test_val_against_shopsimulator_answering_an_error_page_names_it(world, tmp_path):
+    """Issue 40 item 15: ShopSimulator's own Flask answering its 500 page (pack_api raised outside
+    its try) is ShopSimulator answering with an error: `eval val` stops at once and says so, with
+    the fix that fits (its log), not "another program answers there"."""
+    from fakes.fake_shopsim import flask_error
+    from fakes.other_http import answering_server
+
+    w, sg = world
+    tasks = _val_file(tmp_path / "val.jsonl", w.tasks[:2])
+    status, page, content_type = flask_error(500)
+    with answering_server(status, page.decode(), content_type) as url:
+        env = eval_env(tmp_path, w, free_port(), sg.port)
+        res = cli(["eval", "val", "--out-dir", str(tmp_path / "out"), "--tasks", str(tasks), "--shopsim", url,
+                   "--model-dir", str(w.tokenizer), "--quiet"], env)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "HTTP 500" in res.stderr and "ShopSimulator answered" in res.stderr and "shopsim.log" in res.stderr, res.stderr
+    assert "not ShopSimulator" not in res.stderr and "another program" not in res.stderr, res.stderr

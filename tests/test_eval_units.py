@@ -87,7 +87,7 @@ def test_clean_up_frees_a_slot_beyond_the_pool_with_release_all_never_release_on
     sent = []
 
     class Recorder(ShopSimClient):
-        async def _post(self, payload, timeout, instance=None):  # the client's signature
+        async def _post(self, payload, timeout, instance=None, lease=None):  # the client's signature
             sent.append(payload)
             return {"result": {"message": "ok"}}
 

@@ -222,11 +222,11 @@ def _raw_post(url: str, body: bytes, ctype: str | None) -> tuple[int, str, str]:
     (b'{"action": "release_one"}', "text/json", 400, "<title>400 Bad Request</title>"),
     (b"{", "application/json", 400, "<title>400 Bad Request</title>"),
     (b"", "application/json", 400, "<title>400 Bad Request</title>"),
-    # pack_api.py:65 `data.get` on a list/string/number, outside its try: Flask's 500 page
+    # pack_api.py:66 `data.get` on a list/string/number, outside its try: Flask's 500 page
     (b"[1, 2]", "application/json", 500, "<title>500 Internal Server Error</title>"),
     (b'"reset"', "application/json", 500, "<title>500 Internal Server Error</title>"),
     (b"7", "application/json", 500, "<title>500 Internal Server Error</title>"),
-    # pack_api.py:60-63: JSON null is "No JSON data provided" (HTTP 200, as every pack_api answer)
+    # pack_api.py:61-64: JSON null is "No JSON data provided" (HTTP 200, as every pack_api answer)
     (b"null", "application/json", 200, '{"result": {"error": "No JSON data provided"}}'),
     (b'{"action": "release_one"}', "application/json; charset=utf-8", 200, "No valid environment index provided"),
     (b'{"action": "release_one"}', "application/vnd.shop+json", 200, "No valid environment index provided"),

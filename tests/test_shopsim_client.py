@@ -106,9 +106,10 @@ def test_reset_interact_release_and_probe(shop, fixture_dir):
             assert await c.probe()
             r = await c.reset(0)
             assert p.goal_instruction(r.instruction) == fixture_dir["tasks"][0]["instruction"] and r.idx == 0
-            step = await c.interact(r.env_idx, "Action: search[款式000]")  # repaired on the wire
-            assert not step.done and "可点击的按钮" in step.observation and actions.clickables(step.observation)
             assert await c.release_one(r.env_idx)
+            async with c.episode_slot(0) as slot:  # the only way to step a slot
+                step = await slot.interact("Action: search[款式000]")  # repaired on the wire
+                assert not step.done and "可点击的按钮" in step.observation and actions.clickables(step.observation)
     run(go())
     view = slots(shop)
     assert view["free"] == 48 and view["counts"]["probe"] >= 2
@@ -164,6 +165,60 @@ def test_no_double_release_after_over(shop, fixture_dir):
     after = slots(shop)["counts"]
     assert after["release_one"] == before["release_one"] and after["auto_release"] == before["auto_release"] + 1
     assert _free(shop) == 48
+
+
+@pytest.mark.heavy  # a fake ShopSimulator process
+@pytest.mark.parametrize("fence", [True, False], ids=["fenced", "unfenced"])
+def test_a_500_after_over_never_frees_the_slot_another_episode_took_since(fixture_dir, fence):
+    """Issue 40 item 16: pack_api frees the slot of an episode-ending interact (pack_api.py:112-113)
+    before it serialises the answer (:120, outside its try); when that fails Flask answers 500 and
+    the client never sees the `over`. Another episode may take the freed slot before this one
+    exits: the exit must not release it (seen against the real server: another episode's slot
+    freed). Behind the launcher's fence the simulator tells (the slot's lease); without
+    it the client cannot, so it leaves the slot to free_unknown()."""
+    t = fixture_dir["tasks"][0]
+    small = start_fake_shopsim(fixture_dir["server_file"], slots=1, seed=1, retries=2, delay=0.05,
+                               args=["--fail-over-once", str(t["idx"])], fence=fence)
+    try:
+        async def go():
+            async with ShopSimClient(small.url, pool_size=1) as c:
+                async with c.episode_slot(t["idx"]) as mine:
+                    for kind, arg in (("search", t["query"]), ("click", t["asin"]), ("click", t["options"][0])):
+                        await mine.interact(actions.format_response("t", kind, arg))
+                    with pytest.raises(p.HTTPStatusError, match="HTTP 500"):
+                        await mine.interact(actions.format_response("买", "click", "buy now"))
+                    theirs = await c.reset(1)  # another episode takes the slot the server freed
+                    assert theirs.env_idx == mine.env_idx
+                return c.unknown_slots, mine.released
+        unknown, released = run(go())
+        view = slots(small)
+        assert view["taken"] == [0] and view["counts"]["release_one"] == 0, view  # theirs, still held
+        assert not released and unknown == (0 if fence else 1)
+    finally:
+        stop(small)
+
+
+@pytest.mark.heavy  # a fake ShopSimulator process
+def test_a_slot_once_freed_cannot_be_stepped_again(shop):
+    """Issue 40 item 18: pack_api steps whatever env_idx it is given, held or free (pack_api.py:109):
+    an interact on a slot that was freed acts in the episode that holds it next, and answers a real
+    step. Only an EpisodeSlot steps a slot, and it refuses once its slot is gone; the fence refuses
+    a lease pack_api no longer holds even to a raw request."""
+    before = slots(shop)["counts"]["interact"]
+
+    async def go():
+        async with ShopSimClient(shop.url) as c:
+            async with c.episode_slot(0) as slot:
+                pass
+            assert slot.released
+            with pytest.raises(p.ShopSimError, match="episode slot is closed"):
+                await slot.interact("Thought: t\nAction: search[x]")
+            assert not hasattr(c, "interact"), "ShopSimClient.interact steps any slot number, freed or not"
+            with pytest.raises(p.FreedSlotError):  # the private request, with the slot's old lease
+                await c._interact(slot.env_idx, "Thought: t\nAction: search[x]", instance=slot.reset.instance,
+                                  lease=slot.lease)
+    run(go())
+    assert slots(shop)["counts"]["interact"] == before
 
 
 @pytest.mark.heavy  # a fake ShopSimulator process
@@ -417,8 +472,8 @@ def test_the_client_names_what_flask_answers_for_a_body_it_cannot_use(status, pa
 
 
 def test_the_client_names_no_json_data_provided():
-    """Werkzeug 2.0.3 (env/conda/shopsim.yml) hands pack_api None for a body without a JSON
-    Content-Type: pack_api.py:60-63 answers 200 "No JSON data provided"."""
+    """Werkzeug 2.0.3 (wrappers/request.py:580-581) hands pack_api None for a body without a JSON
+    Content-Type: pack_api.py:61-64 answers 200 "No JSON data provided"."""
     import httpx
 
     def answer(request):
@@ -431,6 +486,61 @@ def test_the_client_names_no_json_data_provided():
             return str(err.value)
     msg = run(go())
     assert "No JSON data provided" in msg and "Content-Type" in msg, msg
+
+
+# Werkzeug 2.0.3's page (exceptions.py:176-181 get_body): the same title, another doctype
+FLASK_500_WZ203 = ('<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN">\n<title>500 Internal Server Error</title>'
+                   "\n<h1>Internal Server Error</h1>\n<p>The server encountered an internal error and was unable to "
+                   "complete your request.</p>\n")
+FIX_OF_STATUS = {400: "SHOPSIM_LAUNCHER", 415: "SHOPSIM_LAUNCHER", 500: "shopsim.log"}
+
+
+@pytest.mark.parametrize("status, page, fenced", [
+    (400, FLASK_400, False), (415, FLASK_415, False), (500, FLASK_500, False), (500, FLASK_500_WZ203, False),
+    (500, FLASK_500, True),  # through the launcher's fence: its header names the instance
+], ids=["400", "415", "500", "500-werkzeug-2.0.3", "500-fenced"])
+def test_a_probe_answered_by_shopsimulators_flask_with_an_error_says_so_at_once(status, page, fenced, toolkit_env):
+    """Issue 40 item 15: ShopSimulator's own Flask answering its 400/415/500 page is ShopSimulator
+    answering with an error, not "another program": the readiness probe, the launcher's wait and
+    `pyhelpers shopsim probe` say what it answered and point at its cause, and stop at once."""
+    from conftest import run_pyhelpers
+    from fakes.other_http import answering_server
+
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.launch import services
+
+    headers = ((p.INSTANCE_HEADER, "f00d"),) if fenced else ()
+    with answering_server(status, page, "text/html; charset=utf-8", headers) as url:
+        with pytest.raises(ToolkitError) as err:
+            services._shopsim_probe(url)()  # raised: the readiness wait stops at once
+        cli = run_pyhelpers(["shopsim", "probe", "--url", url], toolkit_env)
+    for said in (str(err.value), cli.stderr):
+        assert f"HTTP {status}" in said and "ShopSimulator answered" in said, said
+        assert "not ShopSimulator" not in said and "another program" not in said, said
+        assert FIX_OF_STATUS[status] in said and "<title>" not in said, said
+    assert cli.returncode == 1 and "Traceback" not in cli.stderr
+
+
+def test_a_probe_answered_no_json_data_provided_fails_at_once_instead_of_waiting(toolkit_env):
+    """Issue 40 item 17: Werkzeug 2.0.3 hands pack_api None for a body it did not read as JSON and
+    pack_api answers 200 "No JSON data provided" (pack_api.py:61-64): ShopSimulator is up and will
+    answer every probe so, so the readiness wait must stop at once, not run SHOPSIM_START_TIMEOUT."""
+    import json
+
+    from conftest import run_pyhelpers
+    from fakes.other_http import answering_server
+
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.launch import services
+
+    body = json.dumps({"result": {"error": p.NO_JSON_ERROR}})
+    with answering_server(200, body, "application/json") as url:
+        with pytest.raises(ToolkitError) as err:
+            services._shopsim_probe(url)()
+        cli = run_pyhelpers(["shopsim", "probe", "--url", url], toolkit_env)
+    for said in (str(err.value), cli.stderr):
+        assert "ShopSimulator answered" in said and p.NO_JSON_ERROR in said and "SHOPSIM_LAUNCHER" in said, said
+    assert cli.returncode == 1 and "Traceback" not in cli.stderr
 
 
 def test_a_poisoned_free_list_is_named_as_the_pools_not_the_tasks(fixture_dir):

@@ -45,6 +45,7 @@ def test_launcher_sets_pool_port_seed_and_retries_before_the_envs_are_built(tool
         assert (got["host"], got["port"]) == ("127.0.0.1", port)
         assert got["cwd"].endswith("shop_env/shop_env")
         assert got["fenced"], "the launcher must put its fence (fence()) in front of pack_api's app"
+        assert got["leased"], "the fence must see pack_api's pops (free_env_index as LeasedSlots)"
         released = run_pyhelpers(["shopsim", "release-all", "--url", url], env)
         assert released.returncode == 0 and "All environments" in released.stdout
     finally:
@@ -68,6 +69,7 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
     RNG in turn (pack_api.py:132-141; engine.py:186, goal.py:70): seeded once, a task's price limit
     would depend on the slot it lands in, i.e. on timing. The launcher makes every slot identical."""
     import asyncio
+    import contextlib
 
     from pyhelpers.shopsim import actions
     from pyhelpers.shopsim.client import ShopSimClient
@@ -91,15 +93,17 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
                 if await c.probe():
                     break
                 await asyncio.sleep(0.1)
-            held = [await c.reset(task["idx"]) for _ in range(slots_n)]  # all slots at once: each one plays it
-            assert sorted(r.env_idx for r in held) == list(range(slots_n))
-            seen = set()
-            for r in held:
-                for kind, arg in (("search", task["query"]), ("click", task["asin"]), ("click", task["options"][0]),
-                                  ("click", "buy now")):
-                    step = await c.interact(r.env_idx, actions.format_response("t", kind, arg))
-                assert step.done, step.raw
-                seen.add((step.goal["price_upper"], round(step.purchase["price"], 6), step.reward_detail["r_price"]))
+            async with contextlib.AsyncExitStack() as stack:  # all slots at once: each one plays it
+                held = [await stack.enter_async_context(c.episode_slot(task["idx"])) for _ in range(slots_n)]
+                assert sorted(slot.env_idx for slot in held) == list(range(slots_n))
+                seen = set()
+                for slot in held:
+                    for kind, arg in (("search", task["query"]), ("click", task["asin"]),
+                                      ("click", task["options"][0]), ("click", "buy now")):
+                        step = await slot.interact(actions.format_response("t", kind, arg))
+                    assert step.done, step.raw
+                    seen.add((step.goal["price_upper"], round(step.purchase["price"], 6),
+                              step.reward_detail["r_price"]))
             return seen
 
     try:
@@ -138,3 +142,60 @@ def test_the_fence_refuses_a_request_of_an_earlier_instance_before_pack_api_sees
     assert call(None) == {"result": {"message": "ok"}} and call("now") == {"result": {"message": "ok"}}
     assert call("before") == {"result": {"error": p.STALE_SLOT_ERROR}}
     assert len(seen) == 2  # the stale request never reached pack_api
+
+
+def test_the_fence_lets_through_only_requests_for_a_slot_pack_api_still_holds_for_them():
+    """Issue 40 items 16 and 18: pack_api frees the slot of an episode-ending interact before it
+    serialises the answer (pack_api.py:112-113, then :120 outside its try); when that fails Flask
+    answers 500 and the client never learns of the `over`, and the next reset may hand the slot to
+    another episode. The fence gives every popped slot a lease and refuses a release or interact
+    whose lease pack_api no longer holds, before pack_api sees it."""
+    import io
+
+    from fakes import fake_shopsim
+
+    from pyhelpers.shopsim import launcher
+    from pyhelpers.shopsim import protocol as p
+
+    assert (launcher.LEASE_HEADER, launcher.FREED_SLOT_ERROR) == (p.LEASE_HEADER, p.FREED_SLOT_ERROR) \
+        == (fake_shopsim.LEASE_HEADER, fake_shopsim.FREED_SLOT_ERROR)
+    free = launcher.LeasedSlots({0})
+    seen = []
+
+    def pack_api(environ, start_response):  # the slot rules of pack_api.py:81-83, :98, :112-113, :120
+        data = json.loads(environ["wsgi.input"].read())
+        seen.append(data["action"])
+        if data["action"] == "reset":
+            result = {"env_idx": free.pop(), "idx": data["idx"]}
+        elif data["action"] == "interact":  # the episode ends: freed, then its answer fails to serialise
+            free.add(data["env_idx"])
+            start_response("500 INTERNAL SERVER ERROR", [("Content-Type", "text/html; charset=utf-8")])
+            return [b"<title>500 Internal Server Error</title>"]
+        else:
+            free.add(data["env_idx"])
+            result = {"message": f"Environment {data['env_idx']} has been released"}
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps({"result": result}).encode()]
+
+    app = launcher.fence(pack_api, "now", free)
+
+    def call(payload, lease=None):
+        answer = {}
+        environ = {"PATH_INFO": "/api/shop_agent", "wsgi.input": io.BytesIO(json.dumps(payload).encode()),
+                   **({"HTTP_X_SHOPSIM_LEASE": lease} if lease else {})}
+        body = b"".join(app(environ, lambda status, headers, exc_info=None: answer.update(status=status,
+                                                                                          headers=dict(headers))))
+        assert answer["headers"][p.INSTANCE_HEADER] == "now"
+        return answer["status"], answer["headers"].get(p.LEASE_HEADER), body
+
+    _, mine, _ = call({"action": "reset", "idx": 3})
+    assert mine and call({"action": "interact", "env_idx": 0, "response": "x"}, mine)[0].startswith("500")
+    _, theirs, _ = call({"action": "reset", "idx": 4})  # another episode gets the slot pack_api freed
+    assert theirs and theirs != mine
+    for action in ({"action": "release_one", "env_idx": 0}, {"action": "interact", "env_idx": 0, "response": "x"}):
+        status, _, body = call(action, mine)
+        assert status == "200 OK" and json.loads(body) == {"result": {"error": p.FREED_SLOT_ERROR}}
+    assert seen == ["reset", "interact", "reset"], "a request of the old lease reached pack_api"
+    assert b"has been released" in call({"action": "release_one", "env_idx": 0}, theirs)[2]
+    assert json.loads(call({"action": "release_one", "env_idx": 0}, theirs)[2])["result"]["error"] == p.FREED_SLOT_ERROR
+    assert not launcher.LeasedSlots({0}).holds("0:x") and not launcher.LeasedSlots({0}).holds(None)

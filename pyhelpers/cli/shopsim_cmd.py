@@ -11,11 +11,14 @@ from pyhelpers.errors import ToolkitError
 
 async def _call(url: str, what: str):
     # lazy: shopsim.client (httpx, ~70 ms) only for the shopsim commands
-    from pyhelpers.shopsim.client import ShopSimClient, ShopSimError
+    from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, unusable_server
+    from pyhelpers.shopsim.protocol import UnusableServer
 
     try:
         async with ShopSimClient(url) as client:
             return await (client.probe() if what == "probe" else client.release_all())
+    except UnusableServer as exc:
+        raise unusable_server(exc, url) from None
     except ShopSimError as exc:
         raise ToolkitError(f"ShopSimulator did not answer {what}: {exc}", url,
                            "check logs/shopsim.log; `make doctor` shows who holds SHOPSIM_PORT") from None

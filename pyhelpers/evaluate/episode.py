@@ -55,15 +55,15 @@ from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder
 from pyhelpers.policy.sglang_client import GenerateResult, SGLangClient, SGLangError, SGLangUnavailable
 from pyhelpers.policy.system_prompt import PROMPT_VERSION
 from pyhelpers.policy.turns import TurnLimits, play_turns
-from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient, not_shopsim
+from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient, unusable_server
 from pyhelpers.shopsim.protocol import (
     BadTaskIndex,
     NoSlotError,
-    NotShopSim,
     ShopSimError,
     StaleSlotError,
     StepResult,
     TransportError,
+    UnusableServer,
 )
 from pyhelpers.shopsim.taskcheck import bad_index, check_reset
 from pyhelpers.skills.render import Rendered
@@ -162,11 +162,12 @@ class Context:
         self.epoch += 1
 
     async def shopsim_up(self, timeout: float = 5.0) -> bool:
-        """The simulator's no-slot probe; a ToolkitError when another server answers there."""
+        """The simulator's no-slot probe; a ToolkitError when the server there will not serve
+        (another program, or ShopSimulator answering with an error)."""
         try:
             return await self.shopsim.probe(timeout=timeout)
-        except NotShopSim as exc:
-            raise not_shopsim(exc, self.settings.shopsim_url) from None
+        except UnusableServer as exc:
+            raise unusable_server(exc, self.settings.shopsim_url) from None
 
     async def aclose(self) -> None:
         await self.shopsim.aclose()

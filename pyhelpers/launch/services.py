@@ -58,8 +58,8 @@ class Spec:
 def _shopsim_probe(url: str, token: Callable[[], str] = lambda: "") -> ready.Probe:
     def probe() -> tuple[bool, str]:
         # local: shopsim.client imports httpx (~70 ms), needed only when ShopSimulator is probed
-        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, not_shopsim
-        from pyhelpers.shopsim.protocol import NotShopSim
+        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, unusable_server
+        from pyhelpers.shopsim.protocol import UnusableServer
 
         async def ask() -> bool:
             async with ShopSimClient(url, token=token()) as client:
@@ -67,8 +67,8 @@ def _shopsim_probe(url: str, token: Callable[[], str] = lambda: "") -> ready.Pro
 
         try:
             ok = asyncio.run(ask())
-        except NotShopSim as exc:
-            raise not_shopsim(exc, url) from None
+        except UnusableServer as exc:
+            raise unusable_server(exc, url) from None
         except (ShopSimError, OSError) as exc:
             return False, f"{url}: {exc}"
         return ok, f"{url}: no-slot probe {'answered' if ok else 'not answered'}"

@@ -19,10 +19,11 @@ background if cancelled again) and `aclose()` waits for those background release
 
 A reset that fails after the server popped a slot (a bad task index: pack_api pops first, then
 the reset raises and nothing frees that slot) leaves a slot whose number nobody knows. Every
-failed reset except the no-slot refusal counts as one such `unknown_slots`; `free_unknown()` gives
-them back with release_all once nothing of this client is in flight (the caller must be the
-simulator's only user), and `pool_size` makes release_one refuse an index beyond the pool
-(pack_api adds any int to its free set, and a later reset would pop it and fail).
+failed reset except the no-slot refusal counts as one such `unknown_slots` (as does a slot that
+cannot be released safely, above); `free_unknown()` gives them back with release_all once nothing
+of this client is in flight (the caller must be the simulator's only user), and `pool_size` makes
+release_one refuse an index beyond the pool (pack_api adds any int to its free set, and a later
+reset would pop it and fail).
 
 A restarted simulator hands out the same slot numbers again, so a slot number from before the
 restart may be another episode's after it, and an interact sent with it would act in that
@@ -30,6 +31,14 @@ episode's env. The episode cannot learn of the restart in time (a starved client
 nothing happened), so the simulator refuses it: our launcher names its instance in every answer
 (protocol.INSTANCE_HEADER), each slot remembers the instance of its reset, and its interact and
 release carry it; another instance answers StaleSlotError without touching an env.
+
+The same holds within one instance: pack_api frees the slot of an episode-ending interact before
+it serialises the answer (pack_api.py:112-113, then :120 outside its try), so an HTTP 500 may
+come after the slot was freed -- and handed to another episode by the time this one exits. Our
+launcher's fence gives each reset's slot a lease (protocol.LEASE_HEADER), carried like the
+instance, and refuses a request whose lease pack_api no longer holds (FreedSlotError): the slot is
+then left alone. Without the fence (SHOPSIM_LAUNCHER's own server) a slot whose interact got a 5xx
+is never released nor stepped again: it counts in `unknown_slots` (below).
 
 Retries: httpx's transport retries failed *connects* (`retries=`); a release that fails is retried
 a few times here (a leaked slot is expensive; three tries in a loop is clearer than a dependency).
@@ -59,10 +68,11 @@ NOT_SHOPSIM_FIX = ("another program answers there (`make doctor` names the holde
                    "point SHOPSIM_HOST/SHOPSIM_PORT (or --shopsim) at ShopSimulator")
 
 
-def not_shopsim(exc: p.NotShopSim, url: str) -> ToolkitError:
-    """The error for a probe answered by a server that is not ShopSimulator: waiting for it to
-    become ready (SHOPSIM_START_TIMEOUT) would only delay the same answer."""
-    return ToolkitError(str(exc), url, NOT_SHOPSIM_FIX)
+def unusable_server(exc: p.UnusableServer, url: str) -> ToolkitError:
+    """The error for a probe answered by a server that will not serve this client (another program,
+    or ShopSimulator answering with an error): waiting for it to become ready
+    (SHOPSIM_START_TIMEOUT) would only delay the same answer."""
+    return ToolkitError(str(exc), url, exc.fix)
 
 
 class ShopSimClient:
@@ -94,7 +104,7 @@ class ShopSimClient:
         self._background: set[asyncio.Task] = set()
         self.held: set[int] = set()  # env_idx of the slots episode_slot holds now
         self.pool_size = pool_size
-        self.unknown_slots = 0  # failed resets that may have taken a slot whose number is unknown
+        self.unknown_slots = 0  # slots perhaps taken that nobody can release one by one (see module doc)
         self.pool_errors = 0  # resets that popped a slot number beyond the server's pool (see reset)
         self._active = 0  # episode slots between their reset and the end of their release
 
@@ -128,16 +138,18 @@ class ShopSimClient:
         if not task.cancelled() and task.exception() is not None:
             log.warning("background slot release failed: %s", task.exception())
 
-    async def _post(self, payload: dict, timeout: float, instance: str | None = None) -> Any:
-        """The answer's JSON. `instance`: the simulator instance the request's slot came from (our
-        launcher's fence refuses it when another instance answers: protocol.INSTANCE_HEADER)."""
-        return (await self._post_tagged(payload, timeout, instance))[0]
+    async def _post(self, payload: dict, timeout: float, instance: str | None = None, lease: str | None = None) -> Any:
+        """The answer's JSON. `instance` and `lease`: the simulator instance the request's slot came
+        from and the fence's lease of it (our launcher's fence refuses the request when another
+        instance answers or the lease is gone: protocol.INSTANCE_HEADER, LEASE_HEADER)."""
+        return (await self._post_tagged(payload, timeout, instance, lease))[0]
 
-    async def _post_tagged(self, payload: dict, timeout: float, instance: str | None = None) -> tuple[Any, str | None]:
-        """The answer's JSON and the instance that answered (None without the fence)."""
+    async def _post_tagged(self, payload: dict, timeout: float, instance: str | None = None,
+                           lease: str | None = None) -> tuple[Any, httpx.Headers]:
+        """The answer's JSON and headers (the fence's INSTANCE_HEADER and LEASE_HEADER among them)."""
         action = payload.get("action", "")
         t = httpx.Timeout(timeout, connect=min(self._connect_timeout, timeout), pool=timeout)
-        headers = {p.INSTANCE_HEADER: instance} if instance else None
+        headers = {name: value for name, value in ((p.INSTANCE_HEADER, instance), (p.LEASE_HEADER, lease)) if value}
         try:
             resp = await self._http.post(self.url, json=payload, timeout=t, headers=headers)
         except httpx.TimeoutException as exc:
@@ -145,10 +157,13 @@ class ShopSimClient:
         except httpx.HTTPError as exc:
             raise TransportError(f"{type(exc).__name__}: {exc} ({self.url})", action=action) from exc
         if resp.status_code != 200:
-            raise p.HTTPStatusError(p.http_status_message(resp.status_code, resp.headers.get("Content-Type", ""),
-                                                          resp.text, self.url), status=resp.status_code, action=action)
+            ctype = resp.headers.get("Content-Type", "")
+            raise p.HTTPStatusError(p.http_status_message(resp.status_code, ctype, resp.text, self.url),
+                                    status=resp.status_code, action=action,
+                                    from_shopsim=p.is_shopsim_answer(resp.status_code, ctype, resp.text,
+                                                                     resp.headers.get(p.INSTANCE_HEADER)))
         try:
-            return resp.json(), resp.headers.get(p.INSTANCE_HEADER)
+            return resp.json(), resp.headers
         except ValueError as exc:
             raise p.ProtocolError(f"answer is not JSON: {resp.text[:200]}", action=action) from exc
 
@@ -189,15 +204,18 @@ class ShopSimClient:
         return started
 
     async def _reset_once(self, task_idx: int) -> p.ResetResult:
-        body, instance = await self._post_tagged(p.reset_payload(task_idx), self.reset_timeout)
-        return replace(p.parse_reset(body), instance=instance)
+        body, headers = await self._post_tagged(p.reset_payload(task_idx), self.reset_timeout)
+        return replace(p.parse_reset(body), instance=headers.get(p.INSTANCE_HEADER), lease=headers.get(p.LEASE_HEADER))
 
-    async def interact(self, env_idx: int, response_text: str, *, normalize: bool = True,
-                       instance: str | None = None) -> p.StepResult:
+    async def _interact(self, env_idx: int, response_text: str, *, normalize: bool = True,
+                        instance: str | None = None, lease: str | None = None) -> p.StepResult:
         """Send the model's text (as actions.wire_response makes it pack_api-parseable). With the
-        slot's `instance`, a restarted simulator refuses it unseen (StaleSlotError)."""
+        slot's `instance` and `lease`, a simulator that restarted or freed the slot since refuses
+        it unseen (StaleSlotError, FreedSlotError). Private: pack_api steps any slot number it is
+        given, held or free (pack_api.py:109), so only EpisodeSlot.interact calls this, for a slot
+        it still holds."""
         wire = actions.wire_response(response_text, normalize=normalize)
-        return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout, instance))
+        return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout, instance, lease))
 
     async def release_one(self, env_idx: int, instance: str | None = None) -> str:
         """Free slot env_idx. An index beyond pool_size is refused: pack_api would add it to its
@@ -208,8 +226,8 @@ class ShopSimClient:
                              "add it to its free slots and a later reset would fail on it")
         return await self._release_one(env_idx, instance)
 
-    async def _release_one(self, env_idx: int, instance: str | None = None) -> str:
-        return p.parse_message(await self._post(p.release_one_payload(env_idx), self.release_timeout, instance),
+    async def _release_one(self, env_idx: int, instance: str | None = None, lease: str | None = None) -> str:
+        return p.parse_message(await self._post(p.release_one_payload(env_idx), self.release_timeout, instance, lease),
                                "release_one")
 
     async def release_all(self) -> str:
@@ -217,24 +235,37 @@ class ShopSimClient:
         return p.parse_message(await self._post(p.release_all_payload(), self.release_timeout), "release_all")
 
     async def probe(self, timeout: float | None = None) -> bool:
-        """True when the server answers the no-slot probe (consumes no slot); False when it is not
-        reachable yet. Any other answer is a ProtocolError (something else listens there)."""
+        """True when the server answers the no-slot probe (consumes no slot); False when nothing
+        answers yet. Any other answer will not change by waiting: UnusableServer, as NotShopSim
+        (another program answers) or ShopSimRefused (ShopSimulator answers with an error)."""
         try:
             body = await self._post(p.probe_payload(), timeout or self.release_timeout)
-        except p.HTTPStatusError as exc:  # an answer, so a server: not pack_api, which always says 200
+        except p.HTTPStatusError as exc:  # an answer, so a server; pack_api itself always says 200
             if exc.status == 401:  # the run's gate (multi-node), refusing this client's token: say so
                 raise
-            raise p.NotShopSim(f"{exc} — the server at this address is not ShopSimulator "
-                               f"(no {p.API_PATH})", action="probe") from None
+            if exc.from_shopsim:  # its Flask's error page (or the fence's header): the simulator's own
+                raise p.ShopSimRefused(f"ShopSimulator answered with an error: {exc.detail}",
+                                       fix=p.refused_fix(exc.status), action="probe") from None
+            raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator "
+                               f"(no {p.API_PATH})", fix=NOT_SHOPSIM_FIX, action="probe") from None
         except TransportError:
             return False
+        except p.ProtocolError as exc:  # HTTP 200 that is not JSON
+            raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator",
+                               fix=NOT_SHOPSIM_FIX, action="probe") from None
         try:
             p.result_of(body, "probe")
         except p.ProbeOK:
             return True
         except ShopSimError as exc:
-            raise p.ProtocolError(f"unexpected probe answer: {exc}", action="probe") from exc
-        raise p.ProtocolError(f"unexpected probe answer: {str(body)[:200]}", action="probe")
+            if exc.server_message is None:  # no pack_api `result`
+                raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator",
+                                   fix=NOT_SHOPSIM_FIX, action="probe") from None
+            raise p.ShopSimRefused(f"ShopSimulator answered with an error: {exc.detail}",
+                                   fix=p.refused_fix(200, exc.server_message), action="probe",
+                                   server_message=exc.server_message) from None
+        raise p.NotShopSim(f"an answer that is not pack_api's to its probe: {str(body)[:200]}", fix=NOT_SHOPSIM_FIX,
+                           action="probe")
 
     # ------------------------------------------------------------------ slots
     async def free_unknown(self) -> int:
@@ -253,14 +284,15 @@ class ShopSimClient:
         """Async context manager: reset on enter, release on every exit (see module doc)."""
         return EpisodeSlot(self, task_idx)
 
-    async def _release(self, env_idx: int, instance: str | None = None) -> None:
+    async def _release(self, env_idx: int, instance: str | None = None, lease: str | None = None) -> bool:
+        """True when released; False when the fence says the slot is not ours any more."""
         last: ShopSimError | None = None
         for attempt in range(RELEASE_TRIES):
             try:
-                await self._release_one(env_idx, instance)
-                return
-            except p.StaleSlotError:
-                return  # the simulator restarted: this number is not ours to free any more
+                await self._release_one(env_idx, instance, lease)
+                return True
+            except p.SlotNotHeld:
+                return False  # restarted, or freed since: this number is not ours to free any more
             except ShopSimError as exc:
                 last = exc
                 await asyncio.sleep(0.2 * (attempt + 1))
@@ -277,6 +309,7 @@ class EpisodeSlot:
         self.env_idx: int | None = None
         self.over = False
         self.released = False
+        self.maybe_freed = False  # a 5xx answered an interact and no lease says whether the server freed it
         self.wait_s = 0.0  # time from entering until the slot was ours (semaphore + reset)
         self.release_error: ShopSimError | None = None
         self._inflight: asyncio.Task | None = None
@@ -301,15 +334,23 @@ class EpisodeSlot:
     async def __aexit__(self, exc_type, exc, tb) -> None:
         await self._finish(wait=exc_type is None or not issubclass(exc_type, asyncio.CancelledError))
 
+    @property
+    def lease(self) -> str | None:
+        """The fence's lease of this slot (None: no fence in front of the simulator)."""
+        return self.reset.lease if self.reset else None
+
     async def interact(self, response_text: str, *, normalize: bool = True) -> p.StepResult:
-        if self.over or self.released or self.env_idx is None:
+        if self.over or self.released or self.maybe_freed or self.env_idx is None:
             raise ShopSimError("episode slot is closed", action="interact")
         instance = self.reset.instance if self.reset else None
         try:
-            step = await self._track(self.client.interact(self.env_idx, response_text, normalize=normalize,
-                                                          instance=instance))
-        except p.StaleSlotError:
-            self._mark_over()  # the restarted simulator gave this number to someone else: never release it
+            step = await self._track(self.client._interact(self.env_idx, response_text, normalize=normalize,
+                                                           instance=instance, lease=self.lease))
+        except p.SlotNotHeld:
+            self._mark_over()  # restarted or freed since: the number may be someone else's, never release it
+            raise
+        except p.HTTPStatusError as exc:
+            self.maybe_freed = self.lease is None and _may_have_freed(exc)
             raise
         if step.over:
             self._mark_over()
@@ -345,10 +386,10 @@ class EpisodeSlot:
             inflight = self._inflight
             if inflight is not None and not inflight.done():
                 await asyncio.wait([inflight], timeout=self.client.reset_timeout)
-            answer = None
-            if inflight is not None and inflight.done() and not inflight.cancelled() \
-                    and inflight.exception() is None:
-                answer = inflight.result()
+            answer = failure = None
+            if inflight is not None and inflight.done() and not inflight.cancelled():
+                failure = inflight.exception()
+                answer = inflight.result() if failure is None else None
             if reset_failed:
                 if answer is None:
                     if not _refused(inflight):
@@ -360,11 +401,21 @@ class EpisodeSlot:
                 self._mark_over()
             if self.over or self.released or self.env_idx is None:
                 return
+            if self.maybe_freed or (self.lease is None and _may_have_freed(failure)):
+                # no fence to ask: releasing might free another episode's slot, keeping it leaks one
+                self.maybe_freed = True
+                self.client.unknown_slots += 1
+                self.client.held.discard(self.env_idx)
+                return
             try:
-                await self.client._release(self.env_idx, self.reset.instance if self.reset else None)
+                released = await self.client._release(self.env_idx, self.reset.instance if self.reset else None,
+                                                      self.lease)
             except ShopSimError as exc:
                 self.release_error = exc
                 raise
+            if not released:
+                self._mark_over()  # the fence: the simulator freed it itself (or restarted)
+                return
             self.released = True
             self.client.held.discard(self.env_idx)
         finally:
@@ -372,6 +423,12 @@ class EpisodeSlot:
             if self._sem_held:
                 self._sem_held = False
                 self.client._slots.release()
+
+
+def _may_have_freed(exc: BaseException | None) -> bool:
+    """An interact answered by a server error may have freed its slot first: pack_api frees on
+    `over` (pack_api.py:112-113) before the answer can fail (:120), and a gate's 502 may hide it."""
+    return isinstance(exc, p.HTTPStatusError) and exc.status >= 500
 
 
 def _refused(request: asyncio.Task | None) -> bool:

@@ -12,7 +12,11 @@ slot is the same world, the same at every start. It then serves the Flask app on
 loopback address, behind a fence: every answer names this start (a random instance id), and a
 request that names another start is refused before pack_api sees it. A slot number from before a
 restart belongs to another episode after it; without the fence, that episode's env would take
-the old episode's action (see fence()). Run as a script, by path:
+the old episode's action (see fence()). The fence also hands out a lease with every slot a reset
+pops (LeasedSlots) and refuses an interact or release whose lease pack_api no longer holds: a
+slot pack_api freed itself (`over`) may be another episode's by the time the first one learns of
+it -- never, when the answer saying `over` failed to serialise (pack_api.py:113, then :120).
+Run as a script, by path:
 
     python launcher.py --shopsim-dir DIR --host 127.0.0.1 --port 5700 --slots 48 --seed 1
 """
@@ -23,28 +27,87 @@ import json
 import os
 import random
 import sys
+import threading
 import uuid
 
-# The same two as pyhelpers/shopsim/protocol.py (this file runs in the shopsim env, without pyhelpers).
+# The same four as pyhelpers/shopsim/protocol.py (this file runs in the shopsim env, without pyhelpers).
 INSTANCE_HEADER = "X-ShopSim-Instance"
 STALE_SLOT_ERROR = "Environment slot belongs to an earlier ShopSimulator instance (it restarted)"
+LEASE_HEADER = "X-ShopSim-Lease"
+FREED_SLOT_ERROR = "Environment slot is no longer this episode's (ShopSimulator freed it since)"
 
 
-def fence(wsgi_app, instance):
+def _environ_key(header):
+    return "HTTP_" + header.upper().replace("-", "_")
+
+
+class LeasedSlots(set):
+    """pack_api's free set (`free_env_index`) with a lease per pop: the n-th pop of any slot is
+    lease n of that slot, "SLOT:n". A slot is still held for the holder of lease "E:n" while E is
+    not free and its latest pop is n: pack_api frees a slot only into this set (over, release_one,
+    release_all) and hands it out only by pop (pack_api.py:98), so a slot freed since, or freed and
+    popped again for another episode, fails the test."""
+
+    def __init__(self, free):
+        super().__init__(free)
+        self._lock = threading.Lock()
+        self._pops = 0
+        self._latest = {}  # slot -> n of its latest pop
+        self._request = threading.local()  # the lease this thread's request popped (one request per thread)
+
+    def pop(self):
+        with self._lock:
+            idx = super().pop()
+            self._pops += 1
+            self._latest[idx] = self._pops
+            self._request.lease = f"{idx}:{self._pops}"
+        return idx
+
+    def begin_request(self):
+        self._request.lease = None
+
+    def popped(self):
+        """The lease of the slot this thread's current request popped, if it popped one."""
+        return getattr(self._request, "lease", None)
+
+    def holds(self, lease):
+        """Whether pack_api still holds the slot of `lease` for the one it was handed to."""
+        idx, _, n = (lease or "").partition(":")
+        if not (idx.isdigit() and n.isdigit()):
+            return False
+        with self._lock:
+            return int(idx) not in self and self._latest.get(int(idx)) == int(n)
+
+
+def _refuse(start_response, instance, error):
+    """pack_api's error shape (HTTP 200, result.error) for a request that never reaches it."""
+    body = json.dumps({"result": {"error": error}}).encode()
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                              (INSTANCE_HEADER, instance)])
+    return [body]
+
+
+def fence(wsgi_app, instance, slots=None):
     """WSGI middleware around pack_api's app: answers carry INSTANCE_HEADER; a request carrying
-    another instance gets pack_api's error shape (HTTP 200, result.error) and never reaches it."""
-    environ_key = "HTTP_" + INSTANCE_HEADER.upper().replace("-", "_")
+    another instance gets pack_api's error shape and never reaches it. With `slots` (pack_api's
+    free set as LeasedSlots): a reset's answer carries its slot's lease (LEASE_HEADER), and a
+    request carrying a lease pack_api no longer holds is refused the same way (FREED_SLOT_ERROR)."""
+    instance_key, lease_key = _environ_key(INSTANCE_HEADER), _environ_key(LEASE_HEADER)
 
     def app(environ, start_response):
-        claimed = environ.get(environ_key)
+        claimed = environ.get(instance_key)
         if claimed and claimed != instance:
-            body = json.dumps({"result": {"error": STALE_SLOT_ERROR}}).encode()
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                                      (INSTANCE_HEADER, instance)])
-            return [body]
+            return _refuse(start_response, instance, STALE_SLOT_ERROR)
+        if slots is not None:
+            lease = environ.get(lease_key)
+            if lease is not None and not slots.holds(lease):
+                return _refuse(start_response, instance, FREED_SLOT_ERROR)
+            slots.begin_request()
 
         def tagged(status, headers, exc_info=None):
-            return start_response(status, [*headers, (INSTANCE_HEADER, instance)], exc_info)
+            popped = slots.popped() if slots is not None else None
+            extra = [(INSTANCE_HEADER, instance), *([(LEASE_HEADER, popped)] if popped else [])]
+            return start_response(status, [*headers, *extra], exc_info)
 
         return wsgi_app(environ, tagged)
 
@@ -105,7 +168,9 @@ def main(argv=None):
     pack_api.env_max_num = args.slots  # upstream hard-codes the pool size in this global
     pack_api.MAX_RETRIES, pack_api.RETRY_DELAY_SECONDS = args.reset_retries, args.reset_delay
     pack_api.initialize_environments()
-    pack_api.app.wsgi_app = fence(pack_api.app.wsgi_app, uuid.uuid4().hex)
+    # pack_api reads its free set by its global name at every request: the leased one from now on
+    pack_api.free_env_index = slots = LeasedSlots(pack_api.free_env_index)
+    pack_api.app.wsgi_app = fence(pack_api.app.wsgi_app, uuid.uuid4().hex, slots)
     print(f"shopsim launcher: {args.slots} environments ready; serving on {args.host}:{args.port}", flush=True)
     pack_api.app.run(host=args.host, port=args.port, threaded=True)
 

@@ -19,18 +19,22 @@ API_PATH = "/api/shop_agent"
 # Exact strings pack_api answers (fork funnamer/shopSimulator @1487f67).
 NO_SLOT_ERROR = "Unable to get available environment resource, please try again later"
 PROBE_ERROR = "No valid environment index provided"
-# pack_api.py:60-63: `request.json` was None -- JSON null, or (Werkzeug < 2.1, as env/conda/shopsim.yml
-# pins) a body sent without a JSON Content-Type.
+# pack_api.py:61-64: `request.json` was None -- JSON null, or (Werkzeug before 2.1: 2.0.3's
+# wrappers/request.py:580-581) a body sent without a JSON Content-Type.
 NO_JSON_ERROR = "No JSON data provided"
 # str(IndexError) of SimServer.receive's `self.goals[idx]` (web_agent_text_env.py) when reset's idx
 # is beyond the server's goal list; raised AFTER pack_api.py:98 popped a slot, which stays taken.
 BAD_INDEX_ERROR = "list index out of range"
 INSTRUCTION_PREFIX = "Instruction:"  # search_page.html:18 `<h4>Instruction: <br>{{ instruction_text }}</h4>`
 # Our launcher's fence (pyhelpers/shopsim/launcher.py, which runs without pyhelpers and repeats
-# these two): every answer names the simulator instance; a request naming another instance is
+# these four): every answer names the simulator instance; a request naming another instance is
 # refused before pack_api sees it (a slot number from before a restart is another episode's now).
 INSTANCE_HEADER = "X-ShopSim-Instance"
 STALE_SLOT_ERROR = "Environment slot belongs to an earlier ShopSimulator instance (it restarted)"
+# ... and a reset's answer carries its slot's lease; a request carrying a lease pack_api no longer
+# holds (it freed the slot since: `over`, maybe handed it to another episode) is refused the same way.
+LEASE_HEADER = "X-ShopSim-Lease"
+FREED_SLOT_ERROR = "Environment slot is no longer this episode's (ShopSimulator freed it since)"
 REWARD_KINDS = ("strict", "loose", "success")
 
 
@@ -42,7 +46,7 @@ class ShopSimError(Exception):
     `server_message` is the server's `result.error` text when there was one."""
 
     def __init__(self, message: str, *, action: str = "", server_message: str | None = None):
-        self.action, self.server_message = action, server_message
+        self.action, self.server_message, self.detail = action, server_message, message
         super().__init__(f"{action}: {message}" if action else message)
 
 
@@ -63,12 +67,37 @@ class ProtocolError(ShopSimError):
     """The answer is not what pack_api sends (not JSON, no `result`, wrong field types)."""
 
 
-class NotShopSim(ProtocolError):
-    """An HTTP server answered that is not ShopSimulator (a status other than 200)."""
+class UnusableServer(ProtocolError):
+    """A server answered the readiness probe, and waiting will not change its answer: the probe's
+    callers stop at once instead of waiting SHOPSIM_START_TIMEOUT. `fix` says what to change."""
+
+    def __init__(self, message: str, *, fix: str, action: str = "", server_message: str | None = None):
+        self.fix = fix
+        super().__init__(message, action=action, server_message=server_message)
 
 
-class StaleSlotError(ShopSimError):
-    """The simulator restarted since this slot was taken: the request was refused unseen (the fence)."""
+class NotShopSim(UnusableServer):
+    """Another program answers at this address: a status pack_api's Flask never gives, or an
+    answer without pack_api's `result`."""
+
+
+class ShopSimRefused(UnusableServer):
+    """ShopSimulator itself answered the probe with an error: its Flask's HTML 400/415/500 page, or
+    pack_api's own `result.error` (e.g. "No JSON data provided")."""
+
+
+class SlotNotHeld(ShopSimError):
+    """The fence refused the request unseen: the slot is not this episode's any more. Never
+    release it (someone else may hold that number now)."""
+
+
+class StaleSlotError(SlotNotHeld):
+    """The simulator restarted since this slot was taken."""
+
+
+class FreedSlotError(SlotNotHeld):
+    """The simulator freed this slot since it was taken (an `over` whose answer never arrived),
+    and may have handed it to another episode."""
 
 
 class TransportError(ShopSimError):
@@ -76,19 +105,49 @@ class TransportError(ShopSimError):
 
 
 class HTTPStatusError(TransportError):
-    """An HTTP answer with a status other than 200 (pack_api always answers 200)."""
+    """An HTTP answer with a status other than 200 (pack_api always answers 200). `from_shopsim`:
+    the answer is ShopSimulator's own (see is_shopsim_answer)."""
 
-    def __init__(self, message: str, *, status: int, action: str = ""):
-        self.status = status
+    def __init__(self, message: str, *, status: int, action: str = "", from_shopsim: bool = False):
+        self.status, self.from_shopsim = status, from_shopsim
         super().__init__(message, action=action)
+
+
+# What to do when ShopSimulator itself answers with an error (the probe's ShopSimRefused).
+REQUEST_CHANGED_FIX = ("ShopSimulator is up but did not get this client's JSON body as sent: look at what stands "
+                       "between them (the server SHOPSIM_LAUNCHER starts, a proxy in front of SHOPSIM_PORT)")
+SERVER_FAILED_FIX = ("ShopSimulator is up but fails on this request: remove the cause its traceback shows (the run's "
+                     "logs/shopsim.log), then restart it")
+
+
+def is_flask_error_page(status: int, content_type: str, text: str) -> bool:
+    """Werkzeug's HTML error page (`<title>{code} {name}</title>` in 2.0.3 and 2.1.2 alike,
+    exceptions.py get_body) for a status pack_api's Flask gives before or around pack_api: 400 and
+    415 (a body it did not read as JSON), 500 (pack_api raised outside its try)."""
+    return status in (400, 415, 500) and "text/html" in (content_type or "") and f"<title>{status} " in text
+
+
+def is_shopsim_answer(status: int, content_type: str, text: str, instance: str | None) -> bool:
+    """Whether a non-200 answer is ShopSimulator's own: our launcher's fence names its instance in
+    every answer (INSTANCE_HEADER), Flask's error pages included; without the fence, Flask's page
+    for a status pack_api's Flask gives is taken as the simulator's."""
+    return bool(instance) or is_flask_error_page(status, content_type, text)
+
+
+def refused_fix(status: int, server_message: str | None = None) -> str:
+    """The fix for ShopSimulator answering the probe with an error: HTTP `status`, or (200)
+    pack_api's own `result.error` server_message."""
+    if status in (400, 415) or server_message == NO_JSON_ERROR:
+        return REQUEST_CHANGED_FIX
+    return SERVER_FAILED_FIX
 
 
 def http_status_message(status: int, content_type: str, text: str, url: str) -> str:
     """What an answer other than HTTP 200 means. pack_api answers everything itself with 200 except
     what Flask answers before or around it (Flask's HTML error pages): 400 (Werkzeug 2.1-2.2) or 415
     (2.3 and later) when the body's Content-Type is not JSON, 400 when it does not parse, and 500 when
-    pack_api raised outside its try -- a JSON body that is not an object fails at pack_api.py:65
-    (`data.get`)."""
+    pack_api raised outside its try -- a JSON body that is not an object fails at pack_api.py:66
+    (`data.get`), an answer that does not serialise at :120 (`jsonify`)."""
     if status == 401:
         return (f"HTTP 401 from {url}: ShopSimulator's gate refused this client's token (a multi-node run's "
                 "simulator answers other nodes only with the run's token, runs/<RUN>/shopsim-gate/token); the "
@@ -102,9 +161,9 @@ def http_status_message(status: int, content_type: str, text: str, url: str) -> 
                     "the server SHOPSIM_LAUNCHER starts)")
         if status == 500:
             return (f"HTTP 500 from {url}: ShopSimulator raised outside its own error handling -- pack_api does so "
-                    "for a body of JSON that is not an object (pack_api.py:65, `data.get`) and for any other "
-                    "uncaught error; the traceback is in its log (the run's shopsim log, or shop_agent.log in "
-                    "SHOPSIM_DIR/shop_env/shop_env)")
+                    "for a body of JSON that is not an object (pack_api.py:66, `data.get`) and for an answer that "
+                    "does not serialise (:120, after an `over` has freed the slot at :113); its traceback is in the "
+                    "run's logs/shopsim.log (or shop_agent.log in SHOPSIM_DIR/shop_env/shop_env)")
     return f"HTTP {status} from {url}: {text[:200]}"
 
 
@@ -210,6 +269,7 @@ class ResetResult:
     reason_key: Any = None
     raw: dict = field(default_factory=dict, repr=False)
     instance: str | None = None  # the INSTANCE_HEADER of the answer (None: no fence in front)
+    lease: str | None = None  # the LEASE_HEADER of the answer: the fence's name for this hold of the slot
 
 
 @dataclass(frozen=True)
@@ -251,6 +311,9 @@ def result_of(body: Any, action: str) -> dict:
                                 "pack_api changed the request", action=action, server_message=err)
         if err == STALE_SLOT_ERROR:
             raise StaleSlotError("the simulator restarted since this slot was taken", action=action,
+                                 server_message=err)
+        if err == FREED_SLOT_ERROR:
+            raise FreedSlotError("the simulator freed this slot since it was taken", action=action,
                                  server_message=err)
         raise ShopSimError(f"server error: {err}", action=action, server_message=err)
     return result

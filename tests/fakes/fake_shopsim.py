@@ -26,14 +26,19 @@ string matching in place of spaCy/thefuzz. A reset pops its slot first and a fai
 taken (pack_api.py:98, :109, :116-118); its `instruction` is "Instruction: " + the goal's text.
 
 --instance-fence stands in for the fence our launcher puts in front of pack_api
-(pyhelpers/shopsim/launcher.py fence(), tested on its own): every answer carries X-ShopSim-Instance
-(random per start), and a request naming another instance is refused with its error before the pool
-sees it. tests/fakes/procs.py starts the fake with it (a simulator as the toolkit serves it).
+(pyhelpers/shopsim/launcher.py fence() and LeasedSlots, tested on their own): every answer carries
+X-ShopSim-Instance (random per start), and a request naming another instance is refused with its
+error before the pool sees it; an answer whose request popped a slot carries X-ShopSim-Lease
+("SLOT:n", the n-th pop), and a request carrying a lease of a slot freed since (or freed and popped
+again) is refused the same way. tests/fakes/procs.py starts the fake with it (a simulator as the
+toolkit serves it).
 
 Test-only extensions (not in pack_api): GET /debug/slots (pool and request counters),
 --inject-error-rate R (a deterministic share of interacts answers result.error, state unchanged),
 --fail-reset-once IDX,... (the first reset of each listed task fails after the pop, as an
-exception inside env.reset would).
+exception inside env.reset would), --fail-over-once IDX,... (the first interact of each listed task
+that ends its episode frees the slot, then answers Flask's 500 page: an answer that does not
+serialise, pack_api.py:112-113 then :120).
 Stdlib only.
 """
 
@@ -62,6 +67,8 @@ NO_SLOT = "Unable to get available environment resource, please try again later"
 NO_INDEX = "No valid environment index provided"
 INSTANCE_HEADER = "X-ShopSim-Instance"  # the launcher's fence (--instance-fence)
 STALE_SLOT_ERROR = "Environment slot belongs to an earlier ShopSimulator instance (it restarted)"
+LEASE_HEADER = "X-ShopSim-Lease"  # the fence's lease of a popped slot (--instance-fence)
+FREED_SLOT_ERROR = "Environment slot is no longer this episode's (ShopSimulator freed it since)"
 SUB_PAGES = ("description", "features", "reviews", "attributes")
 PAGE_SIZE, SEARCH_N = 20, 150
 
@@ -266,15 +273,26 @@ class Env:
 
 class Pool:
     def __init__(self, envs: list[Env], retries: int, delay: float, seed: int, error_rate: float,
-                 fail_once: set[int] | None = None):
+                 fail_once: set[int] | None = None, fail_over_once: set[int] | None = None):
         self.envs, self.retries, self.delay, self.seed, self.error_rate = envs, retries, delay, seed, error_rate
         self.fail_once = set(fail_once or ())
+        self.fail_over_once = set(fail_over_once or ())
         self.free: set[int] = set(range(len(envs)))
+        self.pops, self.latest = 0, {}  # the fence's leases: pops so far, each slot's latest pop
         self.lock = threading.Lock()
         self.counts = {"reset": 0, "reset_error": 0, "interact": 0, "release_one": 0, "release_all": 0,
                        "no_slot": 0, "bad_slot": 0, "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
 
-    def handle(self, data) -> dict:
+    def holds(self, lease: str) -> bool:
+        """The fence's test: is the slot of `lease` ("SLOT:n") still held by its n-th pop?"""
+        idx, _, n = lease.partition(":")
+        if not (idx.isdigit() and n.isdigit()):
+            return False
+        with self.lock:
+            return int(idx) not in self.free and self.latest.get(int(idx)) == int(n)
+
+    def handle(self, data, popped: list | None = None) -> dict:
+        """pack_api's answer to `data`; the lease of a slot it pops is appended to `popped`."""
         if not isinstance(data, dict):
             return {"error": "No JSON data provided"}
         action, env_idx = data.get("action"), data.get("env_idx")
@@ -301,6 +319,10 @@ class Pool:
                         if self.free:
                             got = min(self.free)
                             self.free.discard(got)
+                            self.pops += 1
+                            self.latest[got] = self.pops
+                            if popped is not None:
+                                popped.append(f"{got}:{self.pops}")
                             break
                     time.sleep(self.delay)  # upstream: check, sleep, MAX_RETRIES times, then error
                 if got is None:
@@ -318,6 +340,9 @@ class Pool:
                 with self.lock:
                     self.free.add(env_idx)
                     self.counts["auto_release"] += 1
+                    if env.session in self.fail_over_once:  # test-only, see _Unserialisable
+                        self.fail_over_once.discard(env.session)
+                        result = {**result, "reward_detail": {**result["reward_detail"], "r_price": _Unserialisable()}}
             return result
         except Exception as exc:  # upstream: {'result': {'error': str(e)}}
             return {"error": str(exc)}
@@ -364,6 +389,12 @@ class Pool:
             return {"max": len(self.envs), "free": len(free), "taken": taken, "counts": dict(self.counts)}
 
 
+class _Unserialisable:
+    """A value json.dumps refuses (upstream, e.g. a numpy bool in reward_detail): the answer of an
+    interact that ended the episode then fails in pack_api's `jsonify` (pack_api.py:120, outside
+    its try) after :112-113 freed the slot, and Flask answers its 500 page (--fail-over-once)."""
+
+
 def _unit(*parts) -> float:
     h = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
     return int.from_bytes(h[:8], "big") / 2 ** 64
@@ -395,12 +426,14 @@ def make_handler(pool: Pool, verbose: bool, instance: str | None = None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
+        def _send(self, code: int, body: bytes, ctype: str = "application/json", lease: str | None = None) -> None:
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
             if instance:
                 self.send_header(INSTANCE_HEADER, instance)
+                if lease:
+                    self.send_header(LEASE_HEADER, lease)
             self.end_headers()
             self.wfile.write(body)
 
@@ -411,10 +444,13 @@ def make_handler(pool: Pool, verbose: bool, instance: str | None = None):
             claimed = self.headers.get(INSTANCE_HEADER)
             if instance and claimed and claimed != instance:  # the fence: pack_api never sees it
                 return self._send(200, json.dumps({"result": {"error": STALE_SLOT_ERROR}}).encode())
-            # pack_api.py:60 `data = request.json` under the fork's Flask 2.1.2 + Werkzeug 2.1.2
-            # (shop_env/requirements.txt): a body whose mimetype is not JSON, or that does not parse,
-            # is Flask's 400 page (werkzeug request.py:569-571, 577-595, 608-614; flask
-            # wrappers.py:126-133); JSON null is None -> "No JSON data provided" (pack_api.py:61-63).
+            lease = self.headers.get(LEASE_HEADER)
+            if instance and lease is not None and not pool.holds(lease):  # the fence, as above
+                return self._send(200, json.dumps({"result": {"error": FREED_SLOT_ERROR}}).encode())
+            # pack_api.py:61 `data = request.json` under the fork's Flask 2.1.2 + Werkzeug 2.1.2
+            # (shop_env/requirements.txt; env/conda/shopsim.yml): a body whose mimetype is not JSON,
+            # or that does not parse, is Flask's 400 page (werkzeug request.py:569-571, 577-595, 608-614; flask
+            # wrappers.py:126-133); JSON null is None -> "No JSON data provided" (pack_api.py:62-64).
             if not is_json(self.headers.get("Content-Type")):
                 return self._send(*flask_error(400))
             try:
@@ -422,9 +458,14 @@ def make_handler(pool: Pool, verbose: bool, instance: str | None = None):
             except ValueError:
                 return self._send(*flask_error(400))
             if data is not None and not isinstance(data, dict):
-                return self._send(*flask_error(500))  # pack_api.py:65 `data.get`, outside its try
-            out = json.dumps({"result": pool.handle(data)}, ensure_ascii=False).encode()
-            self._send(200, out)
+                return self._send(*flask_error(500))  # pack_api.py:66 `data.get`, outside its try
+            popped: list[str] = []
+            result = pool.handle(data, popped)
+            try:
+                out = json.dumps({"result": result}, ensure_ascii=False).encode()
+            except TypeError:  # pack_api.py:120 `jsonify`, outside its try: Flask's 500 page
+                return self._send(*flask_error(500))
+            self._send(200, out, lease=popped[0] if popped else None)
 
         def do_GET(self):  # noqa: N802
             if self.path == "/debug/slots":  # test-only extension
@@ -451,6 +492,8 @@ def main(argv=None) -> int:
     ap.add_argument("--inject-error-rate", type=float, default=0.0, help="test-only: share of failing interacts")
     ap.add_argument("--fail-reset-once", default="", help="test-only: task indices whose first reset fails "
                     "after the pop (comma-separated)")
+    ap.add_argument("--fail-over-once", default="", help="test-only: task indices whose first episode-ending "
+                    "interact answers Flask's 500 page after freeing the slot (comma-separated)")
     ap.add_argument("--startup-delay", type=float, default=0.0, help="seconds before binding (env builds)")
     ap.add_argument("--instance-fence", action="store_true", help="our launcher's fence (see module doc)")
     ap.add_argument("--verbose", action="store_true")
@@ -466,8 +509,9 @@ def main(argv=None) -> int:
     catalog = catalogs[seeds[0]]
     time.sleep(args.startup_delay)
     fail_once = {int(x) for x in args.fail_reset_once.split(",") if x}
+    fail_over_once = {int(x) for x in args.fail_over_once.split(",") if x}
     pool = Pool([Env(catalogs[seed], args.max_history) for seed in seeds], retries, delay, args.seed,
-                args.inject_error_rate, fail_once)
+                args.inject_error_rate, fail_once, fail_over_once)
     instance = uuid.uuid4().hex if args.instance_fence else None
     return serve(args.host, args.port, make_handler(pool, args.verbose, instance),
                  lambda url: f" * fake_shopsim: {len(catalog.goals)} tasks, {slots} slots, running on {url}")

@@ -1,8 +1,8 @@
 """Stand-in of upstream's shop_env/shop_env/pack_api.py as the project's launcher sees it: the
 module globals it sets (env_max_num, MAX_RETRIES, RETRY_DELAY_SECONDS), `gym` (the module pack_api
 imports, pack_api.py:8), initialize_environments(), a Flask-like `app.run(host, port, threaded)`
-and `app.wsgi_app` (the launcher wraps it in its fence; the fake then serves with fake_shopsim's
---instance-fence, which does what the fence does).
+and `app.wsgi_app` (the launcher wraps it in its fence and replaces `free_env_index` with its
+LeasedSlots; the fake then serves with fake_shopsim's --instance-fence, which does what both do).
 
 initialize_environments() builds the pool as upstream does (pack_api.py:132-141): one
 `gym.make('WebAgentTextEnv-v0', ...)` per slot, each of which builds its own simulator and draws
@@ -63,11 +63,12 @@ class _App:
 
     def run(self, host, port, threaded=True):
         fenced = self.wsgi_app is not _unwrapped
+        leased = type(free_env_index) is not set  # the launcher's LeasedSlots, read as pack_api reads it
         draws = [env.price_draw for env in envs]
         with open(os.environ["FAKE_PACK_API_RECORD"], "w") as fh:
             json.dump({"env_max_num": env_max_num, "max_retries": MAX_RETRIES, "retry_delay": RETRY_DELAY_SECONDS,
                        "slot_draws": draws, "host": host, "port": port, "threaded": threaded,
-                       "cwd": os.getcwd(), "fenced": fenced}, fh)
+                       "cwd": os.getcwd(), "fenced": fenced, "leased": leased}, fh)
         os.environ["SHOPSIM_ENV_MAX_NUM"] = str(env_max_num)
         fake = os.path.join(os.environ["FAKE_SHOPSIM_DIR"], "fake_shopsim.py")
         seeds = ",".join(str(int(d * 1e9)) for d in draws)
