@@ -44,7 +44,7 @@ CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
     ("legacy-symlinks", ("legacy-symlinks",), disks.check_legacy_symlinks, ()),
     ("dotenv", ("dotenv",), envfile.check_dotenv, ()),
     ("secrets", ("secrets",), envfile.check_secrets, ()),
-    ("models", ("model-hf", "model-torch-dist"), models.check_models, ()),
+    ("models", ("model-hf", "model-config", "model-torch-dist"), models.check_models, ()),
     ("data", ("train-tasks", "val-tasks"), data.check_data, ()),
     ("run-files", ("run-files",), runfiles.check_run_files, ()),
     ("shopsim", ("shopsim-dir", "shopsim-retries", "shopsim-port"), shopsim.check_shopsim, ()),
