@@ -120,7 +120,7 @@ def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full",
         out.extend(got)
     if unknown:
         out.append(result("doctor", FAIL, f"DOCTOR_SKIP names unknown check(s): {', '.join(unknown)}",
-                          fix=f"use names from: {', '.join(NAMES)}"))
+                          fix=f"remove {', '.join(unknown)} from DOCTOR_SKIP; its names: {', '.join(NAMES)}"))
     return out if wanted is None else [r for r in out if r.name in wanted]
 
 
