@@ -23,6 +23,7 @@ import pytest
 from conftest import FAKES, ROOT, run_pyhelpers
 from fakes.flag_lists import names, sglang_server_flags_file, slime_train_flags_file
 from support.rehearsal import own_ports
+from support.tokenizer import CONFIG as HF_CONFIG
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.config import load as config
@@ -51,7 +52,7 @@ def machine(toolkit_env, tmp_path) -> dict[str, str]:
         "python = 3.12", f"python = {sys.version_info.major}.{sys.version_info.minor}"))
     hf = tmp_path / "models/Qwen3.5-4B"
     hf.mkdir(parents=True)
-    (hf / "config.json").write_text('{"torch_dtype": "bfloat16"}')
+    (hf / "config.json").write_text(json.dumps(HF_CONFIG))  # Qwen3.5-4B's, as slime accepts it
     (hf / "tokenizer.json").write_text("{}")
     shards = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
     for s in shards:
@@ -153,7 +154,9 @@ def test_rehearse_profile_skips_what_the_stand_ins_replace(toolkit_env, tmp_path
         assert any(ln.startswith("SKIP") and f" {name} " in ln and "profile rehearse" in ln
                    for ln in r.stdout.splitlines()), name
     got = results(env, profile="rehearse")
-    assert {n for n, x in got.items() if x.status == "SKIP"} == set(runner.REHEARSE_SKIPS)
+    # (model-config is SKIP too: this machine has no HF_MODEL to read a config.json from)
+    assert {n for n, x in got.items() if x.status == "SKIP" and n != "model-config"} == set(runner.REHEARSE_SKIPS)
+    assert got["model-config"].found.endswith("config.json is missing"), got["model-config"]
 
 
 def test_a_crashing_check_becomes_a_fail_line(machine, monkeypatch):

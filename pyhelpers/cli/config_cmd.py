@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 
@@ -11,17 +12,33 @@ import click
 from pyhelpers.config import load as config_mod
 from pyhelpers.config.check import check
 from pyhelpers.config.load import Config
+from pyhelpers.doctor.base import TERMINAL, WIDTH, wrap
 
 
 def _problems_or_exit(cfg: Config) -> None:
+    """Each problem on stderr; exit 1 when one is an error."""
     problems = check(cfg)
-    for p in problems:
-        click.echo(str(p), err=True)
     errors = [p for p in problems if p.level == "error"]
     if errors:
-        raise click.ClickException(
-            f"{len(errors)} configuration error(s) above; fix them in {cfg.env_file} or on the make "
-            f"command line (defaults: env/defaults.env)")
+        problems.append(f"Error: {len(errors)} configuration error(s) above; fix them in {cfg.env_file} or on the "
+                        "make command line (defaults: env/defaults.env)")
+    width = _terminal_width()
+    for p in problems:
+        click.echo("\n".join(wrap(str(p), rest="  ", width=width)) if width else str(p), err=True)
+    if errors:
+        raise click.exceptions.Exit(1)
+
+
+def _terminal_width() -> int | None:
+    """Where stderr is a terminal (the first screen of `make train` on a fresh machine, issue 40),
+    its width, at most the doctor's: a problem of 430 characters is wrapped there. None for a pipe
+    or a file (a log, a script, a test), where each problem stays on one line for grep."""
+    try:
+        if not os.isatty(sys.stderr.fileno()):
+            return None
+        return min(os.get_terminal_size(sys.stderr.fileno()).columns or TERMINAL, WIDTH)
+    except (OSError, ValueError, AttributeError):  # no real file behind stderr (e.g. click's test runner)
+        return None
 
 
 @click.group()

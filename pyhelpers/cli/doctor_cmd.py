@@ -9,7 +9,7 @@ import click
 
 from pyhelpers.config import load as config_mod
 from pyhelpers.doctor import hooks
-from pyhelpers.doctor.base import PROFILES, wrap
+from pyhelpers.doctor.base import PROFILES, TERMINAL, WIDTH, wrap
 from pyhelpers.errors import ToolkitError
 
 
@@ -20,8 +20,10 @@ from pyhelpers.errors import ToolkitError
 @click.option("-v", "--verbose", is_flag=True, help="Also print every check's detail lines.")
 @click.option("--fresh-run", is_flag=True,
               help="Check the run's files as a new run reads them (a fresh rehearsal replaces the previous one).")
+@click.option("--brief", is_flag=True,
+              help="Only each FAILed check's name and fix, in 80 columns, and the verdict (make train's preflight).")
 @click.pass_context
-def doctor(ctx, as_json, profile, verbose, fresh_run):
+def doctor(ctx, as_json, profile, verbose, fresh_run, brief):
     """Preflight this machine: one PASS/WARN/FAIL/SKIP line per check with what was found and
     the fix; exit 1 if any check FAILs. Details (arithmetic, listings) come with FAIL/WARN
     lines, or with every line under -v.
@@ -51,17 +53,21 @@ def doctor(ctx, as_json, profile, verbose, fresh_run):
         click.echo(json.dumps({"profile": profile, "ok": not n["FAIL"], "counts": n,
                                "checks": [r.as_dict() for r in results]}, indent=2))
     else:
-        click.echo("\n".join(wrap(f"doctor: profile {profile}, run {cfg.run_name}, configuration from "
-                                  f"env/defaults.env < {cfg.env_file} < environment", rest="  ")))
-        for r in results:
-            click.echo("\n".join(r.lines(details=verbose or r.status in ("FAIL", "WARN"))))
-        summary = ", ".join(f"{v} {k}" for k, v in n.items())
-        tail = " — fix the FAIL lines, then run `make doctor` again" if n["FAIL"] else ""
+        width = TERMINAL if brief else WIDTH
+        if brief:  # make train's preflight: what to fix, one entry per failure; make doctor has the rest
+            lines = [ln for r in results if r.status == "FAIL" for ln in r.brief(width)]
+        else:
+            lines = wrap(f"doctor: profile {profile}, run {cfg.run_name}, configuration from "
+                         f"env/defaults.env < {cfg.env_file} < environment", rest="  ")
+            lines += [ln for r in results for ln in r.lines(details=verbose or r.status in ("FAIL", "WARN"))]
         if profile == "full" and any(r.name in ("gpus", "conda") and r.status == "FAIL" for r in results):
-            # What a machine without GPUs or the training image can run instead (before the verdict,
-            # which stays the last line: bin/train logs it).
-            click.echo("doctor: no GPU or training image here? `make rehearse` runs the whole run on stand-ins")
-        click.echo(f"doctor: {summary}{tail}")
+            # What a machine without GPUs or the training image can run instead, and the check of
+            # this machine for it (before the verdict, which stays the last line: bin/train logs it).
+            lines += wrap("doctor: no GPU or training image here? `make rehearse` runs the whole run on "
+                          "stand-ins (`make doctor PROFILE=rehearse` checks what it needs)", rest="  ", width=width)
+        summary = ", ".join(f"{v} {k}" for k, v in n.items())
+        tail = " — fix the FAIL lines, then run `make doctor` again" if n["FAIL"] and not brief else ""
+        click.echo("\n".join([*lines, f"doctor: {summary}{tail}"]))
     ctx.exit(1 if n["FAIL"] else 0)
 
 

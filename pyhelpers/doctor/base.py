@@ -25,6 +25,9 @@ PROFILES = ("full", "rehearse")
 # (tests/test_doctor_cli.py bounds it). A word longer than a line (a deep path) stays whole, on a
 # line of its own, so it can still be copied.
 WIDTH = 100
+# What `make train` prints before anything starts (its preflight's failures, the configuration's
+# errors) is the first screen of a fresh machine: it fits a default 80-column terminal.
+TERMINAL = 80
 HANG = " " * 23  # under the text after "FAIL  system-disk      "
 
 
@@ -53,6 +56,12 @@ class Result:
     def line(self) -> str:
         """The whole result on one line (for logs and messages; `make doctor` prints lines())."""
         return f"{self.status}  {self.name:<16} {self.found}" + (f"  (fix: {self.fix})" if self.fix else "")
+
+    def brief(self, width: int = TERMINAL) -> list[str]:
+        """The result as make train's preflight shows a failure: its name and fix (what was found
+        when it has no fix), wrapped to width; `make doctor` shows the rest."""
+        return wrap(f"fix: {self.fix}" if self.fix else self.found, first=f"{self.status}  {self.name:<16} ",
+                    width=width)
 
     def lines(self, details: bool = True) -> list[str]:
         """What `make doctor` prints for it, wrapped to WIDTH: the status line, `fix: ...` under

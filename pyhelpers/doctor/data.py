@@ -12,10 +12,11 @@ from pyhelpers.jsonfiles import validation_errors
 from pyhelpers.tasks.files import slime_prompt_problem
 
 SHOWN = 5  # errors listed per file; the rest are counted
+# (The fixes name the knob and file: make train's preflight shows a failure's fix without what was found.)
 MISSING = ("build the task files as docs/training.md describes, or copy data/ from the old machine "
-           "(M19: data/ is not in git), or point the knob at them")
-REBUILD = ("fix the lines named, or rebuild the task files as docs/training.md describes, or copy data/ "
-           "from the old machine (M19: data/ is not in git)")
+           "(M19: data/ is not in git), or point {knob} at them")
+REBUILD = ("fix the lines of {path} that `make doctor` names, or rebuild the task files as docs/training.md "
+           "describes, or copy data/ from the old machine (M19: data/ is not in git)")
 
 
 def scan(path: Path, split: str) -> tuple[list[str], set[str], int]:
@@ -53,7 +54,7 @@ def check_data(ctx: Context) -> list[Result]:
         name = f"{split}-tasks"
         path = ctx.path(knob)
         if not path.is_file():
-            out.append(result(name, FAIL, f"{knob}={path} does not exist", fix=MISSING))
+            out.append(result(name, FAIL, f"{knob}={path} does not exist", fix=MISSING.format(knob=knob)))
             continue
         errors, ids[split], n = scan(path, split)
         if split == "val" and "train" in ids:
@@ -65,7 +66,7 @@ def check_data(ctx: Context) -> list[Result]:
             errors.append(f"{path}: empty file")
         if errors:
             more = [f"... and {len(errors) - SHOWN} more error(s)"] if len(errors) > SHOWN else []
-            out.append(result(name, FAIL, f"{knob}: {len(errors)} error(s); first: {errors[0]}", fix=REBUILD,
+            out.append(result(name, FAIL, f"{knob}: {len(errors)} error(s); first: {errors[0]}", fix=REBUILD.format(path=path),
                               details=errors[:SHOWN] + more))
         else:
             out.append(result(name, PASS, f"{knob}={path}: {n} valid task(s)"))

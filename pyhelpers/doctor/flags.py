@@ -26,7 +26,12 @@ PROBE_FILE = Path(__file__).with_name("flags_probe.py")
 
 
 def model_args(ctx: Context) -> list[str]:
-    """MODEL_ARGS of slime's model script, as bin/lib.sh load_model_args reads them."""
+    """MODEL_ARGS of slime's model script, as bin/lib.sh load_model_args reads them (once: the
+    models check compares them with HF_MODEL's config.json too)."""
+    return ctx.cached("model-args", lambda: _source_model_args(ctx))
+
+
+def _source_model_args(ctx: Context) -> list[str]:
     script = ctx.cfg.MODEL_ARGS_SCRIPT
     if not script.is_file():
         raise CheckError(f"slime's model script is missing: MODEL_ARGS_SCRIPT={script}",

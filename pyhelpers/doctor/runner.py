@@ -44,7 +44,7 @@ CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
     ("legacy-symlinks", ("legacy-symlinks",), disks.check_legacy_symlinks, ()),
     ("dotenv", ("dotenv",), envfile.check_dotenv, ()),
     ("secrets", ("secrets",), envfile.check_secrets, ()),
-    ("models", ("model-hf", "model-torch-dist"), models.check_models, ()),
+    ("models", ("model-hf", "model-config", "model-torch-dist"), models.check_models, ()),
     ("data", ("train-tasks", "val-tasks"), data.check_data, ()),
     ("run-files", ("run-files",), runfiles.check_run_files, ()),
     ("shopsim", ("shopsim-dir", "shopsim-retries", "shopsim-port"), shopsim.check_shopsim, ()),
@@ -120,7 +120,7 @@ def run_checks(cfg: Config, environ: Mapping[str, str], profile: str = "full",
         out.extend(got)
     if unknown:
         out.append(result("doctor", FAIL, f"DOCTOR_SKIP names unknown check(s): {', '.join(unknown)}",
-                          fix=f"use names from: {', '.join(NAMES)}"))
+                          fix=f"remove {', '.join(unknown)} from DOCTOR_SKIP; its names: {', '.join(NAMES)}"))
     return out if wanted is None else [r for r in out if r.name in wanted]
 
 

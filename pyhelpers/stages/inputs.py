@@ -43,18 +43,19 @@ def bank_and_analyst(lay: RunLayout, r: int, seed_bank: Path | None, *, new_run_
     if r == 0 and new_run_reads_seed and not bank.is_file():
         out += seed(seed_bank)
     else:
-        redo = (f"move it aside: `make resume` then redoes round {r - 1}'s inject from its compiled.json and "
-                "gate decisions" if r else "move it aside: `make resume` then writes it again from SEED_BANK")
+        redo = (f"move {bank} aside: `make resume` then redoes round {r - 1}'s inject from its compiled.json "
+                "and gate decisions" if r else f"move {bank} aside: `make resume` then writes it again from SEED_BANK")
         out.append(RunInput(bank, "bank", redo))
     for d, schema in ((lay.spool(r), "spool"), (lay.candidates(r), "candidates")):
-        out += [RunInput(p, schema, "the analyst wrote it: move it out of the run directory (compile then goes "
+        out += [RunInput(p, schema, f"the analyst wrote {p}: move it out of the run directory (compile then goes "
                                     "without it), or restore it from a copy of the run")
                 for p in sorted(d.glob("*.json"))]
     return out
 
 
 def compiled(lay: RunLayout, r: int) -> RunInput:
-    return RunInput(lay.compiled(r), "bank", "move it aside: `make resume` then compiles the round again")
+    return RunInput(lay.compiled(r), "bank", f"move {lay.compiled(r)} aside: `make resume` then compiles the round "
+                                             "again")
 
 
 def gate_decisions(lay: RunLayout, r: int) -> list[RunInput]:

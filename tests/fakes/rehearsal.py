@@ -106,11 +106,12 @@ def _conda(root: Path) -> None:
 
 def _models(models: Path, fixture: dict) -> None:
     from megatron_layout import write_hf_base, write_release
-    from support.tokenizer import build_tokenizer
+    from support.tokenizer import CONFIG, build_tokenizer
 
     origin = build_tokenizer(models / "tokenizer")
-    (origin / "config.json").write_text(json.dumps({"model_type": "qwen3_5", "fake": True, "torch_dtype": "bfloat16",
-                                                    "vocab_size": 248320}) + "\n")
+    # Qwen3.5-4B's config as slime's job accepts it with the stand-in model flags (make doctor's
+    # model-config check compares them as slime does).
+    (origin / "config.json").write_text(json.dumps({**CONFIG, "fake": True}) + "\n")
     policy = json.loads(Path(fixture["policy"]).read_text(encoding="utf-8"))
     policy.update(marker_regex=SKILL_MARKER, base_success=BASE_SUCCESS,
                   effects=[{"text": PLANTED_TEXT, "delta": PLANTED_DELTA}])

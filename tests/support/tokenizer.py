@@ -83,9 +83,20 @@ CORPUS = [
     "0123456789 ¥ [ ] { } ( ) : ; , . ! ? - _ / | 的 了 是 在 我 有 和 就 不 人 都 一 上 也 很 到 说 要 去",
 ]
 
-# Qwen3.5-4B's config.json fields the toolkit reads (the model type; sizes for the disk plan).
+# Qwen3.5-4B's config.json fields the toolkit and slime read: the model type (transformers picks the
+# tokenizer and processor by it), the dtype (the disk plan), and the text_config fields slime's job
+# compares with the model flags at its start (pyhelpers/doctor/hf_config.py), with the values of
+# slime's scripts/models/qwen3.5-4B.sh (tests/fakes/slime_stub/scripts/models/qwen3.5-4B.sh). slime
+# compares text_config alone: tie_word_embeddings is there too, not only at the top level.
 CONFIG = {"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"],
-          "torch_dtype": "bfloat16", "vocab_size": 248320}
+          "torch_dtype": "bfloat16", "vocab_size": 248320, "tie_word_embeddings": True,
+          "text_config": {"model_type": "qwen3_5_text", "dtype": "bfloat16", "vocab_size": 248320,
+                          "hidden_size": 2560, "intermediate_size": 9216, "num_hidden_layers": 32,
+                          "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256,
+                          "rms_norm_eps": 1e-06, "tie_word_embeddings": True,
+                          "rope_parameters": {"rope_type": "default", "rope_theta": 10000000,
+                                              "partial_rotary_factor": 0.25}},
+          "vision_config": {"model_type": "qwen3_5_vision"}}
 PREPROCESSOR = {"image_processor_type": "Qwen2VLImageProcessorFast", "processor_class": "Qwen3VLProcessor",
                 "patch_size": 16, "temporal_patch_size": 2, "merge_size": 2}
 
