@@ -156,9 +156,8 @@ class _Cluster:
 
 def _lost_node_loop(toolkit_env, monkeypatch, cluster, **knobs):
     from pyhelpers.errors import ToolkitError
-    from pyhelpers.launch import ray_nodes
+    from pyhelpers.launch import ray_nodes, slime_job
     from pyhelpers.loop import loop as loop_mod
-    from pyhelpers.stages import train
 
     cfg = config.load(_two_nodes(toolkit_env, RESTART_BACKOFF="0", **knobs))
     lay = from_config(cfg)
@@ -167,7 +166,7 @@ def _lost_node_loop(toolkit_env, monkeypatch, cluster, **knobs):
     calls = []
     monkeypatch.setattr(ray_nodes, "list_nodes", cluster)
     monkeypatch.setattr(ray_nodes, "POLL_S", 0.01)
-    monkeypatch.setattr(train, "stop_job", lambda *a: calls.append("stop_job") or "slime job: stopped")
+    monkeypatch.setattr(slime_job, "stop", lambda *a: calls.append("stop_job") or "slime job: stopped")
     monkeypatch.setattr(loop_mod.runstop, "cleanup", lambda *a, **k: calls.append("cleanup") or [])
     lines = []
     lp = loop_mod.Loop(cfg, lay, model_args=[], echo=lines.append)
