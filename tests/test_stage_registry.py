@@ -238,3 +238,23 @@ def test_the_stage_context_declares_all_a_stage_uses_of_it():
     assert not missing, f"stages use what StageContext does not declare: {missing}"
     assert not untyped, f"StageContext members typed Any: {untyped}"
 
+
+def test_no_test_or_document_lists_a_rounds_stages():
+    """A round's stages written out as a list (in a test, a golden file, the README, a menu line, a
+    docstring) go stale when a stage is added: tests derive the list from the registry, prose
+    points at it or at `make plan`. A list: three of the round's stages in their order with only
+    punctuation between them. The registry itself is the one list."""
+    names = stages.NAMES
+    listed = re.compile("|".join(r"\b" + r"\W+".join(map(re.escape, names[i:i + 3])) + r"\b"
+                                 for i in range(len(names) - 2)))
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    registry = Path(stages.__file__).relative_to(ROOT).as_posix()
+    found = []
+    for rel in files:
+        path = ROOT / rel
+        if not rel or rel == registry or not path.is_file() or path.is_symlink():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)!r}" for m in listed.finditer(text)]
+    assert not found, "a round's stages listed by name (derive them from pyhelpers.stages):\n" + "\n".join(found)
