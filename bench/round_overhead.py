@@ -1,7 +1,7 @@
 """Benchmark: the toolkit's own time per round transition (architecture §10: target <= 2 s).
 
 A round transition is everything between the slime job's end (round r) and the next job's
-submission (round r+1): drain the analyst, rotate, export, compile, evaluate, inject, prepare the
+submission (round r+1): drain the analyst, run every stage of the round after train, prepare the
 next round. Its own time is that window minus what is not the toolkit's: the HF conversion, the
 eval server's start, and the val/gate episodes (the policy's time). Measured from the run's
 events.jsonl (times only live there), in a rehearsal with zero-latency stand-ins:

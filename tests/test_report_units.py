@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pyhelpers import stages
 from pyhelpers.report import data, html, plots
 
 
@@ -113,7 +114,7 @@ def _full_tables() -> data.Tables:
               for r in (0, 1, "final")[:2]] + [{"round": "final", "status": "missing"}]
     t.timeline = [{"round": r, "stage": s, "start": "", "start_t": 100.0 * r + 10 * i, "end_t": 100.0 * r + 10 * i + 8,
                    "seconds": 8.0, "status": 1 if (r, s) == (1, "evaluate") else 0}
-                  for r in range(2) for i, s in enumerate(("train", "export", "compile", "evaluate", "inject"))]
+                  for r in range(2) for i, s in enumerate(stages.NAMES)]
     t.restarts = [{"at": "", "t": 135.0, "kind": "run-restart", "round": 1, "stage": "evaluate", "cause": "crash",
                    "detail": "x"}]
     t.notes, t.nodes, t.gpus_per_node = ["a note"], 2, 8

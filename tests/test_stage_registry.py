@@ -1,7 +1,8 @@
 """The stage registry is the one source of stage facts (docs/architecture.md §4): a stage added
-with one file and its line in the registry shows up in where a run stands, `make plan`, the ETAs,
-`make status` and the report, without a change anywhere else; and the modules that read the
-registry name no stage themselves.
+with one file and one line in the registry runs in a rehearsal and shows up in where a run stands,
+`make plan`, the ETAs, `make status` and the report, without a change anywhere else; the modules
+that read the registry name no stage themselves, no test or document lists a round's stages, and
+no stage imports another (what two stages share is a module below them).
 """
 
 from __future__ import annotations
@@ -9,17 +10,20 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from support.rehearsal import Run, copy_checkout, rehearse, rehearse_env
+
 from pyhelpers import stages
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A stage after the round's last one, as a contributor would add it: one file...
-NEW_STAGE = '''"""A stage added by tests/test_stage_registry.py: after inject, it leaves a note in the round dir."""
+# A stage as a contributor would add it: one file...
+NEW_STAGE = '''"""A stage added by tests/test_stage_registry.py: it leaves a note in the round dir."""
 
 from __future__ import annotations
 
@@ -38,16 +42,27 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 def run(loop, r: int) -> None:
     (loop.lay.round_dir(r) / "announced.txt").write_text("done")
+    loop.echo(f"announced round {r}")
 
 
 def launches(cfg, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
     return [("announcer", "announce --round %d" % r, "")]
 '''
 
-# ...and its line in the registry (with its name in the import above it).
-REGISTRY_EDITS = (("from pyhelpers.stages import baseline, compile, evaluate, export, inject, rotate, train",
-                   "from pyhelpers.stages import announce, baseline, compile, evaluate, export, inject, rotate, train"),
-                  ("    _stage(inject),\n", "    _stage(inject),\n    _stage(announce),\n"))
+
+
+def add_stage(pkg: Path, after: str, name: str = "announce", source: str = NEW_STAGE) -> None:
+    """...and one line in the registry: a copy of the line of the round's stage `after`, naming the
+    new one, just below it (a contributor's edit of pyhelpers/stages/__init__.py, nothing more)."""
+    (pkg / "stages" / f"{name}.py").write_text(source)
+    registry = pkg / "stages" / "__init__.py"
+    lines = registry.read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith("ROUND"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(")"))
+    mine = [i for i in range(start + 1, end) if re.search(rf"\b{after}\b", lines[i])]
+    assert len(mine) == 1, f"the registry's ROUND has no one line for {after}: {lines[start:end + 1]}"
+    lines.insert(mine[0] + 1, re.sub(rf"\b{after}\b", name, lines[mine[0]]))
+    registry.write_text("".join(lines))
 
 PROBE = r'''
 import json, os, sys
@@ -97,13 +112,7 @@ def test_a_stage_added_with_one_file_and_one_registry_line_is_seen_everywhere(tm
     proj = tmp_path / "proj"
     shutil.copytree(ROOT / "pyhelpers", proj / "pyhelpers", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "env", proj / "env", ignore=shutil.ignore_patterns("conda"))
-    (proj / "pyhelpers" / "stages" / "announce.py").write_text(NEW_STAGE)
-    registry = proj / "pyhelpers" / "stages" / "__init__.py"
-    text = registry.read_text()
-    for old, new in REGISTRY_EDITS:
-        assert text.count(old) == 1, f"the registry no longer has {old!r}: update this test's edit"
-        text = text.replace(old, new)
-    registry.write_text(text)
+    add_stage(proj / "pyhelpers", after=stages.END.name)
     (tmp_path / "probe.py").write_text(PROBE)
     env = {**toolkit_env, "ROUNDS": "1", "PYTHONPATH": f"{proj}{os.pathsep}{ROOT / 'tests'}"}
     out = subprocess.run([sys.executable, str(tmp_path / "probe.py")], env=env, cwd=proj, capture_output=True,
@@ -151,3 +160,101 @@ def test_the_registry_readers_name_no_stage():
                 if isinstance(node, ast.Constant) and node.value in names and (rel, node.value) not in NOT_A_STAGE:
                     found.append(f"{rel}:{node.lineno}: {node.value!r}")
     assert not found, "stage names written outside the registry (read stages.* instead):\n" + "\n".join(found)
+
+
+def test_a_stage_added_in_one_file_and_one_line_runs_in_a_rehearsal(tmp_path, rehearsal_world):
+    """The stage above, added to a copy of this checkout with one file and one registry line (after
+    export, in the middle of a round), runs in a one-round rehearsal in its place: after export,
+    before the stage that came next, and the run finishes."""
+    after = "export"
+    follows = stages.NAMES[stages.NAMES.index(after) + 1]
+    proj = copy_checkout(tmp_path / "proj")
+    add_stage(proj / "pyhelpers", after=after)
+    env = rehearse_env(tmp_path / "rehearsal", rehearsal_world, ROUNDS=1, PYTHONPATH=str(proj))
+    res = rehearse(env, root=proj)
+    assert res.returncode == 0, res.stdout[-5000:]
+    run = Run(Path(env["RUNS_DIR"]))
+    assert (run.round_dir(0) / "announced.txt").read_text() == "done"
+    assert "announced round 0" in res.stdout
+    evs = run.events()
+
+    def at(kind: str, stage: str) -> int:
+        found = [i for i, e in enumerate(evs) if e["kind"] == kind and e.get("stage") == stage and e["round"] == 0]
+        assert len(found) == 1, (kind, stage, found)
+        return found[0]
+    assert at("stage-end", after) < at("stage-start", "announce") < at("stage-end", "announce") < at("stage-start", follows)
+    assert evs[at("stage-end", "announce")]["status"] == 0
+
+
+def _imports_reached(graph: dict[str, set[str]], module: str) -> set[str]:
+    seen, todo = set(), [module]
+    while todo:
+        for target in graph[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_no_stage_imports_another_and_none_reaches_back_to_the_registry():
+    """A stage module is imported by the registry alone: what two stages share (the slime job's
+    stop, the analyst's drain, the eval server's session) is a module below them, and the loop and
+    `make stop` use those, not a stage. The registry loads its stages by name, an edge
+    tests/test_architecture.py's graph cannot see: no stage may import its way back to it."""
+    from test_architecture import import_graph
+
+    graph, registry = import_graph(), stages.__name__
+    modules = {f"{registry}.{name}" for name in stages.ALL_NAMES}
+    wrong = [f"{m} -> {t}" for m, targets in sorted(graph.items()) if m != registry for t in sorted(targets & modules)]
+    assert not wrong, "stage modules imported outside the registry:\n" + "\n".join(wrong)
+    back = [m for m in sorted(modules) if registry in _imports_reached(graph, m)]
+    assert not back, f"stages that import the registry that loads them (a circle): {back}"
+
+
+def test_the_stage_context_declares_all_a_stage_uses_of_it():
+    """A stage uses of its `run(ctx, r)` argument only what StageContext (stages/context.py)
+    declares, each with its type (no Any): the one place to read what a stage may ask of the loop."""
+    import typing
+
+    from pyhelpers.stages import context
+
+    hints = typing.get_type_hints(context.StageContext)
+    declared = set(hints) | {n for n, v in vars(context.StageContext).items() if callable(v) and not n.startswith("_")}
+    untyped = sorted(n for n, h in hints.items() if "typing.Any" in repr(h) or h is typing.Any)
+    used: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "pyhelpers" / "stages").glob("*.py")):
+        rel = path.relative_to(ROOT)
+        is_stage = path.stem in stages.ALL_NAMES
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+            ctx = {a.arg for a in params if a.annotation is not None and "StageContext" in ast.unparse(a.annotation)}
+            if is_stage and fn.name == "run" and params:
+                ctx.add(params[0].arg)  # a stage's run(ctx, r), annotated or not
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ctx:
+                    used.setdefault(node.attr, []).append(f"{rel}:{node.lineno}")
+    missing = {name: where for name, where in sorted(used.items()) if name not in declared}
+    assert not missing, f"stages use what StageContext does not declare: {missing}"
+    assert not untyped, f"StageContext members typed Any: {untyped}"
+
+
+def test_no_test_or_document_lists_a_rounds_stages():
+    """A round's stages written out as a list (in a test, a golden file, the README, a menu line, a
+    docstring) go stale when a stage is added: tests derive the list from the registry, prose
+    points at it or at `make plan`. A list: three of the round's stages in their order with only
+    punctuation between them. The registry itself is the one list."""
+    names = stages.NAMES
+    listed = re.compile("|".join(r"\b" + r"\W+".join(map(re.escape, names[i:i + 3])) + r"\b"
+                                 for i in range(len(names) - 2)))
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    registry = Path(stages.__file__).relative_to(ROOT).as_posix()
+    found = []
+    for rel in files:
+        path = ROOT / rel
+        if not rel or rel == registry or not path.is_file() or path.is_symlink():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)!r}" for m in listed.finditer(text)]
+    assert not found, "a round's stages listed by name (derive them from pyhelpers.stages):\n" + "\n".join(found)

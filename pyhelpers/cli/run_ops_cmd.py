@@ -22,6 +22,7 @@ from pyhelpers.config.load import Config
 from pyhelpers.doctor.envfile import netrc_has
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import convert_base as basemodel
+from pyhelpers.launch import slime_job
 from pyhelpers.loop.console import stamp
 from pyhelpers.overview import plan as runplan
 from pyhelpers.overview import rehearsal
@@ -32,7 +33,6 @@ from pyhelpers.run import lock as runlock
 from pyhelpers.run import stop as runstop
 from pyhelpers.run.layout import from_config
 from pyhelpers.stages import position as runstate
-from pyhelpers.stages import train as trainstage
 from pyhelpers.tracking import sync as wandbsync
 
 
@@ -42,7 +42,7 @@ def run():
 
 
 def _stop_job(cfg: Config, lay):
-    return lambda: trainstage.stop_job(cfg, lay)
+    return lambda: slime_job.stop(cfg, lay)
 
 
 @run.command("stop")

@@ -55,7 +55,7 @@ def run_loop(stop_before, model_args):
     stream = console.stream(on_line=runprogress.publisher(lay.run_dir))
     try:
         loop = driver.Loop(cfg=cfg, lay=lay, model_args=list(model_args), echo=say, status=console.status,
-                           eval_stream=stream)
+                           progress_stream=stream)
         end = loop.run(stop_before)
         if end == "stopped-before":
             say(f"stopping before {stop_before}, as asked")

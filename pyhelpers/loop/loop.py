@@ -2,16 +2,10 @@
 
 bin/train (bash) takes the run lock, traps signals, stops what a killed driver left, sources
 slime's model script, and starts this loop as its own child. The loop derives the next stage from
-the artifacts (stages/position.position), runs it, and repeats until the run is done:
-
-    train     services up, slime job submitted and watched, analyst beside it
-    rotate    checkpoints.rotate (keeps the newest complete save)
-    export    the converter as a recorded service, `hf` flipped atomically
-    compile   the analyst's drain awaited, then skills.steps.compile_step
-    evaluate  eval server (a service), bare val, gate
-    inject    skills.steps.inject_step -> the next round's bank (last round: the final bank)
-    baseline  the base model's bare val before round 0 (BASELINE_VAL=1)
-Each is a file in pyhelpers/stages/ (run and done); that package's __init__ is the registry.
+the artifacts (stages/position.position), runs it, and repeats until the run is done. Each stage
+is a file in pyhelpers/stages/ (run and done); that package's __init__ is the registry, which
+orders them (`make plan` lists a run's stages; README's "A run, start to end" says what each does).
+A stage runs with this Loop as its StageContext (stages/context.py), and names no other stage.
 
 Self-healing (pyhelpers/loop/supervisor.py): a stage that fails for a transient cause is restarted
 the way `make resume` would (job and services stopped, a backoff, the next stage derived again),
@@ -34,13 +28,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from pyhelpers import stages
 from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results as eval_results
-from pyhelpers.launch import node_env, ray_nodes, services
+from pyhelpers.launch import node_env, ray_nodes, services, slime_job
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
 from pyhelpers.procs import groups as procs
@@ -49,7 +44,7 @@ from pyhelpers.run import events
 from pyhelpers.run import stop as runstop
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.stages import position as runstate
-from pyhelpers.stages import progress, train
+from pyhelpers.stages import progress
 
 Echo = Callable[[str], None]
 
@@ -79,12 +74,8 @@ class Loop:
     model_args: list[str]
     echo: Echo
     notifier: object = None
-    # round -> the thread draining its analyst (started by train, joined by compile)
-    drains: dict[int, threading.Thread] = field(default_factory=dict)
-    # tokenizer files' hash -> the eval prompt builder (loaded once per process: stages/evaluate.py)
-    builders: dict[str, object] = field(default_factory=dict)
     status: Echo = lambda text: None  # the updating line on a terminal (console.Console.status)
-    eval_stream: object = None        # where evaluate draws its episode progress (a file-like)
+    progress_stream: TextIO | None = None  # where a stage draws its progress (console.Console.stream)
     # (round, stage) -> (its thread, [its exception]) for a stage running beside the next (BESIDE)
     beside: dict[tuple[int, str], tuple[threading.Thread, list]] = field(default_factory=dict)
 
@@ -273,7 +264,7 @@ class Loop:
         it is not). The train stage then continues from the last checkpoint: slime replays the
         steps after it, whose records the plugin rewrites, so nothing is counted twice."""
         cfg = self.cfg
-        self.echo(train.stop_job(cfg, self.lay))
+        self.echo(slime_job.stop(cfg, self.lay))
         time.sleep(wait_s)
         port = cfg.RAY_DASHBOARD_PORT
         self.echo(f"waiting up to {cfg.JOIN_TIMEOUT:g} s (JOIN_TIMEOUT) for the cluster to be whole "
@@ -299,7 +290,7 @@ class Loop:
 
     def _stop_everything(self) -> None:
         for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.STOP_GRACE,
-                                    stop_job=lambda: train.stop_job(self.cfg, self.lay)):
+                                    stop_job=lambda: slime_job.stop(self.cfg, self.lay)):
             self.echo(line)
 
     def _step(self, r: int, stage: str) -> int | None:

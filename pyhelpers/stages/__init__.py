@@ -4,7 +4,7 @@ plan`, `make status`, `make logs` and the report read them here and name no stag
 
 Every stage module exports
     run(loop, r)           do round r's stage; `loop` is a stages.context.StageContext (the driver's
-                           Loop): cfg, layout, echo, notifier, the analyst drains, the prompt builders
+                           Loop): cfg, layout, echo, notifier, ... -- what it declares, nothing else
     done(lay, r, rounds)   (done?, why) from the run's artifacts alone, never from a status file
     LOG                    the log (in the run's logs/) whose tail says why it failed, or None
     COLOUR                 its bar in the report's timeline
@@ -27,16 +27,23 @@ A round runs ROUND in order; its last stage ends the round (its artifact is the 
 With VAL_BESIDE_COMPILE=1 compile runs beside evaluate: bare val plays while compile waits for the
 analyst's drain, the gate after it.
 The first stage whose done() is false is where a run (re)starts. BASELINE runs once before round 0
-when BASELINE_VAL=1. To add a stage: a file here, and a line in ROUND.
+when BASELINE_VAL=1. To add a stage: a file here, and its name's line in ROUND.
+
+A stage imports no other stage, and nothing but this registry imports a stage: what two stages
+share lives in a module below them (launch/slime_job: the job's stop; analyst/drain: the
+analyst's drain; evaluate/builders: the eval prompt builder) or beside them here without being a
+stage (eval_session: the eval server's session of evaluate and baseline; inputs, stepwatch).
+The registry loads its stages by name (ROUND's lines); tests/test_stage_registry.py checks that
+none imports its way back to it, an edge tests/test_architecture.py's import graph cannot see.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyhelpers.run import gpu_time
-from pyhelpers.stages import baseline, compile, evaluate, export, inject, rotate, train
 
 
 @dataclass(frozen=True)
@@ -61,8 +68,8 @@ def _none(*_args, **_kw) -> list:
     return []
 
 
-def _stage(module) -> Stage:
-    name = module.__name__.rsplit(".", 1)[1]
+def _stage(name: str) -> Stage:
+    module = importlib.import_module(f"{__name__}.{name}")
     return Stage(name, module.run, done=module.done, log=module.LOG, colour=module.COLOUR,
                  label=getattr(module, "LABEL", name), summary=getattr(module, "SUMMARY", ""),
                  short=getattr(module, "SHORT", False), stepped=getattr(module, "STEPPED", False),
@@ -71,15 +78,15 @@ def _stage(module) -> Stage:
                  gpu_phase=getattr(module, "GPU_PHASE", None))
 
 
-ROUND: tuple[Stage, ...] = (
-    _stage(train),
-    _stage(rotate),
-    _stage(export),
-    _stage(compile),
-    _stage(evaluate),
-    _stage(inject),
-)
-BASELINE = _stage(baseline)
+ROUND: tuple[Stage, ...] = tuple(map(_stage, (  # a round's stages, in the order they run: one line each
+    "train",
+    "rotate",
+    "export",
+    "compile",
+    "evaluate",
+    "inject",
+)))
+BASELINE = _stage("baseline")
 END = ROUND[-1]  # its artifact ends a round: the next round's bank (the last round: the final bank)
 ALL: tuple[Stage, ...] = (BASELINE, *ROUND)  # every stage, in the order a run meets them
 NAMES: tuple[str, ...] = tuple(s.name for s in ROUND)  # a round's stages, in order

@@ -1,4 +1,4 @@
-"""The compile stage of round r: once the analyst's drain has finished (train.drain_wait), the
+"""The compile stage of round r: once the analyst's drain has finished (analyst/drain.py), the
 round's candidates are merged into its bank (skills.steps.compile_step) -> compiled.json. It runs
 beside evaluate (BESIDE; stages/__init__.py): only the gate needs compiled.json."""
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyhelpers.analyst import drain
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.steps import change_summary, compile_step
-from pyhelpers.stages import inputs, train
+from pyhelpers.stages import inputs
 
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
@@ -36,7 +37,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 def run(loop: StageContext, r: int) -> None:
     cfg, lay = loop.cfg, loop.lay
-    train.drain_wait(loop, r)
+    drain.wait(cfg, lay, r, loop.echo)
     hf = cfg.HF_MODEL
     for d in (lay.spool(r), lay.candidates(r)):
         d.mkdir(parents=True, exist_ok=True)

@@ -9,14 +9,12 @@
 4. the slime job submitted (pyhelpers.launch.rayjob, recorded submission id), its output copied into
    logs/slime-log.log, watched with the placement deadline JOB_START_TIMEOUT;
 5. at the end: the analyst stopped, and its drain started in a thread of the loop, beside the
-   export (network-bound, it overlaps the CPU-bound conversion); compile waits for it
-   (drain_wait below). The drain is resumable (the analyst's ledger): if the loop dies, the next
-   compile drains what is left.
-While the job trains, a thread also loads the eval prompt builder (evaluate.builder_for), which
+   export; compile waits for it (analyst/drain.py).
+While the job trains, a thread also loads the eval prompt builder (evaluate/builders.py), which
 the loop is otherwise idle enough to do: the round transition then does not wait for it.
 
-On Stopped (make stop, Ctrl-C: pyhelpers/loop/loop.py) or a failure, the job, the analyst and the log
-copy are stopped here; the driver stops the rest.
+On Stopped (make stop, Ctrl-C: pyhelpers/loop/loop.py) or a failure, the job (launch/slime_job.py),
+the analyst and the log copy are stopped here; the driver stops the rest.
 """
 
 from __future__ import annotations
@@ -31,11 +29,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pyhelpers.analyst import drain
 from pyhelpers.capacity import diskguard
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
+from pyhelpers.evaluate.builders import builder_for
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import cluster, node_env, rayjob, secret_env, services
+from pyhelpers.launch import cluster, node_env, rayjob, secret_env, services, slime_job
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
@@ -47,7 +47,7 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills.tokens import counter_for
-from pyhelpers.stages import evaluate, inputs, stepwatch
+from pyhelpers.stages import inputs, stepwatch
 from pyhelpers.tasks.files import check_slime_prompts
 
 if TYPE_CHECKING:
@@ -175,43 +175,6 @@ def _note_checkpoint(lay: RunLayout, r: int) -> None:
                       since=round(tracker.stat().st_mtime, 3))
 
 
-def stop_job(cfg: Config, lay: RunLayout) -> str:
-    """Stop the job recorded in slime-job.json and wait up to STOP_GRACE s for it to end."""
-    job = rayjob.recorded_job(lay.run_dir)
-    grace = cfg.STOP_GRACE
-    try:
-        if not job:
-            return ""
-        api, job_id = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=3.0), job["submission_id"]
-        try:
-            info = api.info(job_id)
-            if info.get("status") in rayjob.TERMINAL:
-                return f"slime job {job_id}: already ended" + _unsupervised_end(lay, job, info)
-            api.stop(job_id)
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline:
-                if api.info(job_id).get("status") in rayjob.TERMINAL:
-                    return f"slime job {job_id}: stopped"
-                time.sleep(0.2)
-            return f"slime job {job_id}: still stopping after {grace:g} s (stopping the Ray head ends it)"
-        except Exception as exc:  # noqa: BLE001 - the head may be gone; stopping the head ends the job anyway
-            return f"slime job {job_id}: Ray not reachable ({type(exc).__name__}); stopping the Ray head ends it"
-    finally:
-        services.stop(cfg, lay, "slime-log")
-
-
-def _unsupervised_end(lay: RunLayout, job: dict, info: dict) -> str:
-    """A job that ended with no driver watching (its driver was killed): record how it ended, once."""
-    job_id = job["submission_id"]
-    if any(e.get("job_id") == job_id and e.get("kind") in ("job-end", "job-end-unsupervised")
-           for e in events.read(lay.run_dir)):
-        return ""
-    events.append(lay.run_dir, "job-end-unsupervised", round=job.get("round"), job_id=job_id,
-                  status=info.get("status"), exit_code=info.get("driver_exit_code"),
-                  detail=f"slime job {job_id} {info.get('status')} while no driver watched it")
-    return f" ({info.get('status')} while no driver watched it; recorded)"
-
-
 def analyst_argv(lay: RunLayout, r: int) -> list[str]:
     """The analyst sidecar watching the round's spool/ while the job trains (W&B live)."""
     return [sys.executable, "-m", "pyhelpers", "analyst", "run", "--round-dir", str(lay.round_dir(r)), "--wandb"]
@@ -253,7 +216,7 @@ def run(loop: StageContext, r: int) -> None:
     def give_up(reason: str) -> None:
         gave_up.append(reason)
         echo(reason)
-        echo(stop_job(cfg, lay))
+        echo(slime_job.stop(cfg, lay))
 
     watchdog = threading.Thread(target=services.watch_shopsim, daemon=True, name="shopsim-watchdog",
                                 args=(cfg, lay, r, stop.wait, give_up, echo))
@@ -295,66 +258,19 @@ def run(loop: StageContext, r: int) -> None:
         watchdog.join(timeout=5)
         steps.join(timeout=5)  # its last step's line comes before the stage's end
         if not ok:
-            echo(stop_job(cfg, lay))
+            echo(slime_job.stop(cfg, lay))
         for line in services.stop(cfg, lay, "slime-log", "analyst"):
             echo(line)
         secret_env.remove_job_netrc(lay.run_dir)  # the job is over (or stopped): its key goes
     if analyst:  # the drain runs beside the export; compile waits for it
-        loop.drains[r] = _drain_thread(loop, r)
+        drain.start(cfg, lay, r, echo)
     write_record(lay, r, "train")
 
 
 def _warm_eval_builder(loop: StageContext) -> None:
     def warm():
         try:
-            evaluate.builder_for(loop.builders, str(loop.cfg.HF_MODEL))
+            builder_for(str(loop.cfg.HF_MODEL))
         except Exception:  # noqa: BLE001 - only a head start; the evaluate stage loads it if this failed
             pass
     threading.Thread(target=warm, daemon=True, name="warm-eval-builder").start()
-
-
-def _drain_thread(loop: StageContext, r: int) -> threading.Thread:
-    """The analyst's drain of round r in a thread of this process (no W&B here: pyhelpers run
-    log-wandb logs its final counters). Its failures are logged and never stop the round."""
-    cfg, lay, echo = loop.cfg, loop.lay, loop.echo
-
-    def drain():
-        from pyhelpers.analyst import logs as analyst_logs  # local: see drain_wait
-        from pyhelpers.analyst import sidecar
-
-        key = cfg.DASHSCOPE_API_KEY
-        if not key:
-            echo("analyst drain skipped: DASHSCOPE_API_KEY is not set")
-            return
-        analyst_logs.setup(key)
-        try:
-            out = sidecar.run(sidecar.Settings.from_config(cfg, lay.round_dir(r), r), key, threading.Event(),
-                              drain=True)
-            echo(f"analyst drain of round {r}: {out.why}, {out.left} record(s) left")
-        except Exception as exc:  # noqa: BLE001 - the analyst never stops training
-            echo(f"analyst drain of round {r} failed: {type(exc).__name__}: {exc} (compiling what it wrote)")
-    t = threading.Thread(target=drain, daemon=True, name=f"analyst-drain-r{r}")
-    t.start()
-    return t
-
-
-def drain_wait(loop: StageContext, r: int) -> None:
-    """Before compile: let the round's analyst drain (loop.drains[r], started by run) finish
-    (ANALYST_DRAIN_TIMEOUT + a minute); when none runs but records are pending (a resumed round),
-    drain now. Never fails the round."""
-    cfg, lay, echo = loop.cfg, loop.lay, loop.echo
-    if not cfg.ANALYST_ENABLED:
-        return
-    t = loop.drains.pop(r, None)
-    if t is None:
-        # local: done() here is read by `make status`/`plan`; the analyst's client (requests) costs ~0.15 s
-        from pyhelpers.analyst import sidecar
-
-        pending = sidecar.status(sidecar.Settings.from_config(cfg, lay.round_dir(r), r))["records_pending"]
-        if not pending:
-            return
-        echo(f"{pending} spool record(s) not analysed yet: draining the Failure Analyst first")
-        t = _drain_thread(loop, r)
-    t.join(timeout=cfg.ANALYST_DRAIN_TIMEOUT + 60)
-    if t.is_alive():
-        echo("the analyst drain overran ANALYST_DRAIN_TIMEOUT; compiling what it wrote (the rest is not used)")

@@ -17,6 +17,7 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -117,14 +118,30 @@ def _log(env: dict) -> Path:
     return Path(env["RUNS_DIR"]).parent / f"rehearse-{next(_count)}.log"
 
 
-def rehearse(env: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run bin/rehearse to its end; stdout+stderr in .stdout (and in a log file beside RUNS_DIR)."""
+def rehearse(env: dict, *args: str, timeout: float = 900, root: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run bin/rehearse (of checkout `root`: this one, or a copy_checkout) to its end; stdout+stderr
+    in .stdout (and in a log file beside RUNS_DIR)."""
     log = _log(env)
     with open(log, "w") as fh:
-        proc = subprocess.run([str(ROOT / "bin" / "rehearse"), *args], env=env, cwd=ROOT, stdout=fh,
+        proc = subprocess.run([str(root / "bin" / "rehearse"), *args], env=env, cwd=root, stdout=fh,
                               stderr=subprocess.STDOUT, start_new_session=True, timeout=timeout)
     proc.stdout = log.read_text(errors="replace")
     return proc
+
+
+def copy_checkout(dest: Path) -> Path:
+    """A copy of this checkout's files (git's tracked and untracked, not its ignored ones) that runs
+    on its own: its .venv is this one's, and a rehearsal of it loads its own pyhelpers (give the
+    rehearsal's env PYTHONPATH=dest: the .venv's editable install points at this checkout)."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():  # a file git still lists but the work tree deleted is left out
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel, follow_symlinks=False)
+    (dest / ".venv").symlink_to(ROOT / ".venv")
+    return dest
 
 
 def start(env: dict, *args: str) -> tuple[subprocess.Popen, Path]:
