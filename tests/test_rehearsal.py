@@ -304,3 +304,16 @@ def test_bad_env_values_fail_make_rehearse_and_make_doctor_profile_rehearse_as_t
             assert line in res.stderr, (args, line, res.stderr[-3000:])
     assert not (tmp_path / "runs" / "rehearsal").exists()  # refused before anything started
     assert not (tmp_path / "runs" / ".rehearsal" / "analyst.port").exists()
+
+
+# --- A finished or resumed rehearsal: what it says at its end and afterwards (issue 40) --------
+
+
+def test_the_rehearsals_cleanup_stops_ray_without_killing_it(reference):
+    """Ray's head was TERMed as a whole group: `ray start` then drains through a GCS that got the
+    same TERM, hangs, and was killed after STOP_GRACE on every run. Stopped the way Ray stops
+    (its `ray start` first, which ends the raylet, the GCS and the rest in order), nothing is killed."""
+    cleanup = [line for line in reference.result.stdout.splitlines() if " cleanup  " in line]
+    ray = [line for line in cleanup if "ray-head: pid " in line]
+    assert ray and all(": stopped (exited " in line for line in ray), cleanup
+    assert not [line for line in cleanup if "killed" in line], cleanup
