@@ -317,3 +317,16 @@ def test_the_rehearsals_cleanup_stops_ray_without_killing_it(reference):
     ray = [line for line in cleanup if "ray-head: pid " in line]
     assert ray and all(": stopped (exited " in line for line in ray), cleanup
     assert not [line for line in cleanup if "killed" in line], cleanup
+
+
+def test_the_rehearsals_report_has_headers_for_empty_tables_and_says_it_ran_on_stand_ins(reference):
+    from pyhelpers.report.data import COLUMNS
+
+    report = reference.run.run_dir / "report"
+    assert (report / "restarts.csv").read_text().splitlines() == ["at,t,kind,round,stage,cause,detail"]
+    for name, columns in COLUMNS.items():  # the declared columns are the rows' own (train: + train/*)
+        header = tuple((report / f"{name}.csv").read_text().splitlines()[0].split(","))
+        assert header[:len(columns)] == columns and (name == "train" or header == columns), (name, header)
+    page = (report / "index.html").read_text()
+    assert "GPU(s)" not in page.split("<h2>", 1)[0], page[:600]  # a CPU rehearsal has no GPUs to name
+    assert "rehearsal" in page.split("<h2>", 1)[0] and "stand-ins" in page.split("<h2>", 1)[0], page[:600]

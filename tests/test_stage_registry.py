@@ -132,7 +132,7 @@ def test_the_report_draws_an_added_stage_with_its_registry_colour_and_label(tmp_
 
 
 # Where a string equal to a stage name is not that stage, with the reason.
-NOT_A_STAGE = {("pyhelpers/report/__init__.py", "train"): "the CSV of W&B's training metrics (train.csv)",
+NOT_A_STAGE = {("pyhelpers/report/data.py", "train"): "the CSV of W&B's training metrics (train.csv, COLUMNS)",
                ("pyhelpers/report/plots.py", "train"): "the Tables field of W&B's training metrics (FIGURES)"}
 
 READERS = ["pyhelpers/report", "pyhelpers/stages/progress.py", "pyhelpers/stages/position.py",

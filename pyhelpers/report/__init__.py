@@ -21,7 +21,8 @@ def build(cfg: Config, lay, out: Path | None = None) -> Path:
     out = Path(out or lay.run_dir / "report")
     out.mkdir(parents=True, exist_ok=True)
     tables = data.gather(cfg, lay)
-    csvs = {name: data.write_csv(out / f"{name}.csv", getattr(tables, name))
-            for name in ("val", "gate", "bank", "steps", "train", "timeline", "restarts", "gpu")}
+    csvs = {name: data.write_csv(out / f"{name}.csv", getattr(tables, name), columns)
+            for name, columns in data.COLUMNS.items()}
     pngs = plots.draw_all(tables, lay.steps_per_round, out, cache_dir=lay.run_dir / ".matplotlib")
     return html.write(out / "index.html", cfg.run_name, t=tables, pngs=pngs, csvs=csvs)
+
