@@ -309,6 +309,15 @@ def test_bad_env_values_fail_make_rehearse_and_make_doctor_profile_rehearse_as_t
 # --- A finished or resumed rehearsal: what it says at its end and afterwards (issue 40) --------
 
 
+def test_a_finished_rehearsal_ends_naming_its_report_and_status(reference):
+    """It ended with "run rehearsal: finished" and no next step (the interrupted one names status
+    and resume): its last line names the rehearsal's own report and status commands."""
+    last = reference.result.stdout.rstrip().splitlines()[-1]
+    assert "train    run rehearsal: finished" in last, last
+    assert "make report REHEARSAL=1" in last and "make status REHEARSAL=1" in last, last
+    assert str(reference.run.run_dir / "report" / "index.html") in last, last
+
+
 def test_the_rehearsals_cleanup_stops_ray_without_killing_it(reference):
     """Ray's head was TERMed as a whole group: `ray start` then drains through a GCS that got the
     same TERM, hangs, and was killed after STOP_GRACE on every run. Stopped the way Ray stops
