@@ -318,6 +318,32 @@ def test_a_finished_rehearsal_ends_naming_its_report_and_status(reference):
     assert str(reference.run.run_dir / "report" / "index.html") in last, last
 
 
+def test_make_plan_of_a_finished_rehearsal_says_it_is_finished_with_its_own_commands(reference):
+    plan = in_rehearsal(reference.env, "bin/plan")
+    assert plan.returncode == 0, plan.stderr
+    head = plan.stdout.splitlines()[0]
+    assert "continues" not in head and "make resume" not in plan.stdout and "make train" not in plan.stdout, head
+    assert head.startswith("run rehearsal: finished") and "make report REHEARSAL=1" in head, head
+    assert "stages:" not in plan.stdout  # nothing under it: no heading either
+
+
+def test_make_plan_of_a_stopped_rehearsal_names_the_rehearsals_resume(toolkit_env, tmp_path):
+    """A rehearsal that continues is continued with `make rehearse RESUME=1`; `make rehearse`
+    starts a new one (the plan said "make resume / make train", the real run's commands)."""
+    from pyhelpers.config.load import load
+    from pyhelpers.overview import plan as runplan
+    from pyhelpers.run.layout import from_config
+
+    cfg = load()
+    lay = from_config(cfg)
+    lay.run_dir.mkdir(parents=True)
+    lay.manifest.write_text(json.dumps({"rehearsal": True}))
+    head = runplan.plan(cfg, lay)[0]
+    assert "make rehearse RESUME=1" in head and "make train" not in head and "make resume" not in head, head
+    lay.manifest.write_text(json.dumps({"rehearsal": False}))
+    assert "continues (make resume / make train)" in runplan.plan(cfg, lay)[0]
+
+
 def test_the_rehearsals_cleanup_stops_ray_without_killing_it(reference):
     """Ray's head was TERMed as a whole group: `ray start` then drains through a GCS that got the
     same TERM, hangs, and was killed after STOP_GRACE on every run. Stopped the way Ray stops
