@@ -365,3 +365,37 @@ def test_the_rehearsals_report_has_headers_for_empty_tables_and_says_it_ran_on_s
     page = (report / "index.html").read_text()
     assert "GPU(s)" not in page.split("<h2>", 1)[0], page[:600]  # a CPU rehearsal has no GPUs to name
     assert "rehearsal" in page.split("<h2>", 1)[0] and "stand-ins" in page.split("<h2>", 1)[0], page[:600]
+
+
+STAMPED = r"^\d\d:\d\d:\d\d train    "  # bin/lib.sh `log`, pyhelpers/loop/console.py stamp()
+
+
+def test_a_resumed_runs_first_lines_carry_the_time_and_the_service(toolkit_env):
+    """`make rehearse RESUME=1` printed "resuming rehearsal: round 0 at train" without the time and
+    service every other line has; so did "continuing run ..., stopped by `make stop`"."""
+    import re
+
+    from conftest import run_pyhelpers
+
+    assert run_pyhelpers(["run", "init"], toolkit_env).returncode == 0
+    res = run_pyhelpers(["run", "check-resume"], toolkit_env)
+    assert res.returncode == 0, res.stderr
+    assert re.search(STAMPED + r"resuming qwen35-4b-train-100: round 0 at train \(", res.stderr, re.M), res.stderr
+    stopped = Path(toolkit_env["RUNS_DIR"]) / "qwen35-4b-train-100" / "stopped"
+    stopped.write_text("stopped by `make stop` at some time\n")
+    res = run_pyhelpers(["run", "init", "--resume", "--continue-stopped", str(stopped.stat().st_mtime + 1)], toolkit_env)
+    assert res.returncode == 0, res.stderr
+    assert re.search(STAMPED + "continuing run qwen35-4b-train-100, stopped by `make stop`", res.stderr, re.M), res.stderr
+
+
+def test_the_users_inputs_line_speaks_of_their_seed_bank_not_of_a_new_run(toolkit_env):
+    """Before the stand-ins, `make rehearse` (and RESUME=1) checks the user's own SEED_BANK as the real
+    run's round 0 will read it; the line said "nothing of the run to read yet (a new run, ...)",
+    wrong on a resume, and about which run?"""
+    from conftest import run_pyhelpers
+
+    res = run_pyhelpers(["run", "rehearsal-inputs"], toolkit_env)
+    assert res.returncode == 0, res.stderr
+    [line] = [ln for ln in res.stderr.splitlines() if "your inputs: PASS  run-files" in ln]
+    assert "new run" not in line and "nothing of the run" not in line, line
+    assert "SEED_BANK is empty: round 0 starts with an empty bank" in line, line
