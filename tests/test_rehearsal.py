@@ -308,7 +308,6 @@ def test_bad_env_values_fail_make_rehearse_and_make_doctor_profile_rehearse_as_t
 
 # --- A finished or resumed rehearsal: what it says at its end and afterwards (issue 40) --------
 
-
 def test_a_finished_rehearsal_ends_naming_its_report_and_status(reference):
     """It ended with "run rehearsal: finished" and no next step (the interrupted one names status
     and resume): its last line names the rehearsal's own report and status commands."""
@@ -365,6 +364,15 @@ def test_the_rehearsals_report_has_headers_for_empty_tables_and_says_it_ran_on_s
     page = (report / "index.html").read_text()
     assert "GPU(s)" not in page.split("<h2>", 1)[0], page[:600]  # a CPU rehearsal has no GPUs to name
     assert "rehearsal" in page.split("<h2>", 1)[0] and "stand-ins" in page.split("<h2>", 1)[0], page[:600]
+
+
+def test_the_run_records_the_time_of_its_end_of_run_work(reference):
+    """The ETA counts the W&B logging and the report after the last step (pyhelpers/stages/progress.py):
+    the run records each one's time (a round's background ones, and the run's own at its end)."""
+    evs = reference.run.events()
+    for kind in ("wandb-logged", "report-written"):
+        timed = [e for e in evs if e["kind"] == kind]
+        assert timed and all(e["seconds"] >= 0 for e in timed), kind
 
 
 STAMPED = r"^\d\d:\d\d:\d\d train    "  # bin/lib.sh `log`, pyhelpers/loop/console.py stamp()

@@ -117,7 +117,7 @@ def test_a_stage_added_with_one_file_and_one_registry_line_is_seen_everywhere(tm
     assert "resume point: round 0, stage announce (announced.txt)" in plan
     assert "round 0: announce" in plan
     assert "announcer: announce --round 0" in plan  # its launches() in the command lines
-    assert got["untimed"] == ["announce"]  # the ETA names it: never timed, and not SHORT
+    assert got["untimed"] == ["announce", "W&B", "report"]  # the ETA names it: never timed, and not SHORT
     assert any("announce" in line for line in got["status"]), got["status"]
     assert "announce" in got["timeline_csv"]  # the report drew its bar (the old legend raised KeyError)
 
