@@ -108,9 +108,10 @@ plan-memory: | $(VENV)
 
 ## --- The toolkit ---
 
+# Run first by train, rehearse, test ...: it then says the venv is ready for that target.
 .PHONY: setup
 setup:
-	@bin/setup
+	@bin/setup $(if $(filter-out setup,$(MAKECMDGOALS)),--for "$(filter-out setup,$(MAKECMDGOALS))")
 
 .PHONY: test
 test: setup

@@ -17,12 +17,16 @@ def _dry_run(target: str, cwd=ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(["make", "-n", target], cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
+def _runs_setup(dry: subprocess.CompletedProcess) -> bool:
+    return any(line.split()[:1] == ["bin/setup"] for line in dry.stdout.splitlines())  # (with its --for TARGET)
+
+
 def test_control_and_inspection_targets_never_run_setup():
     for target in CONTROL:
         dry = _dry_run(target)
         assert dry.returncode == 0, dry.stderr
-        assert "bin/setup" not in dry.stdout.splitlines(), f"make {target} would run setup"
-    assert "bin/setup" in _dry_run("train").stdout.splitlines()  # the run itself still updates the venv first
+        assert not _runs_setup(dry), f"make {target} would run setup"
+    assert _runs_setup(_dry_run("train"))  # the run itself still updates the venv first
 
 
 def test_without_a_venv_they_say_how_to_make_one(tmp_path):
@@ -141,7 +145,7 @@ def test_setup_says_it_is_still_installing_while_pip_is_silent(tmp_path):
         out, err = setup.communicate(timeout=60)
     assert any("pip: still installing the collected packages (" in ln for ln in seen), seen
     assert setup.returncode == 0, "".join(seen) + err
-    assert "setup: done" in out
+    assert "setup    done: .venv is ready" in err, out + err
 
 
 def test_make_rehearse_refuses_round_without_resume(tmp_path, rehearsal_world):
@@ -154,3 +158,42 @@ def test_make_rehearse_refuses_round_without_resume(tmp_path, rehearsal_world):
     assert res.returncode != 0
     assert "ROUND=1" in res.stderr and "make rehearse RESUME=1 ROUND=1" in res.stderr, res.stderr
     assert not (tmp_path / "runs" / "rehearsal").exists()
+
+
+def test_setup_counts_each_package_once_says_installing_once_and_no_wrong_next_step(tmp_path):
+    """Under `make rehearse`, setup's last line said "setup: done (.venv ready; run: make test)" in the
+    middle of the rehearsal; its progress counted a package pip collects twice
+    ("10 packages collected (opentelemetry-api>=1.43.0)", the 10th line, not the 10th package) and
+    said "installing the collected packages (the longest step)" for the toolkit's own install too."""
+    import os
+    import sys
+
+    root = tmp_path / "clone"
+    for rel in ("bin/setup", "bin/lib.sh", "pyhelpers/procs/venv_users.py", "env/requirements.txt", "pyproject.toml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, root / rel)
+    (root / "env" / "system-packages.txt").write_text("")
+    venv_python = root / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    # pip as it logs (.venv/setup.log of a real setup): a requirement collected again further down
+    collected = [*"abcdefghi", "c>=1.0 (from x==1->-r env/requirements.txt (line 9))", "j"]
+    venv_python.write_text("#!/usr/bin/env bash\n"
+                           'if [[ " $* " == *" -e "* ]]; then echo "Installing collected packages: toolkit"; '
+                           'echo "Successfully installed toolkit-0.1"; exit 0; fi\n'
+                           + "".join(f"echo 'Collecting {c}'\n" for c in collected)
+                           + "echo 'Installing collected packages: a, b'\necho 'Successfully installed a-1 b-1'\n")
+    venv_python.chmod(0o755)
+    res = subprocess.run([str(root / "bin" / "setup"), "--for", "rehearse"], cwd=root, capture_output=True, text=True,
+                         env={**os.environ, "PYTHON": sys.executable}, timeout=120)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout + res.stderr
+    assert "pip: 10 packages collected (j)" in out, out
+    assert out.count("installing the collected packages") == 1, out
+    [done] = [line for line in out.splitlines() if "done" in line]
+    assert "setup    done: .venv is ready for make rehearse" in done and "make test" not in done, done
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS")}
+    for goals, flag in ((["rehearse"], 'bin/setup --for "rehearse"'), (["setup"], "bin/setup")):
+        dry = subprocess.run(["make", "-n", *goals], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        setup = [line.strip() for line in dry.stdout.splitlines() if line.startswith("bin/setup")]
+        assert dry.returncode == 0 and setup == [flag], dry.stdout + dry.stderr

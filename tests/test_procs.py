@@ -138,6 +138,41 @@ def test_stop_all_reverse_order_and_term_ignorer_killed_after_grace(procs_env):
     assert list((run_dir / "pids").glob("*.json")) == []
 
 
+# A service whose leader ends its own children, in its own order, and hangs when one of them was
+# TERMed first: `ray start --block` drains its node through the GCS on TERM (ray/_private/node.py,
+# 2.60.0), and a GCS TERMed with the group is not there to answer.
+ORDERLY = """
+ack="$0"
+bash -c 'trap "exit 0" TERM; trap "touch $0" USR1; while :; do sleep 0.1 & wait $!; done' "$ack" &
+child=$!
+trap 'kill -USR1 $child; until [[ -e $ack ]]; do sleep 0.05; done; kill $child; wait $child; exit 0' TERM
+echo armed
+while :; do sleep 0.1 & wait $!; done
+"""
+
+
+def test_a_service_that_stops_its_own_children_is_stopped_through_its_leader(procs_env, tmp_path):
+    """Ray's head was killed after STOP_GRACE on every run: TERMed as a group, its `ray start` waited
+    on a GCS that had already exited. A service recorded as stopping through its leader gets the
+    TERM alone first; the rest of the group only if it is still there after the grace; a KILL, and
+    its word, only when that fails too."""
+    env, run_dir, _ = procs_env
+    pids, logs = run_dir / "pids", run_dir / "logs"
+    for name in ("orderly", "grouped"):
+        procs.start(name, ["bash", "-c", ORDERLY, str(tmp_path / f"{name}.ack")], pids, logs,
+                    stop_leader_first=(name == "orderly"))
+        res = proc(["wait", "--pids-dir", str(pids), "--name", name, "--timeout", "30", "--backoff-max", "0.1",
+                    "--cmd", "--", "grep", "-q", "armed", str(logs / f"{name}.log")], env)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(procs.pidfile(pids, name).read_text())["stop_leader_first"] is (name == "orderly")
+    # (a grace far above what it needs, for a loaded machine: the stop returns once the group is gone)
+    orderly = procs.stop(procs.find(pids, "orderly"), 60, pids_dir=pids)
+    assert orderly.outcome == "stopped" and "killed" not in orderly.message, orderly
+    assert (tmp_path / "orderly.ack").exists()  # its child was asked, and answered, before it ended
+    grouped = procs.stop(procs.find(pids, "grouped"), 0.5, pids_dir=pids)
+    assert grouped.outcome == "killed" and "killed after 0.5 s" in grouped.message, grouped  # the group TERM's hang
+
+
 def test_reused_pid_and_other_host_are_left_alone(procs_env):
     env, run_dir, groups = procs_env
     other = groups.popen(["sleep", "300"])  # not ours: same pid as the pidfile, other start time

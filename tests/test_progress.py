@@ -23,8 +23,46 @@ def test_nothing_timed_yet_says_so():
 def test_round_zero_counts_steps_and_names_what_is_not_timed():
     eta = estimate(_steps(10, 10), ROUND, rounds=3, steps=4, r=0, stage="train", steps_done=2)
     assert eta.round_s == 20 and eta.run_s == 20 + 2 * 40
-    assert eta.untimed == ["export", "evaluate"]
-    assert eta.words() == "ETA round 0:20, run 1:40 (+ export, evaluate: not timed yet)"
+    # after the last step: its training, the checkpoint; after the last round: W&B, the report
+    assert eta.untimed == ["checkpoint", "export", "evaluate", "W&B", "report"]
+    assert eta.words() == "ETA round 0:20, run 1:40 (+ checkpoint, export, evaluate, W&B, report: not timed yet)"
+    assert "W&B" not in estimate(_steps(10), ROUND, rounds=1, steps=1, r=0, stage="train", steps_done=1,
+                                 wandb=False).untimed  # WANDB_MODE=disabled: nothing to log
+
+
+def _round(r: int, t0: float, steps: int, step_s: float, tail_s: float) -> list[dict]:
+    """Round r's train stage from t0: `steps` steps of step_s, then tail_s to its end (the last
+    step's training, the checkpoint, the job's end); then export 5 s and evaluate 30 s."""
+    evs = [{"kind": "stage-start", "t": t0, "round": r, "stage": "train"}]
+    evs += [{"kind": "step-done", "t": t0 + (k + 1) * step_s, "round": r, "seconds": step_s} for k in range(steps)]
+    end = t0 + steps * step_s + tail_s
+    evs.append({"kind": "stage-end", "t": end, "round": r, "stage": "train", "status": 0,
+                "seconds": steps * step_s + tail_s})
+    for stage, secs in (("export", 5.0), ("evaluate", 30.0)):
+        evs += [{"kind": "stage-start", "t": end, "round": r, "stage": stage},
+                {"kind": "stage-end", "t": end + secs, "round": r, "stage": stage, "status": 0, "seconds": secs}]
+        end += secs
+    return evs
+
+
+def test_the_last_step_counts_what_follows_it_to_the_runs_end():
+    """The last step's ETA said "run 0:04" and ~34 s followed: the end of its train stage (its
+    training, the checkpoint), export and evaluation, then the run's W&B logging, its report and
+    the cleanup. Each is counted from what this run timed of it: earlier rounds' train stages
+    after their last step, the rounds' background W&B logging and reports, an earlier cleanup."""
+    evs = _round(0, 1000.0, steps=2, step_s=10, tail_s=20)
+    evs += [{"kind": "wandb-logged", "t": 1100.0, "seconds": 4.0}, {"kind": "report-written", "t": 1101.0, "seconds": 6.0},
+            {"kind": "cleanup", "t": 1102.0, "seconds": 3.0}]
+    evs += [{"kind": "stage-start", "t": 1200.0, "round": 1, "stage": "train"},
+            {"kind": "step-done", "t": 1210.0, "round": 1, "seconds": 10}, {"kind": "step-done", "t": 1220.0, "round": 1, "seconds": 10}]
+    eta = estimate(evs, ROUND, rounds=2, steps=2, r=1, stage="train", steps_done=2)
+    assert eta.untimed == []
+    assert eta.round_s == 20 + 5 + 30  # the train stage's tail, export, evaluate
+    assert eta.run_s == eta.round_s + 4 + 6 + 3  # then W&B, the report, the cleanup
+    assert eta.words() == "ETA round 0:55, run 1:08"
+    # one round earlier, the run's end comes after the last round, as before
+    mid = estimate(evs, ROUND, rounds=3, steps=2, r=1, stage="train", steps_done=2)
+    assert mid.run_s == mid.round_s + (20 + 20 + 5 + 30) + 4 + 6 + 3
 
 
 def test_later_rounds_use_the_earlier_rounds_stage_times():
@@ -32,7 +70,8 @@ def test_later_rounds_use_the_earlier_rounds_stage_times():
         + _stage("evaluate", 3, status=1)  # a failed run of a stage does not count
     eta = estimate(evs, ROUND, rounds=3, steps=4, r=1, stage="train", steps_done=1)
     assert step_seconds(evs) == 10
-    assert eta.untimed == [] and eta.round_s == 3 * 10 + 5 + 30 and eta.run_s == eta.round_s + (50 + 5 + 30)
+    assert eta.round_s == 3 * 10 + 5 + 30 and eta.run_s == eta.round_s + (50 + 5 + 30)
+    assert eta.untimed == ["checkpoint", "W&B", "report"]  # (steps of no round; no end-of-run work timed)
 
 
 def test_a_stage_in_progress_counts_down_from_its_usual_time():

@@ -306,3 +306,106 @@ def test_bad_env_values_fail_make_rehearse_and_make_doctor_profile_rehearse_as_t
             assert line in res.stderr, (args, line, res.stderr[-3000:])
     assert not (tmp_path / "runs" / "rehearsal").exists()  # refused before anything started
     assert not (tmp_path / "runs" / ".rehearsal" / "analyst.port").exists()
+
+
+# --- A finished or resumed rehearsal: what it says at its end and afterwards (issue 40) --------
+
+def test_a_finished_rehearsal_ends_naming_its_report_and_status(reference):
+    """It ended with "run rehearsal: finished" and no next step (the interrupted one names status
+    and resume): its last line names the rehearsal's own report and status commands."""
+    last = reference.result.stdout.rstrip().splitlines()[-1]
+    assert "train    run rehearsal: finished" in last, last
+    assert "make report REHEARSAL=1" in last and "make status REHEARSAL=1" in last, last
+    assert str(reference.run.run_dir / "report" / "index.html") in last, last
+
+
+def test_make_plan_of_a_finished_rehearsal_says_it_is_finished_with_its_own_commands(reference):
+    plan = in_rehearsal(reference.env, "bin/plan")
+    assert plan.returncode == 0, plan.stderr
+    head = plan.stdout.splitlines()[0]
+    assert "continues" not in head and "make resume" not in plan.stdout and "make train" not in plan.stdout, head
+    assert head.startswith("run rehearsal: finished") and "make report REHEARSAL=1" in head, head
+    assert "stages:" not in plan.stdout  # nothing under it: no heading either
+
+
+def test_make_plan_of_a_stopped_rehearsal_names_the_rehearsals_resume(toolkit_env, tmp_path):
+    """A rehearsal that continues is continued with `make rehearse RESUME=1`; `make rehearse`
+    starts a new one (the plan said "make resume / make train", the real run's commands)."""
+    from pyhelpers.config.load import load
+    from pyhelpers.overview import plan as runplan
+    from pyhelpers.run.layout import from_config
+
+    cfg = load()
+    lay = from_config(cfg)
+    lay.run_dir.mkdir(parents=True)
+    lay.manifest.write_text(json.dumps({"rehearsal": True}))
+    head = runplan.plan(cfg, lay)[0]
+    assert "make rehearse RESUME=1" in head and "make train" not in head and "make resume" not in head, head
+    lay.manifest.write_text(json.dumps({"rehearsal": False}))
+    assert "continues (make resume / make train)" in runplan.plan(cfg, lay)[0]
+
+
+def test_the_rehearsals_cleanup_stops_ray_without_killing_it(reference):
+    """Ray's head was TERMed as a whole group: `ray start` then drains through a GCS that got the
+    same TERM, hangs, and was killed after STOP_GRACE on every run. Stopped the way Ray stops
+    (its `ray start` first, which ends the raylet, the GCS and the rest in order), nothing is killed."""
+    cleanup = [line for line in reference.result.stdout.splitlines() if " cleanup  " in line]
+    ray = [line for line in cleanup if "ray-head: pid " in line]
+    assert ray and all(": stopped (exited " in line for line in ray), cleanup
+    assert not [line for line in cleanup if "killed" in line], cleanup
+
+
+def test_the_rehearsals_report_has_headers_for_empty_tables_and_says_it_ran_on_stand_ins(reference):
+    from pyhelpers.report.data import COLUMNS
+
+    report = reference.run.run_dir / "report"
+    assert (report / "restarts.csv").read_text().splitlines() == ["at,t,kind,round,stage,cause,detail"]
+    for name, columns in COLUMNS.items():  # the declared columns are the rows' own (train: + train/*)
+        header = tuple((report / f"{name}.csv").read_text().splitlines()[0].split(","))
+        assert header[:len(columns)] == columns and (name == "train" or header == columns), (name, header)
+    page = (report / "index.html").read_text()
+    assert "GPU(s)" not in page.split("<h2>", 1)[0], page[:600]  # a CPU rehearsal has no GPUs to name
+    assert "rehearsal" in page.split("<h2>", 1)[0] and "stand-ins" in page.split("<h2>", 1)[0], page[:600]
+
+
+def test_the_run_records_the_time_of_its_end_of_run_work(reference):
+    """The ETA counts the W&B logging and the report after the last step (pyhelpers/stages/progress.py):
+    the run records each one's time (a round's background ones, and the run's own at its end)."""
+    evs = reference.run.events()
+    for kind in ("wandb-logged", "report-written"):
+        timed = [e for e in evs if e["kind"] == kind]
+        assert timed and all(e["seconds"] >= 0 for e in timed), kind
+
+
+STAMPED = r"^\d\d:\d\d:\d\d train    "  # bin/lib.sh `log`, pyhelpers/loop/console.py stamp()
+
+
+def test_a_resumed_runs_first_lines_carry_the_time_and_the_service(toolkit_env):
+    """`make rehearse RESUME=1` printed "resuming rehearsal: round 0 at train" without the time and
+    service every other line has; so did "continuing run ..., stopped by `make stop`"."""
+    import re
+
+    from conftest import run_pyhelpers
+
+    assert run_pyhelpers(["run", "init"], toolkit_env).returncode == 0
+    res = run_pyhelpers(["run", "check-resume"], toolkit_env)
+    assert res.returncode == 0, res.stderr
+    assert re.search(STAMPED + r"resuming qwen35-4b-train-100: round 0 at train \(", res.stderr, re.M), res.stderr
+    stopped = Path(toolkit_env["RUNS_DIR"]) / "qwen35-4b-train-100" / "stopped"
+    stopped.write_text("stopped by `make stop` at some time\n")
+    res = run_pyhelpers(["run", "init", "--resume", "--continue-stopped", str(stopped.stat().st_mtime + 1)], toolkit_env)
+    assert res.returncode == 0, res.stderr
+    assert re.search(STAMPED + "continuing run qwen35-4b-train-100, stopped by `make stop`", res.stderr, re.M), res.stderr
+
+
+def test_the_users_inputs_line_speaks_of_their_seed_bank_not_of_a_new_run(toolkit_env):
+    """Before the stand-ins, `make rehearse` (and RESUME=1) checks the user's own SEED_BANK as the real
+    run's round 0 will read it; the line said "nothing of the run to read yet (a new run, ...)",
+    wrong on a resume, and about which run?"""
+    from conftest import run_pyhelpers
+
+    res = run_pyhelpers(["run", "rehearsal-inputs"], toolkit_env)
+    assert res.returncode == 0, res.stderr
+    [line] = [ln for ln in res.stderr.splitlines() if "your inputs: PASS  run-files" in ln]
+    assert "new run" not in line and "nothing of the run" not in line, line
+    assert "SEED_BANK is empty: round 0 starts with an empty bank" in line, line

@@ -252,3 +252,25 @@ def test_the_report_is_drawn_in_the_background_after_each_round_but_the_last(mon
     for r in range(3):
         driver.Loop.round_done(fake, r)
     assert sent == [0, 1, 2] and started == ["report", "report"]
+
+
+def test_a_table_without_rows_is_written_with_its_header(tmp_path):
+    """restarts.csv of a run without restarts held the word "empty" and no header: a CSV reader then
+    sees a column named `empty`. Every table has its columns, rows or not."""
+    import csv
+
+    t = data.Tables(1)
+    for name in data.COLUMNS:
+        path = data.write_csv(tmp_path / f"{name}.csv", getattr(t, name), data.COLUMNS[name])
+        with open(path, newline="") as fh:
+            assert list(csv.reader(fh)) == [list(data.COLUMNS[name])], name
+    assert data.COLUMNS["restarts"] == ("at", "t", "kind", "round", "stage", "cause", "detail")
+
+
+def test_the_page_of_a_rehearsal_says_it_ran_on_stand_ins_not_on_gpus(tmp_path):
+    t = _tables(baseline=False)
+    t.nodes, t.gpus_per_node = 1, 4
+    assert "2 round(s) on 1 node(s) of 4 GPU(s)" in _page(tmp_path, t)
+    t.rehearsal = True
+    head = _page(tmp_path, t).split("<h2>")[0]
+    assert "GPU(s)" not in head and "a rehearsal: the toolkit on stand-ins, on the CPU" in head, head

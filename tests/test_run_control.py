@@ -94,6 +94,9 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
     resumed = rehearse(env, "--resume")
     assert resumed.returncode == 0, resumed.stdout[-5000:]
     assert "continuing run rehearsal, stopped by `make stop" in resumed.stdout
+    # its first lines in the toolkit's format; the check of the user's inputs is not about a new run
+    assert re.search(r"^\d\d:\d\d:\d\d train    resuming rehearsal: round 0 at ", resumed.stdout, re.M), resumed.stdout[:3000]
+    assert "a new run" not in resumed.stdout, resumed.stdout[:3000]
     assert not run.events("run-restart")
     assert outcome(run) == outcome(reference.run)
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))

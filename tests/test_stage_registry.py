@@ -126,7 +126,7 @@ def test_a_stage_added_with_one_file_and_one_registry_line_is_seen_everywhere(tm
     assert "resume point: round 0, stage announce (announced.txt)" in plan
     assert "round 0: announce" in plan
     assert "announcer: announce --round 0" in plan  # its launches() in the command lines
-    assert got["untimed"] == ["announce"]  # the ETA names it: never timed, and not SHORT
+    assert got["untimed"] == ["announce", "W&B", "report"]  # the ETA names it: never timed, and not SHORT
     assert any("announce" in line for line in got["status"]), got["status"]
     assert "announce" in got["timeline_csv"]  # the report drew its bar (the old legend raised KeyError)
 
@@ -141,7 +141,7 @@ def test_the_report_draws_an_added_stage_with_its_registry_colour_and_label(tmp_
 
 
 # Where a string equal to a stage name is not that stage, with the reason.
-NOT_A_STAGE = {("pyhelpers/report/__init__.py", "train"): "the CSV of W&B's training metrics (train.csv)",
+NOT_A_STAGE = {("pyhelpers/report/data.py", "train"): "the CSV of W&B's training metrics (train.csv, COLUMNS)",
                ("pyhelpers/report/plots.py", "train"): "the Tables field of W&B's training metrics (FIGURES)"}
 
 READERS = ["pyhelpers/report", "pyhelpers/stages/progress.py", "pyhelpers/stages/position.py",

@@ -13,6 +13,7 @@ import click
 from pyhelpers.cli.common import ctx as _ctx
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
+from pyhelpers.loop.console import stamp  # their lines are bin/train's, in its format
 from pyhelpers.overview import manifest as runmanifest
 from pyhelpers.overview import rehearsal as rehearsal_mod
 from pyhelpers.run import lock as runlock
@@ -45,14 +46,14 @@ def run_init(rehearsal, resume, started_at):
     for d in (lay.run_dir, lay.pids, lay.logs, lay.wandb_dir, lay.megatron):
         d.mkdir(parents=True, exist_ok=True)
     for change in runmanifest.record_or_compare(cfg, lay.manifest, rehearsal=rehearsal):
-        click.echo(f"config change recorded in run.json: {change}", err=True)
+        click.echo(stamp("train", f"config change recorded in run.json: {change}"), err=True)
     if rehearsal:
         rehearsal_mod.mark(lay)
     if started_at is not None:
 
         note = clear_stop(lay, started_at)
         if note:
-            click.echo(f"continuing run {cfg.run_name}, {note}", err=True)
+            click.echo(stamp("train", f"continuing run {cfg.run_name}, {note}"), err=True)
     click.echo(str(lay.run_dir))
 
 
@@ -84,7 +85,7 @@ def run_check_resume(round_):
     else:
         pos = runstate.check_resume_round(lay, cfg.ROUNDS, round_)
     where = "finished" if pos.finished else f"round {pos.round} at {pos.stage}"
-    click.echo(f"resuming {cfg.run_name}: {where} ({pos.detail})", err=True)
+    click.echo(stamp("train", f"resuming {cfg.run_name}: {where} ({pos.detail})"), err=True)
 
 
 @run.command("check-lock")

@@ -384,6 +384,5 @@ def run_report(out):
     if not lay.manifest.is_file():
         raise ToolkitError(f"there is no run named {cfg.run_name}", str(lay.run_dir),
                            "set RUN_NAME to the run you mean (`ls " + str(lay.run_dir.parent) + "`)")
-    t0 = time.monotonic()
-    page = report.build(cfg, lay, out)
-    click.echo(f"wrote {page} ({time.monotonic() - t0:.1f} s)")
+    page, seconds = report.build_timed(cfg, lay, out)
+    click.echo(f"wrote {page} ({seconds:.1f} s)")

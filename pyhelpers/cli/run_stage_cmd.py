@@ -19,8 +19,8 @@ from pyhelpers.loop.console import Console
 from pyhelpers.overview import rehearsal
 from pyhelpers.overview import status as runstatus
 from pyhelpers.procs import groups as procs
-from pyhelpers.procs import ready
-from pyhelpers.run import hints
+from pyhelpers.procs import procfs, ready
+from pyhelpers.run import events, hints
 from pyhelpers.stages import NAMES as STAGES
 from pyhelpers.stages import progress as runprogress
 
@@ -84,7 +84,7 @@ def run_loop(stop_before, model_args):
 def _final_report(cfg: Config, lay, say) -> None:
     services.stop(cfg, lay, "report")  # a round's background report: this one supersedes it
     try:
-        say(f"report: {report.build(cfg, lay)}")
+        say(f"report: {report.build_timed(cfg, lay)[0]}")
     except Exception as exc:  # noqa: BLE001 - the report never fails a finished run
         say(f"report not written ({type(exc).__name__}: {exc}); `make report` tries again")
 
@@ -127,3 +127,7 @@ def run_log_wandb():
     cfg, lay = _ctx()
     for line in wandb_pending.log_all(cfg, lay):
         _echo(line)
+    # its time since this process started (the driver waits for all of it at the run's end), for
+    # the ETA of that last logging (stages/progress.py END_OF_RUN)
+    took = procfs.age_seconds(procfs.start_ticks(os.getpid()) or 0)
+    events.append(lay.run_dir, "wandb-logged", seconds=round(took, 3))

@@ -26,6 +26,9 @@ def check_run_files(ctx: Context) -> list[Result]:
             details.append(f"... and {len(bad) - SHOWN} more")
         return [result("run-files", FAIL, f"{len(bad)} of {len(inputs)} file(s) the next stages read are invalid; "
                                           f"first: {why}", fix=say(first.fix), details=details)]
+    if ctx.fresh_run:  # only SEED_BANK, as round 0 of a new run reads it (make rehearse checks the user's so)
+        return [result("run-files", PASS, f"SEED_BANK {inputs[0].path} is a valid bank: round 0 starts with it"
+                        if inputs else "SEED_BANK is empty: round 0 starts with an empty bank")]
     if not inputs:
         return [result("run-files", PASS, "nothing of the run to read yet (a new run, SEED_BANK empty)")]
     return [result("run-files", PASS, f"{len(inputs)} file(s) the next stages read are valid")]

@@ -40,6 +40,15 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.shopsim.gate import read_token
 
 RAY_READY_PATH = "/api/version"
+# How the head stops (ray 2.60.0). Its `ray start --block` ends its node itself on TERM: the
+# raylet first, as `ray stop` does (ray/scripts/scripts.py:1467-1485), then the GCS and the rest,
+# a second each before it KILLs one (ray/_private/node.py:629-664, kill_all_processes :2033). So
+# the head's group is stopped through that process (stop_leader_first), not with `ray stop`, which
+# ends every Ray process of the machine by name. A TERM to the whole group hit the GCS with it, and
+# its TERM handler, which first drains the node through the GCS for up to 30 s (:666-756, for Ray
+# Serve's requests), waited on a GCS that was gone until STOP_GRACE ran out: killed on every run.
+# The run serves no requests and stops its job before the head: no drain.
+RAY_HEAD_STOP_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,7 @@ class Spec:
     env_drop: tuple[str, ...] = ()  # taken out of the inherited environment
     before_start: Callable[[], list[str]] = lambda: []  # returns lines to show
     once_up: Callable[[set[int]], None] = lambda pids: None  # given the service's pids
+    stop_leader_first: bool = False  # its own process ends its group (procs/groups.py stop_group)
 
 
 def _shopsim_probe(url: str, token: Callable[[], str] = lambda: "") -> ready.Probe:
@@ -124,7 +134,7 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
     return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
                 {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg),
-                 **jit_caches.env(cfg)},
+                 **jit_caches.env(cfg), **RAY_HEAD_STOP_ENV},
                 address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
                 # waits 10 s for it: ray 2.60 dashboard/modules/job/job_head.py:294-319), which on a
@@ -134,7 +144,7 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
                              ready.tcp_probe("127.0.0.1", ray_ports.port_of(cfg, "dashboard agent HTTP"))),
                 timeout_knob="RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
                 env_drop=ray_auth.OVERRIDING + node_env.dropped(cfg), before_start=before_start,
-                once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids))
+                once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids), stop_leader_first=True)
 
 
 def alive(lay: RunLayout, name: str) -> bool:
@@ -151,7 +161,7 @@ def start(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, r
     progress(f"starting {name} on {s.address[0]}:{s.address[1]} (log: {lay.logs / (name + '.log')})")
     env = {k: v for k, v in os.environ.items() if k not in s.env_drop}
     rec = procs.start(name, s.argv, pids_dir=lay.pids, logs_dir=lay.logs, env={**env, **s.env_extra},
-                      needs_ports=list(dict.fromkeys([s.address, *s.more_ports])))
+                      needs_ports=list(dict.fromkeys([s.address, *s.more_ports])), stop_leader_first=s.stop_leader_first)
     events.append(lay.run_dir, "service-start", service=name, pid=rec.pid,
                   **({"round": round_} if round_ is not None else {}))
     return rec

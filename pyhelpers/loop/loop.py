@@ -97,7 +97,7 @@ class Loop:
     def eta(self, evs: list[dict], r: int, stage: str, steps_done: int) -> progress.Eta:
         """Round r's ETA standing at `stage` (the train stage's step watcher asks)."""
         return progress.estimate(evs, stages.ROUND, rounds=self.cfg.ROUNDS, steps=self.lay.steps_per_round,
-                                 r=r, stage=stage, steps_done=steps_done)
+                                 r=r, stage=stage, steps_done=steps_done, wandb=self.cfg.WANDB_MODE != "disabled")
 
     def _round_headline(self, r: int) -> str:
         row = next((x for x in eval_results.results(self.cfg, self.lay) if x["round"] == r), {})

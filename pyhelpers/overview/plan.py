@@ -17,6 +17,8 @@ from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import cluster, node_env, services
+from pyhelpers.overview import rehearsal
+from pyhelpers.run import hints
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.stages import position as runstate
 
@@ -44,6 +46,19 @@ def _stages_left(pos: runstate.Position, rounds: int, beside: bool = False) -> l
     return out
 
 
+def _what_next(lay: RunLayout, exists: bool, finished: bool) -> str:
+    """The plan's first words: what the run is and the commands that act on it, a rehearsal's own
+    (hints.py; `make rehearse` starts a new rehearsal, it does not continue this one)."""
+    if not exists:
+        return "new (make train)"
+    is_rehearsal = bool(rehearsal.is_rehearsal(lay))
+    if finished:
+        return hints.for_run(is_rehearsal)("finished: nothing to do (its report: make report; where it stands: "
+                                           "make status)")
+    return ("continues (make rehearse RESUME=1; make rehearse starts a new rehearsal instead)" if is_rehearsal
+            else "continues (make resume / make train)")
+
+
 def launches(cfg: Config, lay: RunLayout, pos: runstate.Position,
              model_args: list[str] | None) -> list[tuple[str, str, str]]:
     """(name, command line, note) of what the run launches from `pos` on, in order: each stage's
@@ -69,15 +84,15 @@ def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> li
     except ToolkitError as exc:
         return [f"run {cfg.run_name}: cannot plan: {exc}"]
     r = 0 if pos.round is None else pos.round
-    head = f"run {cfg.run_name}: " + ("continues (make resume / make train)" if exists else "new (make train)")
-    out = [head, f"  state {lay.run_dir}", f"  weights {lay.save_dir}"]
+    out = [f"run {cfg.run_name}: {_what_next(lay, exists, pos.finished)}", f"  state {lay.run_dir}",
+           f"  weights {lay.save_dir}"]
     out.append("resume point: " + ("finished, nothing to do" if pos.finished
                                    else f"round {pos.round}, stage {pos.stage} ({pos.detail})"))
+    if pos.finished:
+        return out
     beside = cfg.VAL_BESIDE_COMPILE
     out += ["stages:" + (" (a || b: b starts while a runs; the gate waits for compiled.json)" if beside else "")]
     out += [f"  {s}" for s in _stages_left(pos, rounds, beside)]
-    if pos.finished:
-        return out
 
     out.append(f"command lines (round {r}; later rounds differ only in their round number, dir and iterations):")
     for name, line, note in launches(cfg, lay, pos, model_args=model_args):

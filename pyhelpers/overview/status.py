@@ -125,7 +125,8 @@ def _progress(cfg: Config, lay: RunLayout, pos: dict, evs: list[dict], running: 
     if stage in ("evaluate", "baseline") and pub and start and pub.get("t", 0) >= start:
         out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
     if running:
-        eta = runprogress.estimate(evs, stages.ROUND, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage, steps_done=out.get("steps_done", 0))
+        eta = runprogress.estimate(evs, stages.ROUND, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage,
+                                   steps_done=out.get("steps_done", 0), wandb=cfg.WANDB_MODE != "disabled")
         out.update(eta=eta.words(), eta_round_s=eta.round_s, eta_run_s=eta.run_s, step_s=eta.step_s)
     return out
 

@@ -11,7 +11,10 @@ closes the pipe and the child exits, so nothing runs that no pidfile names (`mak
 recorded groups).
 
 `stop()` TERMs the whole group, waits until no non-zombie member remains, KILLs the group after
-the grace period and says which happened. `stop_all()` does that in reverse start order.
+the grace period and says which happened. A service whose own process ends its group in its own
+order (recorded with stop_leader_first: `ray start --block`, which stops its raylet, GCS and the
+rest as `ray stop` does) gets that TERM alone first, the group's only if members remain after the
+grace. `stop_all()` does that in reverse start order.
 `stop_marked()` ends processes that are in no pidfile group but reference a path we created
 (Ray's workers run in their own process groups; their marker is the Ray temp dir). Nothing is
 ever signalled by name.
@@ -53,6 +56,9 @@ class Record:
     log: str
     order: int
     started_at: str  # for people; ownership is decided by start_ticks
+    # Its leader ends its own group, in its own order (`ray start --block`): stop() TERMs the leader
+    # alone first (stop_group). False in pidfiles written before the field existed.
+    stop_leader_first: bool = False
 
     @property
     def pgid(self) -> int:
@@ -74,7 +80,7 @@ def pidfile(pids_dir: Path, name: str) -> Path:
 def load(path: Path) -> Record:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return Record(**{k: data[k] for k in Record.__dataclass_fields__})
+        return Record(**{k: data[k] for k in Record.__dataclass_fields__ if k in data})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ToolkitError(f"unreadable pidfile ({exc})", str(path),
                            "check whether that process still runs (`pyhelpers proc status`), then "
@@ -127,18 +133,21 @@ def _check_name(name: str) -> None:
 
 def start(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
           env: Mapping[str, str] | None = None, cwd: Path | None = None,
-          needs_ports: Iterable[tuple[str, int]] = ()) -> Record:
+          needs_ports: Iterable[tuple[str, int]] = (), stop_leader_first: bool = False) -> Record:
     """Start argv as service `name`; return its record once the pidfile is written.
 
     Refuses when a live service is recorded under the same name, or when a port in needs_ports
     cannot be bound (the error names the holder). env=None passes this process's environment.
+    stop_leader_first: the service's own process ends its group (Record.stop_leader_first).
     """
-    return spawn(name, argv, pids_dir=pids_dir, logs_dir=logs_dir, env=env, cwd=cwd, needs_ports=needs_ports)[0]
+    return spawn(name, argv, pids_dir=pids_dir, logs_dir=logs_dir, env=env, cwd=cwd, needs_ports=needs_ports,
+                 stop_leader_first=stop_leader_first)[0]
 
 
 def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
           env: Mapping[str, str] | None = None, cwd: Path | None = None,
-          needs_ports: Iterable[tuple[str, int]] = ()) -> tuple[Record, subprocess.Popen]:
+          needs_ports: Iterable[tuple[str, int]] = (), stop_leader_first: bool = False
+          ) -> tuple[Record, subprocess.Popen]:
     """`start()`, also returning the Popen, for a caller that waits for the service itself."""
     _check_name(name)
     if not argv:
@@ -178,7 +187,7 @@ def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
         ticks = procfs.start_ticks(child.pid)
         rec = Record(name=name, pid=child.pid, start_ticks=ticks or 0, host=procfs.hostname(),
                      argv=list(argv), log=str(log_path), order=max((r.order for r in existing), default=0) + 1,
-                     started_at=started_at)
+                     started_at=started_at, stop_leader_first=stop_leader_first)
         write_json_atomic(path, asdict(rec))
         os.write(gate_w, b"\n")  # recorded: the child may exec the service
     finally:
@@ -216,20 +225,39 @@ def die_with_parent() -> None:
         os._exit(137)
 
 
-def stop_group(pgid: int, grace: float) -> tuple[str, str]:
+def stop_group(pgid: int, grace: float, leader_first: bool = False) -> tuple[str, str]:
     """TERM the group, wait up to `grace` s for every non-zombie member to exit, then KILL.
-    Returns (outcome, detail): stopped | killed | gone | stuck."""
+    leader_first: TERM the leader (pid == pgid) alone and give it `grace` s to end its group its
+    own way; whatever is left then gets the group's TERM and the grace again. Returns (outcome,
+    detail): stopped | killed | gone | stuck."""
     if not procfs.group_members(pgid):
         return "gone", ""
     t0 = time.monotonic()
-    if not _killpg(pgid, signal.SIGTERM) or _wait_group(pgid, t0 + grace):
+    waited, how = grace, "TERM"
+    if leader_first and _signal_leader(pgid, signal.SIGTERM):
+        if _wait_group(pgid, t0 + grace):
+            return "stopped", f"exited {time.monotonic() - t0:.1f} s after TERM"
+        waited, how = 2 * grace, "TERM to its leader, then to the group"
+    if not _killpg(pgid, signal.SIGTERM) or _wait_group(pgid, time.monotonic() + grace):
         return "stopped", f"exited {time.monotonic() - t0:.1f} s after TERM"
     _killpg(pgid, signal.SIGKILL)
     if _wait_group(pgid, time.monotonic() + KILL_WAIT_S):
-        return "killed", f"still running {grace:g} s after TERM"
+        return "killed", f"after {waited:g} s: still running after {how}"
     left = procfs.group_members(pgid)
     states = ", ".join(f"{p} [{getattr(procfs.read_stat(p), 'state', '?')}]" for p in left)
     return "stuck", f"still alive after KILL: {states}"
+
+
+def _signal_leader(pgid: int, sig: int) -> bool:
+    """Signal the group's leader (pid == pgid) when it is still a live member (not a zombie)."""
+    st = procfs.read_stat(pgid)
+    if not st or st.state == "Z" or st.pgid != pgid:
+        return False
+    try:
+        os.kill(pgid, sig)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _killpg(pgid: int, sig: int) -> bool:
@@ -266,9 +294,9 @@ def stop(rec: Record, grace: float, *, pids_dir: Path | None = None, dry_run: bo
                           message=f"{head}: would stop (TERM, KILL after the grace)" if st == "alive"
                           else f"{head}: already gone")
     else:
-        outcome, detail = stop_group(rec.pgid, grace) if st == "alive" else ("gone", "")
+        outcome, detail = stop_group(rec.pgid, grace, rec.stop_leader_first) if st == "alive" else ("gone", "")
         msg = {"stopped": f"{head}: stopped ({detail})", "gone": f"{head}: already gone",
-               "killed": f"{head}: killed after {grace:g} s ({detail})",
+               "killed": f"{head}: killed {detail}",
                "stuck": f"{head}: {detail} (a member in state D waits in the kernel, e.g. on a GPU "
                         f"driver; see `ps -o pid,stat,wchan -g {rec.pgid}`)"}[outcome]
     if outcome != "stuck" and not dry_run and pids_dir is not None:

@@ -5,9 +5,11 @@ last, so a reader never sees a half-written report)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from pyhelpers.config.load import Config
+from pyhelpers.run import events
 
 
 def build(cfg: Config, lay, out: Path | None = None) -> Path:
@@ -21,7 +23,17 @@ def build(cfg: Config, lay, out: Path | None = None) -> Path:
     out = Path(out or lay.run_dir / "report")
     out.mkdir(parents=True, exist_ok=True)
     tables = data.gather(cfg, lay)
-    csvs = {name: data.write_csv(out / f"{name}.csv", getattr(tables, name))
-            for name in ("val", "gate", "bank", "steps", "train", "timeline", "restarts", "gpu")}
+    csvs = {name: data.write_csv(out / f"{name}.csv", getattr(tables, name), columns)
+            for name, columns in data.COLUMNS.items()}
     pngs = plots.draw_all(tables, lay.steps_per_round, out, cache_dir=lay.run_dir / ".matplotlib")
     return html.write(out / "index.html", cfg.run_name, t=tables, pngs=pngs, csvs=csvs)
+
+
+def build_timed(cfg: Config, lay, out: Path | None = None) -> tuple[Path, float]:
+    """build(), its time recorded in the run's events (`report-written`): the run's ETA counts the
+    report written at its end from the reports of its rounds (stages/progress.py END_OF_RUN)."""
+    t0 = time.monotonic()
+    page = build(cfg, lay, out)
+    seconds = time.monotonic() - t0
+    events.append(lay.run_dir, "report-written", seconds=round(seconds, 3))
+    return page, seconds

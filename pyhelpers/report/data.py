@@ -59,6 +59,22 @@ class Tables:
     notes: list[str] = field(default_factory=list)
     nodes: int = 1          # NNODES the run recorded in run.json (its configuration when it started)
     gpus_per_node: int = 0  # NUM_GPUS, likewise
+    rehearsal: bool = False  # run.json says so: stand-ins on the CPU, no GPU behind NUM_GPUS
+
+
+# Each CSV's columns, in order, written as its header even when it has no row (a row may add
+# keys: train has one train/* column per figure slime logged).
+COLUMNS = {
+    "val": ("round", "status", "n", "success", "success_low", "success_high", "strict", "strict_low", "strict_high",
+            "loose", "loose_low", "loose_high"),
+    "gate": ("round", "skill", "title", "estimate", "ci_low", "ci_high", "decision", "mde"),
+    "bank": ("round", "status", *STATUSES, "active_tokens"),
+    "steps": ("round", "step", "reward", "success", "retry_rate", "turns", "episodes"),
+    "train": ("step",),
+    "timeline": ("round", "stage", "start", "start_t", "end_t", "seconds", "status"),
+    "restarts": ("at", "t", "kind", "round", "stage", "cause", "detail"),
+    "gpu": gpu_time.ROW_COLUMNS,
+}
 
 
 def _val_row(label, summary: dict | None) -> dict:
@@ -193,7 +209,9 @@ def _timeline(evs: list[dict], driver_alive: bool = False) -> tuple[list[dict], 
 def gather(cfg: Config, lay: RunLayout) -> Tables:
     rounds = cfg.ROUNDS
     t = Tables(rounds)
-    recorded = (load_json_or_none(lay.manifest) or {}).get("nodes") or {}  # run.json before it: this config
+    manifest = load_json_or_none(lay.manifest) or {}
+    recorded = manifest.get("nodes") or {}  # run.json before it: this config
+    t.rehearsal = bool(manifest.get("rehearsal"))
     t.nodes = int(recorded.get("count") or cfg.NNODES)
     t.gpus_per_node = int(recorded.get("gpus_per_node") or cfg.NUM_GPUS)
     base = load_json_or_none(lay.baseline_val_summary)
@@ -231,13 +249,14 @@ def gpu_rows(evs: list[dict]) -> tuple[list[dict], float | None]:
     return [x.row() for x in rounds], (round(gpu_time.run_idle_frac(done), 4) if done else None)
 
 
-def write_csv(path: Path, rows: list[dict]) -> Path:
-    """rows as CSV (every key that occurs, in first-seen order), written to a temp name then renamed."""
-    cols: list[str] = []
+def write_csv(path: Path, rows: list[dict], columns: tuple[str, ...] = ()) -> Path:
+    """rows as CSV under `columns`, then every other key that occurs, in first-seen order; the
+    header alone when there is no row. Written to a temp name, then renamed."""
+    cols: list[str] = list(columns)
     for row in rows:
         cols += [k for k in row if k not in cols]
     buf = io.StringIO(newline="")
-    w = csv.DictWriter(buf, fieldnames=cols or ["empty"])
+    w = csv.DictWriter(buf, fieldnames=cols)
     w.writeheader()
     w.writerows(rows)
     write_bytes_atomic(path, buf.getvalue().encode("utf-8"))

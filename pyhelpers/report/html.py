@@ -73,10 +73,20 @@ def _restarts(t: Tables) -> str:
     return f"<ul>{items}</ul>"
 
 
+def _where(t: Tables) -> str:
+    """What the run ran on: its nodes and GPUs, or for a rehearsal what it is (`make rehearse`:
+    stand-ins of slime, SGLang and ShopSimulator on the CPU; its GPU figures are the stand-ins')."""
+    if not t.rehearsal:
+        return f"on {t.nodes} node(s) of {t.gpus_per_node} GPU(s)"
+    nodes = f" as {t.nodes} nodes (network namespaces of one machine)" if t.nodes > 1 else ""
+    return (f"of a rehearsal: the toolkit on stand-ins, on the CPU{nodes} (make rehearse); the GPU time below "
+            "is the stand-ins' busy and idle time")
+
+
 def write(path: Path, run: str, t: Tables, pngs: dict[str, Path], csvs: dict[str, Path]) -> Path:
     notes = "".join(f"<p class=missing>{html.escape(n)}</p>" for n in t.notes)
     body = [f"<h1>Run {html.escape(run)}</h1>",
-            f"<p>{t.rounds} round(s) on {t.nodes} node(s) of {t.gpus_per_node} GPU(s); written {time.strftime('%Y-%m-%d %H:%M:%S %z')} from the run's own files. "
+            f"<p>{t.rounds} round(s) {_where(t)}; written {time.strftime('%Y-%m-%d %H:%M:%S %z')} from the run's own files. "
             "Data: " + ", ".join(f'<a href="{p.name}">{p.name}</a>' for p in csvs.values()) + ".</p>", notes]
     for key, title, what in SECTIONS:
         what += _val_baseline(t) if key == "val" else ""

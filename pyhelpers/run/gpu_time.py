@@ -41,6 +41,8 @@ BUSY = ("train-steps", "episodes")
 PHASES = ("train-steps", "episodes", "server-start", "job-start", "checkpoint", "teardown", "hf-export",
           "server-stop", "compile-wait", "restart", "other")
 IDLE = tuple(p for p in PHASES if p not in BUSY)
+# RoundTime.row()'s keys, in order: the report's gpu.csv header (report/data.py COLUMNS)
+ROW_COLUMNS = ("round", "wall_s", "busy_s", "idle_s", "idle_frac", "finished", *(f"{p}_s" for p in PHASES))
 _RANK = {p: i for i, p in enumerate(PHASES)}
 JOB, SERVER = "slime-job", "eval-server"  # a stage's GPU_PHASE when its events carry the phases
 
@@ -83,7 +85,7 @@ class RoundTime:
     def idle_frac(self) -> float:
         return self.idle_s / self.wall_s if self.wall_s > 0 else 0.0
 
-    def row(self) -> dict:
+    def row(self) -> dict:  # (keys: ROW_COLUMNS)
         return {"round": self.round, "wall_s": round(self.wall_s, 3), "busy_s": round(self.busy_s, 3),
                 "idle_s": round(self.idle_s, 3), "idle_frac": round(self.idle_frac, 4), "finished": self.finished,
                 **{f"{p}_s": round(self.seconds[p], 3) for p in PHASES}}

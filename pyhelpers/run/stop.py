@@ -29,19 +29,24 @@ from pathlib import Path
 from pyhelpers.errors import ToolkitError
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
+from pyhelpers.run import events
 from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout, job_netrc
 
 
 def cleanup(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job) -> list[str]:
     """Stop the job (stop_job(): a line to print), every recorded service (reverse order) and
-    Ray's stragglers. Lines to print."""
+    Ray's stragglers. Lines to print. When it stopped a process, its time is an event (`cleanup`):
+    the ETA counts the run's own cleanup at its end from it (stages/progress.py END_OF_RUN)."""
+    t0 = time.monotonic()
     lines = [stop_job()]
     job_netrc(lay.run_dir).unlink(missing_ok=True)  # the job's W&B key goes with the job (a killed driver's too)
-    lines += [r.message for r in procs.stop_all(lay.pids, grace)]
+    results = procs.stop_all(lay.pids, grace)
     if Path(ray_temp_dir).exists():
-        lines += [r.message for r in procs.stop_marked(ray_temp_dir, grace)]
-    return [ln for ln in lines if ln]
+        results += procs.stop_marked(ray_temp_dir, grace)
+    if any(r.outcome in ("stopped", "killed", "stuck") for r in results):
+        events.append(lay.run_dir, "cleanup", seconds=round(time.monotonic() - t0, 3))
+    return [ln for ln in lines + [r.message for r in results] if ln]
 
 
 def clear_stop(lay: RunLayout, started_at: float) -> str | None:

@@ -3,9 +3,16 @@
 Times come only from events.jsonl (the artifacts have no clock):
 - a training step: the median of this run's last STEP_WINDOW `step-done` events (the driver
   appends one per step it sees in rollout_metrics.jsonl);
+- the train stage after its last step (that step's training, the checkpoint, the job's end): the
+  mean, over the rounds this run trained, of the time from the round's last `step-done` to its
+  train `stage-end`;
 - any other stage, or a whole train stage: the mean of its successful runs in this run
-  (`stage-end`, status 0). A stage never timed yet (round 0's evaluate) is left out of the sums
-  and named, so an ETA never pretends to know what it does not.
+  (`stage-end`, status 0);
+- the run's end after its last stage (END_OF_RUN): the W&B logging and the report, timed each time
+  they run (in the background after each round, `wandb-logged` and `report-written`), and the
+  cleanup of its services (`cleanup`, by an earlier driver or a restart).
+What was never timed yet (round 0's evaluate) is left out of the sums and named, so an ETA never
+pretends to know what it does not.
 The driver prints an ETA per step; `make status` computes it again at the moment it is asked.
 Pure functions, plus the small file the driver publishes evaluate's episode progress in.
 """
@@ -40,6 +47,37 @@ def step_seconds(evs: list[dict]) -> float | None:
     return statistics.median(times[-STEP_WINDOW:]) if times else None
 
 
+@dataclass(frozen=True)
+class EndPart:
+    """Work between the last stage's end and the run's command returning."""
+    kind: str    # the event that times it (its `seconds`)
+    label: str   # its name in an ETA's "not timed yet"
+    short: bool  # too short to name when untimed
+
+
+WANDB_PART = EndPart("wandb-logged", "W&B", False)   # pyhelpers/cli/run_stage_cmd.py (log-wandb)
+END_OF_RUN = (WANDB_PART, EndPart("report-written", "report", False),  # report/__init__.py build_timed
+              EndPart("cleanup", "cleanup", True))   # run/stop.py cleanup
+STEPPED_TAIL = "checkpoint"  # the label of a stepped stage's time after its last step
+
+
+def mean_seconds(evs: list[dict], kind: str) -> float | None:
+    times = [float(e["seconds"]) for e in evs if e.get("kind") == kind and e.get("seconds") is not None]
+    return sum(times) / len(times) if times else None
+
+
+def tail_seconds(evs: list[dict], stage: str) -> float | None:
+    """The mean time from a round's last `step-done` to the successful end of its `stage` (train)."""
+    tails, last_step = [], {}
+    for e in evs:
+        if e.get("kind") == "step-done":
+            last_step[e.get("round")] = float(e["t"])
+        elif (e.get("kind") == "stage-end" and e.get("stage") == stage and e.get("status") == 0
+              and e.get("round") in last_step):
+            tails.append(max(0.0, float(e["t"]) - last_step.pop(e["round"])))
+    return sum(tails) / len(tails) if tails else None
+
+
 def stage_seconds(evs: list[dict]) -> dict[str, float]:
     """stage -> mean seconds of its successful runs."""
     runs: dict[str, list[float]] = {}
@@ -71,13 +109,19 @@ class StageFacts(Protocol):
 
 
 def estimate(evs: list[dict], order: Sequence[StageFacts], rounds: int, steps: int, r: int, stage: str,
-             steps_done: int, now: float | None = None) -> Eta:
+             steps_done: int, now: float | None = None, wandb: bool = True) -> Eta:
     """The ETA of round r (0-based) standing at `stage` with `steps_done` of its `steps` done;
     `order` is a round's stages in order (the registry's ROUND: passed in, because the train
-    stage's step watcher asks too, and a stage cannot import the registry that imports it)."""
+    stage's step watcher asks too, and a stage cannot import the registry that imports it).
+    wandb: the run logs to W&B (WANDB_MODE is not disabled)."""
     now = time.time() if now is None else now
     per_step, means = step_seconds(evs), stage_seconds(evs)
     untimed: list[str] = []
+
+    def timed_or_named(seconds: float | None, label: str, short: bool = False) -> float:
+        if seconds is None and not short and label not in untimed:
+            untimed.append(label)
+        return seconds or 0.0
 
     facts = {s.name: s for s in order}
 
@@ -86,15 +130,13 @@ def estimate(evs: list[dict], order: Sequence[StageFacts], rounds: int, steps: i
             return means[s.name]
         if s.stepped and per_step is not None:
             return per_step * steps
-        if not s.short and s.name not in untimed:
-            untimed.append(s.name)
-        return 0.0
+        return timed_or_named(None, s.name, s.short)
 
     now_stage = facts.get(stage)
     if now_stage is not None and now_stage.stepped:
         if per_step is None:
             return Eta(None, None, None)
-        left = per_step * max(0, steps - steps_done)
+        left = per_step * max(0, steps - steps_done) + timed_or_named(tail_seconds(evs, stage), STEPPED_TAIL)
     elif stage in means:
         started = next((e["t"] for e in reversed(evs) if e.get("kind") == "stage-start"
                         and e.get("stage") == stage), now)
@@ -108,7 +150,9 @@ def estimate(evs: list[dict], order: Sequence[StageFacts], rounds: int, steps: i
     rest = order[names.index(stage) + 1:] if stage in names else order
     this_round = left + sum(stage_s(s) for s in rest)
     later = max(0, rounds - (r + 1)) * sum(stage_s(s) for s in order)
-    return Eta(this_round, this_round + later, step_s=per_step, untimed=untimed)
+    end = sum(timed_or_named(mean_seconds(evs, p.kind), p.label, p.short)
+              for p in END_OF_RUN if wandb or p is not WANDB_PART)
+    return Eta(this_round, this_round + later + end, step_s=per_step, untimed=untimed)
 
 
 def step_words(m: dict) -> str:
