@@ -51,8 +51,9 @@ checkpoint load), FAKE_SLIME_SAVE_DELAY=<s> inside each save before its tracker 
 FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines
 stopped, before the driver exits (teardown) -- the four for bench/round_gpu_idle.py;
 FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
-comes); FAKE_SLIME_ROLLOUT_NODE=worker pins the RolloutManager to a worker node (see
-rollout_manager_options).
+comes); FAKE_SLIME_HOLD_AT=<rollout id> with FAKE_SLIME_HOLD_GATE=<file> holds the job after that
+step until the file exists (maybe_hold); FAKE_SLIME_ROLLOUT_NODE=worker pins the RolloutManager to
+a worker node (see rollout_manager_options).
 
 Across nodes (--actor-num-nodes > 1): slime's placement of the ranks, each rank's and the
 RolloutManager's view of SLIME_HOST_IP, the socket interfaces and proxies, checked (place_ranks,
@@ -539,6 +540,20 @@ def maybe_crash_mid_step(rollout_id: int, pending) -> None:
         maybe_crash(rollout_id)
 
 
+def maybe_hold(rollout_id: int) -> None:
+    """FAKE_SLIME_HOLD_AT=<rollout id> with FAKE_SLIME_HOLD_GATE=<file> (test-only): once that step's
+    training is done, write <file>.held and wait until <file> exists -- a test does what it means to
+    do to the running job there (kill a process of the cluster), then creates <file>; a later job
+    finds it and goes on."""
+    gate = os.environ.get("FAKE_SLIME_HOLD_GATE")
+    if os.environ.get("FAKE_SLIME_HOLD_AT") != str(rollout_id) or not gate or Path(gate).exists():
+        return
+    Path(gate + ".held").write_text(f"held after rollout {rollout_id} (pid {os.getpid()})\n")
+    log(f"held after rollout {rollout_id} until {gate} exists")
+    while not Path(gate).exists():
+        time.sleep(0.05)
+
+
 def _seconds(name: str) -> float:
     return float(os.environ.get(name, "0") or 0)
 
@@ -597,6 +612,7 @@ def main(argv: list[str]) -> int:
             print(f"(MegatronTrainRayActor pid={os.getpid()}) "
                   + slime_perf_line("train_metric_utils.py:401", rollout_id, {"perf/actor_train_time": delay}),
                   flush=True)
+            maybe_hold(rollout_id)
             if (rollout_id + 1) % args.save_interval == 0 or rollout_id == args.num_rollout - 1:
                 # slime's order (train.py:71-80): the Megatron save, its tracker last
                 # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
