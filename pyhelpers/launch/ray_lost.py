@@ -30,8 +30,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def error(what: str, where: str) -> ToolkitError:
-    return ToolkitError(f"{LOST}: {what}", where, "the run starts it again and resumes from the last checkpoint "
-                        "(ray-lost, within MAX_RESTARTS); after that, `make resume` does")
+    return ToolkitError(f"{LOST}: {what}", where, "`make resume` starts it anew and training resumes from the last "
+                        "checkpoint; if it keeps dying, look for OOM kills on the head (`dmesg`)")
 
 
 def why_lost(cfg, lay: RunLayout) -> str | None:
