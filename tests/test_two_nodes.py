@@ -2,14 +2,15 @@
 (pyhelpers/procs/netns.py), a real two-node Ray cluster with token auth. Needs root and iproute2, as
 CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray head:
 
-- `two_node_rehearsal`: `make rehearse NNODES=2` to its end (the RolloutManager, with the rollout
-  plugin in it, pinned to the worker; a proxy in the shell), its listeners in both namespaces read from
-  /proc/net/tcp{,6} every second while it runs (and each every-address listener called without the
-  token), `make status REHEARSAL=1` taken once the worker joined and the job was submitted; then, in
-  round 1, the worker's raylet killed (a node lost mid-round: issue 28 item 8), `make status` taken
-  again once the run restarts for it, and the worker's `make join` run again. The run must still end
-  exactly as the one-node reference rehearsal does (the stand-ins are deterministic, and neither where
-  an episode is played nor a resume may change it);
+- `two_node_rehearsal`: `make rehearse NNODES=2` to its end (round 0's RolloutManager, with the rollout
+  plugin in it, pinned to the worker, round 1's to the head; a proxy in the shell), its listeners in both
+  namespaces read from /proc/net/tcp{,6} every second while it runs (and each every-address listener
+  called without the token), `make status REHEARSAL=1` taken once the worker joined and the job was
+  submitted; then, in round 1, the worker's raylet killed (a node lost mid-round: issue 28 item 8) while
+  the worker holds only training ranks (issue 41 item 7: the stand-in holds them on every node for the
+  whole job, as slime does), `make status` taken again once the run restarts for it, and the worker's
+  `make join` run again. The run must still end exactly as the one-node reference rehearsal does (the
+  stand-ins are deterministic, and neither where an episode is played nor a resume may change it);
 - `head`: a head's Ray alone (NNODES=2, versions published) that workers try to join: without the
   run's token, with another Ray version, without sharing TRAIN_SAVE.
 """
@@ -58,10 +59,12 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     _need_root()
     tmp = tmp_path_factory.mktemp("two-node")
     # (untracked: conftest stops a tracked rehearsal after each test; this one serves the module)
-    # the RolloutManager (the plugin) on the worker, a proxy in the user's shell the job must not see,
-    # and steps slow enough for the worker's raylet to be killed inside round 1
-    env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker",
-                       FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5, **PROXIES)
+    # round 0's RolloutManager (the plugin) on the worker, round 1's on the head (the lost worker then
+    # holds only training ranks), a proxy in the user's shell the job must not see, and steps slow
+    # enough for the worker's raylet to be killed inside round 1
+    env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300,
+                       FAKE_SLIME_ROLLOUT_NODE="worker-then-head", FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5,
+                       **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
     proc, log = start(env)
     run = Run(Path(env["RUNS_DIR"]))
@@ -170,6 +173,8 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     assert not story["errors"], story["errors"]
     assert story.get("killed"), f"the worker's raylet was never killed: {sorted(story)}\n" + r["out"][-3000:]
     assert r["rc"] == 0, r["out"][-6000:]
+    # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
+    assert f"RolloutManager placed on {HEAD}" in slime_log(run), slime_log(run)[-3000:]
     restarts = run.events("run-restart")
     assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost")], restarts
     assert f"MISSING: {WORKER} lost" in story["missing"], story["missing"]

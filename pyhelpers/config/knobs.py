@@ -763,6 +763,15 @@ class Knobs:
         """
         return self._float("RAY_START_TIMEOUT")
 
+    @cached_property
+    def RAY_UNREACHABLE_TIMEOUT(self) -> float:
+        """Seconds the job API on the head may go unanswered while a job runs (or waits for its GPUs)
+        before the head's Ray counts as lost (`ray-lost`: restarted, the run resumes from its last
+        checkpoint); a head whose `ray start` ended or whose GCS port is closed counts at once.
+        (float > 0; default: 120)
+        """
+        return self._float("RAY_UNREACHABLE_TIMEOUT")
+
     # --- Nodes (docs/multinode.md) ---
 
     @cached_property
@@ -914,7 +923,7 @@ class Knobs:
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (load.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = '9ede5de926641fc9cc8f7dba1171bab2108f69f0b987e6d028ec77a1465bbccf'
+SOURCE_SHA256 = '34e5821295b1811daf86362f730f126c89efa83fbc2a6ac802bc7f511b0d4d04'
 # (name, default, doc, section, the `#:` line or None)
 DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty'),
@@ -1020,6 +1029,7 @@ DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (
     ('RAY_DASHBOARD_PORT', '8265', "Ray dashboard / job-API port, on 127.0.0.1; every call needs the run's token (runs/<RUN>/ray/auth-token; CVE-2023-48022).", 'Ray', 'int [1024, 65535]'),
     ('JOB_START_TIMEOUT', '1800', 'Seconds the slime job may take to start training (slime waits forever when GPUs are short).', 'Ray', 'float > 0'),
     ('RAY_START_TIMEOUT', '120', 'Seconds the Ray head may take to answer on its dashboard and job agent after `ray start` (about 3 s here); the first job submission may wait as long again for the job agent.', 'Ray', 'float > 0'),
+    ('RAY_UNREACHABLE_TIMEOUT', '120', "Seconds the job API on the head may go unanswered while a job runs (or waits for its GPUs) before the head's Ray counts as lost (`ray-lost`: restarted, the run resumes from its last checkpoint); a head whose `ray start` ended or whose GCS port is closed counts at once.", 'Ray', 'float > 0'),
     ('NNODES', '1', 'Machines the run spans, each with NUM_GPUS GPUs: 1 = this machine only. Above 1 this machine is the head (`make train`) and NNODES-1 workers join it (`make join`), all sharing TRAIN_SAVE and RUNS_DIR.', 'Nodes (docs/multinode.md)', 'int >= 1'),
     ('NODE_ADDR', '', "This node's IP address on the network between the nodes (an address of this machine, not loopback). Ray's listeners bind it and 127.0.0.1 only. Required when NNODES > 1.", 'Nodes (docs/multinode.md)', 'host or empty'),
     ('HEAD_ADDR', '', "The head's NODE_ADDR: where `make join` on a worker finds the run's Ray head.", 'Nodes (docs/multinode.md)', 'host or empty'),

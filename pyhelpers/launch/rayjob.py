@@ -11,6 +11,9 @@ slime waits forever for a placement group when GPUs are short (slime/ray/placeme
 "Waiting for placement group" every 30 s and never gives up), so the
 watcher applies its own deadline to "started training": the rollout plugin touches a marker file
 on its first episode. The job's final status, exit code and message come back to the driver.
+A job API that stops answering -- the head's Ray lost with the job on it -- is waited out for at
+most RAY_UNREACHABLE_TIMEOUT s (at once when the head is known dead), then raised as ray-lost
+(launch/ray_lost.py), before training or after it started alike.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
-from pyhelpers.launch import ray_auth
+from pyhelpers.launch import ray_auth, ray_lost
 from pyhelpers.run.layout import slime_job_record
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
@@ -62,7 +65,14 @@ class JobApi:
         return r.json()
 
     def stop(self, job_id: str) -> None:
-        self.http.post(f"{self.base}/{job_id}/stop", timeout=self.timeout)
+        """Ask Ray to stop the job; a head that does not answer is lost (ray-lost), not a bug."""
+        import requests  # local: as in __init__
+
+        try:
+            self.http.post(f"{self.base}/{job_id}/stop", timeout=self.timeout)
+        except requests.RequestException as exc:
+            raise ray_lost.error(f"cannot stop job {job_id}: Ray's job API does not answer "
+                                 f"({type(exc).__name__})", self.base) from None
 
     def submit(self, submission_id: str, entrypoint: str, runtime_env: dict, agent_wait: float = 0.0,
                retry_every: float = 2.0, head_up: Callable[[], bool] = lambda: True) -> str:
@@ -90,7 +100,9 @@ class JobApi:
             if r is not None:
                 why = f"Ray refused the job (HTTP {r.status_code}: {r.text[:300]})"
             waiting = r is None or (r.status_code == 500 and "No available agent" in r.text)
-            if not waiting or time.monotonic() + retry_every > deadline or not head_up():
+            if waiting and not head_up():
+                raise ray_lost.error(why, self.base)
+            if not waiting or time.monotonic() + retry_every > deadline:
                 raise ToolkitError(why, self.base, "is the Ray head up? see logs/ray-head.log; then `make resume`")
             tried = True
             time.sleep(retry_every)
@@ -115,18 +127,31 @@ def driver_log(ray_temp_dir: str, submission_id: str) -> Path:
 
 
 def watch(job_id: str, *, info: Callable[[str], dict], stop: Callable[[str], None], started: Callable[[], bool],
-          start_timeout: float, poll: float = 0.25, clock=time.monotonic, sleep=time.sleep,
+          start_timeout: float, unreachable_timeout: float, head_lost: Callable[[], str | None] = lambda: None,
+          poll: float = 0.25, clock=time.monotonic, sleep=time.sleep,
           progress: Callable[[str], None] = lambda s: None) -> JobOutcome:
-    """Poll until the job ends; stop it when it has not started training within start_timeout."""
+    """Poll until the job ends; stop it when it has not started training within start_timeout.
+    While the job API does not answer, head_lost() (what is wrong with the head's Ray, or None)
+    is asked: a lost head, or no answer for unreachable_timeout s, raises ray-lost."""
     t0 = clock()
     seen_start = False
     last = None
+    unreachable_since = None
     while True:
         try:
             data = info(job_id)
+            unreachable_since = None
         except ToolkitError:
             raise
-        except Exception as exc:  # the dashboard may hiccup; the deadline still applies
+        except Exception as exc:  # noqa: BLE001 - the dashboard may hiccup; a lost head may not
+            now = clock()
+            unreachable_since = now if unreachable_since is None else unreachable_since
+            lost = head_lost()
+            if lost or now - unreachable_since >= unreachable_timeout:
+                why = lost or (f"Ray's job API did not answer for {now - unreachable_since:.0f} s "
+                               f"(RAY_UNREACHABLE_TIMEOUT={unreachable_timeout:g})")
+                raise ray_lost.error(f"job {job_id}: {why}; last error: {type(exc).__name__}: {exc}"[:600],
+                                     "the job API on the head's dashboard (logs/ray-head.log)") from None
             data = {"status": "UNKNOWN", "message": f"job API unreachable: {exc}"}
         status = data.get("status", "UNKNOWN")
         if status in TERMINAL:
@@ -135,10 +160,12 @@ def watch(job_id: str, *, info: Callable[[str], dict], stop: Callable[[str], Non
             seen_start = True
             progress(f"job {job_id} started training ({clock() - t0:.0f} s after submission)")
         if status != last:
-            progress(f"job {job_id}: {status}")
+            progress(f"job {job_id}: {status}" + (" (its job API does not answer; waiting up to "
+                                                  f"{unreachable_timeout:g} s, RAY_UNREACHABLE_TIMEOUT)"
+                                                  if unreachable_since is not None else ""))
             last = status
         if not seen_start and clock() - t0 > start_timeout:
-            stop(job_id)
+            stop(job_id)  # raises ray-lost when the head does not answer
             return JobOutcome("START_TIMEOUT", f"the job did not start training within {start_timeout:.0f} s "
                               f"(JOB_START_TIMEOUT); slime waits for a placement group of its GPUs forever, so "
                               f"this usually means fewer GPUs than NUM_GPUS are free", None)

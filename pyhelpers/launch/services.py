@@ -13,7 +13,8 @@ process group with a pidfile (pyhelpers/procs/groups.py); the addresses it binds
 first (a holder that is not ours is named). The Ray head is locked down (pyhelpers/launch/ray_*.py):
 every port from the configuration, all on loopback, the run's token required; before it starts,
 its token is made and its old sessions pruned, and once up its new session is recorded. `ensure()` starts a service unless it is up and waits until
-it answers, with its *_START_TIMEOUT knob; on failure the error carries its log's tail.
+it answers, with its *_START_TIMEOUT knob; on failure the error carries its log's tail. A Ray head
+whose group lives but whose `ray start` or GCS is gone is not up: ray-lost (launch/ray_lost.py).
 `watch_shopsim()` restarts a ShopSimulator that dies during a round, at most SHOPSIM_MAX_RESTARTS
 times per round, each restart an event in events.jsonl.
 """
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_sessions, secret_env
+from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_lost, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs, ready
@@ -63,6 +64,8 @@ class Spec:
     before_start: Callable[[], list[str]] = lambda: []  # returns lines to show
     once_up: Callable[[set[int]], None] = lambda pids: None  # given the service's pids
     stop_leader_first: bool = False  # its own process ends its group (procs/groups.py stop_group)
+    # when its group lives: raises if the service is not whole all the same (ensure's "already up")
+    check_whole: Callable[[], None] = lambda: None
 
 
 def _shopsim_probe(url: str, token: Callable[[], str] = lambda: "") -> ready.Probe:
@@ -144,7 +147,16 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
                              ready.tcp_probe("127.0.0.1", ray_ports.port_of(cfg, "dashboard agent HTTP"))),
                 timeout_knob="RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
                 env_drop=ray_auth.OVERRIDING + node_env.dropped(cfg), before_start=before_start,
-                once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids), stop_leader_first=True)
+                once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids), stop_leader_first=True,
+                check_whole=lambda: _ray_head_whole(cfg, lay))
+
+
+def _ray_head_whole(cfg: Config, lay: RunLayout) -> None:
+    """What `ray start` left in the group may outlive a dead GCS, raylet or dashboard (ray_lost.py):
+    such a head is lost, not up."""
+    lost = ray_lost.why_lost(cfg, lay)
+    if lost:
+        raise ray_lost.error(lost, str(lay.logs / "ray-head.log"))
 
 
 def alive(lay: RunLayout, name: str) -> bool:
@@ -181,8 +193,10 @@ def wait(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, ro
 
 def ensure(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
            progress: Callable[[str], None] = lambda s: None) -> str:
-    """Start `name` unless it is up, and wait until it answers. Returns what happened."""
+    """Start `name` unless it is up, and wait until it answers. Returns what happened. A service
+    whose group lives but which is not whole (spec's check_whole) raises."""
     if alive(lay, name):
+        spec(cfg, lay, name, model=model).check_whole()
         return f"{name}: already up"
     start(cfg, lay, name, model=model, round_=round_, progress=progress)
     return wait(cfg, lay, name, model=model, round_=round_)

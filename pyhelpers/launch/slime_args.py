@@ -95,10 +95,15 @@ def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
             "python3", str(cfg.path(script_knob)), *args]
 
 
+def head_node_addr(cfg: Config) -> str:
+    """The address the head's Ray node binds, its GCS included (docs/multinode.md §4)."""
+    return cfg.NODE_ADDR if cfg.NNODES > 1 else "127.0.0.1"
+
+
 def ray_head(cfg: Config) -> list[str]:
     """`ray start` for a head in the foreground (--block) on loopback, every port from the
     configuration (pyhelpers/config/ray_ports.py; its environment: services.py)."""
-    node = cfg.NODE_ADDR if cfg.NNODES > 1 else "127.0.0.1"  # (docs/multinode.md §4)
+    node = head_node_addr(cfg)
     return ["ray", "start", "--head", "--block", "--node-ip-address", node, "--dashboard-host", "127.0.0.1",
             *ray_ports.flags(cfg), "--num-gpus", str(cfg.NUM_GPUS), "--temp-dir", cfg.ray_temp_dir,
             "--disable-usage-stats"]

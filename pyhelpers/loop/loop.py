@@ -228,7 +228,7 @@ class Loop:
         log = stages.get(stage).log
         tail = "\n".join(procs.log_tail(self.lay.logs / log, 40)) if log else ""
         failure = supervisor.classify_exception(stage, r, step=self._step(r, stage), exc=exc, log_text=tail)
-        lost = self._lost_nodes() if failure.cause not in ("node-lost", "bug", "config", "flag") else []
+        lost = self._lost_nodes() if failure.cause not in ("node-lost", "ray-lost", "bug", "config", "flag") else []
         if lost:  # the job died of it, whatever its last line says (an actor's death may be read first)
             failure = supervisor.node_lost(failure, "; ".join(lost))
         decision = self.supervisor.decide(failure)

@@ -37,6 +37,14 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
      "an NCCL error or timeout between the GPUs"),
     ("cuda-oom", TRANSIENT, r"CUDA out of memory|OutOfMemoryError",
      "out of GPU memory (a restart may get past it; if it repeats at the same step, see docs/oom_qwen35_4b.md)"),
+    # The head's Ray lost (its GCS, raylet or dashboard killed, e.g. by the OOM killer): the toolkit's own
+    # words (launch/ray_lost.py), a GCS that no longer answers (ray 2.60 _raylet.so, what a call to it
+    # raises) or hangs (launch/cluster.py probe's timeout), a job that the head's Ray no longer knows.
+    # Before `node-lost`, `engine` and `node`, which would match some of it: the restart must start the
+    # head's Ray again.
+    ("ray-lost", TRANSIENT, r"the head's Ray is lost|Timed out while waiting for GCS|Failed to connect to GCS|"
+                            r"GCS server is dead|GCS may have been killed|Ray did not answer `|Ray knows no job",
+     "the head's Ray died (its GCS, raylet or dashboard killed): the restart starts it again"),
     # A worker node gone (its raylet killed, the machine lost): Ray's GCS declares it dead after its
     # health check fails, and every actor or task on it fails with these (ray 2.60 _raylet.so, gcs_server).
     # Before `engine` and `node`, which would also match: the restart must wait for the node to rejoin.

@@ -35,7 +35,7 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate.builders import builder_for
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import cluster, node_env, rayjob, secret_env, services, slime_job
+from pyhelpers.launch import cluster, node_env, ray_lost, rayjob, secret_env, services, slime_job
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
@@ -145,7 +145,7 @@ def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     runtime_env = launch_args.runtime_env(cfg, secret_env.job_netrc(cfg, lay.run_dir))
     rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, runtime_env,
                                             agent_wait=cfg.RAY_START_TIMEOUT,
-                                            head_up=lambda: services.alive(lay, "ray-head"))
+                                            head_up=lambda: ray_lost.why_lost(cfg, lay) is None)
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
     rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source))
     events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
@@ -157,7 +157,8 @@ def watch(loop: StageContext, r: int, job_id: str) -> rayjob.JobOutcome:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     api = rayjob.JobApi(cfg.RAY_DASHBOARD_PORT, lay.run_dir)
     outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=rayjob.marker_started(lay.started_marker(r)),
-                           start_timeout=cfg.JOB_START_TIMEOUT, progress=echo)
+                           start_timeout=cfg.JOB_START_TIMEOUT, unreachable_timeout=cfg.RAY_UNREACHABLE_TIMEOUT,
+                           head_lost=lambda: ray_lost.why_lost(cfg, lay), progress=echo)
     events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
                   exit_code=outcome.exit_code)
     _note_checkpoint(lay, r)

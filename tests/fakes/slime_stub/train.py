@@ -51,12 +51,14 @@ checkpoint load), FAKE_SLIME_SAVE_DELAY=<s> inside each save before its tracker 
 FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines
 stopped, before the driver exits (teardown) -- the four for bench/round_gpu_idle.py;
 FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
-comes); FAKE_SLIME_ROLLOUT_NODE=worker pins the RolloutManager to a worker node (see
-rollout_manager_options).
+comes); FAKE_SLIME_HOLD_AT=<rollout id> with FAKE_SLIME_HOLD_GATE=<file> holds the job after that
+step until the file exists (maybe_hold); FAKE_SLIME_ROLLOUT_NODE=worker (or worker-then-head) pins
+the RolloutManager to a node (see rollout_manager_options).
 
 Across nodes (--actor-num-nodes > 1): slime's placement of the ranks, each rank's and the
 RolloutManager's view of SLIME_HOST_IP, the socket interfaces and proxies, checked (place_ranks,
-check_seen); the engines and router start in the RolloutManager on its node (tests/fakes/README.md).
+check_seen); the ranks live to the job's end and are called every step, so a lost node fails the job;
+the engines and router start in the RolloutManager on its node (tests/fakes/README.md).
 """
 
 from __future__ import annotations
@@ -259,10 +261,19 @@ class InfoActor:
 
 
 class TrainActor:
-    """A training rank's stand-in: no Megatron, only what it would see on its node."""
+    """A training rank's stand-in: no Megatron, only what it would see on its node. It lives for the
+    whole job, as slime's MegatronTrainRayActor does, and is called every step (train, then the
+    weight update: slime train.py:69, 85 -> ray/actor_group.py:131-149, 162-169), so a rank on a lost
+    node fails the job at its next step (Ray: "The actor died because its node has died")."""
 
     def seen(self) -> dict:
         return seen_here()
+
+    def train(self, rollout_id: int) -> int:
+        return rollout_id
+
+    def update_weights(self) -> None:
+        return None
 
 
 def _sort_key(info):
@@ -270,8 +281,9 @@ def _sort_key(info):
     return list(map(int, ip.split("."))), int(gpu)
 
 
-def place_ranks(args: Namespace, pg) -> list[dict]:
-    """slime's placement across nodes; each rank's view, checked and logged."""
+def place_ranks(args: Namespace, pg) -> list:
+    """slime's placement across nodes; each rank's view, checked and logged. Returns the rank
+    actors, which the job holds to its end (slime/ray/actor_group.py:115-129)."""
     import ray
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -299,24 +311,29 @@ def place_ranks(args: Namespace, pg) -> list[dict]:
         log(f"rank {r} on {s['node_ip']}: SLIME_HOST_IP={s['SLIME_HOST_IP']} NCCL_SOCKET_IFNAME={s['NCCL_SOCKET_IFNAME']} "
             f"GLOO_SOCKET_IFNAME={s['GLOO_SOCKET_IFNAME']} proxies={','.join(s['proxies']) or 'none'}")
         check_seen(f"rank {r}", s)
-    for a in ranks:
-        ray.kill(a)
-    return seen
+    return ranks
 
 
-def rollout_manager_options(args: Namespace) -> dict:
+def rollout_manager_options(args: Namespace, start: int) -> dict:
     """slime creates the RolloutManager with num_cpus=1 and no scheduling strategy (slime/ray/
-    placement_group.py:230-237): Ray may put it on any node. FAKE_SLIME_ROLLOUT_NODE=worker
-    (rehearsals of two nodes) pins it to a worker so the cross-node path is always exercised."""
+    placement_group.py:230-237): Ray may put it on any node. Test-only pins, so that a rehearsal of
+    two nodes always exercises one path: FAKE_SLIME_ROLLOUT_NODE=worker pins it to a worker (the
+    plugin plays away from ShopSimulator's node); =worker-then-head pins a job that starts at rollout
+    0 to a worker and a job resumed from a checkpoint to the head, so that a worker lost then holds
+    only training ranks."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     opts = {"num_cpus": 1, "num_gpus": 0}
-    if os.environ.get("FAKE_SLIME_ROLLOUT_NODE") == "worker":
-        workers = [n["NodeID"] for n in ray.nodes() if n["Alive"] and "node:__internal_head__" not in n["Resources"]]
-        if not workers:
-            sys.exit("fake slime: FAKE_SLIME_ROLLOUT_NODE=worker but the cluster has no worker node")
-        opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(workers[0], soft=False)
+    pin = os.environ.get("FAKE_SLIME_ROLLOUT_NODE", "")
+    if pin == "worker-then-head":
+        pin = "worker" if start == 0 else "head"
+    if pin in ("worker", "head"):
+        nodes = [n["NodeID"] for n in ray.nodes()
+                 if n["Alive"] and ("node:__internal_head__" in n["Resources"]) == (pin == "head")]
+        if not nodes:
+            sys.exit(f"fake slime: FAKE_SLIME_ROLLOUT_NODE pins the RolloutManager to a {pin} but the cluster has none")
+        opts["scheduling_strategy"] = NodeAffinitySchedulingStrategy(nodes[0], soft=False)
     return opts
 
 
@@ -539,6 +556,20 @@ def maybe_crash_mid_step(rollout_id: int, pending) -> None:
         maybe_crash(rollout_id)
 
 
+def maybe_hold(rollout_id: int) -> None:
+    """FAKE_SLIME_HOLD_AT=<rollout id> with FAKE_SLIME_HOLD_GATE=<file> (test-only): once that step's
+    training is done, write <file>.held and wait until <file> exists -- a test does what it means to
+    do to the running job there (kill a process of the cluster), then creates <file>; a later job
+    finds it and goes on."""
+    gate = os.environ.get("FAKE_SLIME_HOLD_GATE")
+    if os.environ.get("FAKE_SLIME_HOLD_AT") != str(rollout_id) or not gate or Path(gate).exists():
+        return
+    Path(gate + ".held").write_text(f"held after rollout {rollout_id} (pid {os.getpid()})\n")
+    log(f"held after rollout {rollout_id} until {gate} exists")
+    while not Path(gate).exists():
+        time.sleep(0.05)
+
+
 def _seconds(name: str) -> float:
     return float(os.environ.get(name, "0") or 0)
 
@@ -555,11 +586,12 @@ def main(argv: list[str]) -> int:
     start = load_start(args)
     pg = place(args)
     time.sleep(_seconds("FAKE_SLIME_START_DELAY"))
+    ranks = []  # across nodes: the training ranks, held to the job's end
     if args.actor_num_nodes > 1:
-        place_ranks(args, pg)  # the engines start inside the RolloutManager, on its node
+        ranks = place_ranks(args, pg)  # the engines start inside the RolloutManager, on its node
     else:
         start_engines(args, start - 1 if start > 0 else None)
-    manager = ray.remote(RolloutManager).options(**rollout_manager_options(args)).remote(
+    manager = ray.remote(RolloutManager).options(**rollout_manager_options(args, start)).remote(
         args, start - 1 if start > 0 else None)
     if args.actor_num_nodes > 1:
         log(f"RolloutManager placed on {ray.get(manager.node.remote())}")
@@ -580,6 +612,7 @@ def main(argv: list[str]) -> int:
             if args.colocate:
                 ray.get(manager.offload.remote())
             samples = check_samples(groups, args.n_samples_per_prompt)
+            ray.get([a.train.remote(rollout_id) for a in ranks])  # slime train.py:69
             rewards = [float(s.reward) for s in samples]
             if run is not None:
                 run.log({"rollout/step": rollout_id, "rollout/raw_reward": sum(rewards) / len(rewards),
@@ -597,6 +630,7 @@ def main(argv: list[str]) -> int:
             print(f"(MegatronTrainRayActor pid={os.getpid()}) "
                   + slime_perf_line("train_metric_utils.py:401", rollout_id, {"perf/actor_train_time": delay}),
                   flush=True)
+            maybe_hold(rollout_id)
             if (rollout_id + 1) % args.save_interval == 0 or rollout_id == args.num_rollout - 1:
                 # slime's order (train.py:71-80): the Megatron save, its tracker last
                 # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
@@ -616,6 +650,7 @@ def main(argv: list[str]) -> int:
                 log(f"saved iteration {rollout_id} to {args.save}")
             if args.colocate:
                 ray.get(manager.onload.remote())
+            ray.get([a.update_weights.remote() for a in ranks])  # slime train.py:85
     finally:
         stop_engines()
         if run is not None:
