@@ -79,11 +79,13 @@ def config_check():
     click.echo(f"config ok: run {cfg.run_name}, {cfg.NUM_GPUS} GPU(s), TP={cfg.TP_SIZE}")
 
 
-# The knobs bash itself reads (bin/train, bin/rehearse, bin/lib.sh, bin/in-env, bin/install-hooks).
-# Every other knob reaches the slime command line without passing through bash: `run loop` parses
-# env/defaults.env < .env < environment and builds the argv (launch/slime_args.py).
-BASH_READS = frozenset({"RUN_NAME", "ROUNDS", "STEPS_PER_ROUND", "MODEL_ARGS_SCRIPT", "DOCTOR_PROFILE",
-                        "CONDA_ROOT", "SLIME_ENV"})
+def _for_bash(cfg: Config, with_secrets: bool) -> dict[str, str]:
+    """What bash gets: the derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries, the knobs
+    declared `bash` (facts.py: bin/train, bin/rehearse, bin/lib.sh, bin/in-env, bin/install-hooks
+    read them) and, when asked, the secrets. Every other knob is parsed by the Python bash starts."""
+    secrets, knobs = cfg.secret_names, config_mod.read_knobs()
+    return {name: value for name, value in cfg.process_env(secrets=with_secrets).items()
+            if name not in knobs or knobs[name].bash or name in secrets}
 
 
 @config.command("export")
@@ -92,8 +94,8 @@ BASH_READS = frozenset({"RUN_NAME", "ROUNDS", "STEPS_PER_ROUND", "MODEL_ARGS_SCR
                    "to a file). bin/train does not: the driver reads the keys from .env.")
 def config_export(with_secrets):
     """Print a validated `export NAME='value'` block for bash to eval (no re-parsing in bash): the
-    derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries and the knobs bash reads
-    (BASH_READS); the other knobs are parsed by the Python bash starts, from the same sources.
+    derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries and the knobs bash reads (declared
+    `bash`); the other knobs are parsed by the Python bash starts, from the same sources.
 
     Secrets are left out unless --with-secrets; their values then travel only through the pipe
     into the shell's environment, never through argv or a file. The run's scripts leave them out:
@@ -105,12 +107,7 @@ def config_export(with_secrets):
     """
     cfg = config_mod.load()
     _problems_or_exit(cfg)
-    secrets, knobs = cfg.secret_names, config_mod.read_knobs()
-    lines = []
-    for name, value in cfg.process_env(secrets=with_secrets).items():
-        if name in knobs and name not in BASH_READS and name not in secrets:
-            continue  # the Python that bash starts parses it from the sources itself, once
-        lines.append(f"export {name}={shlex.quote(value)}")
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in _for_bash(cfg, with_secrets).items()]
     sys.stdout.write("\n".join(lines) + "\n")
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyhelpers.config import facts
 from pyhelpers.config import knobs as generated
 from pyhelpers.config import types as knob_types
 from pyhelpers.config.knobs import Knobs
@@ -23,38 +24,68 @@ from pyhelpers.run.layout import wandb_dir
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS_FILE = PROJECT_ROOT / "env" / "defaults.env"
-SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_WEBHOOK")
+SECRET_SUFFIXES = facts.SECRET_SUFFIXES
 _REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+_SENTENCE_ENDS = (".", "?", ":", ".)")
 
 
 @dataclass(frozen=True)
 class Knob:
-    """One declared knob: its name, raw default, doc comment, section, and its type and range
-    (the `#:` line above it; None when the file lacks one, which tests/test_config_knobs.py refuses)."""
+    """One declared knob: its name, raw default, doc comment, section, its type and range (the
+    `#:` line above it; None when the file lacks one, which tests/test_config_knobs.py refuses),
+    the facts after the type (facts.py) and its brief (the doc up to the first comment line that
+    ends a sentence: the menu's text)."""
 
     name: str
     default: str
     doc: str
     section: str
     type: KnobType | None = None
+    facts: frozenset[str] = frozenset()
+    brief: str = ""
+
+    @property
+    def fixed(self) -> bool:
+        return "fixed" in self.facts
+
+    @property
+    def machine(self) -> bool:
+        return "machine" in self.facts
+
+    @property
+    def bash(self) -> bool:
+        return "bash" in self.facts
+
+    @property
+    def plugin(self) -> bool:
+        return "plugin" in self.facts
+
+    @property
+    def secret(self) -> bool:
+        return "secret" in self.facts
 
 
-_PARSED: dict[tuple[str, int, int], dict[str, Knob]] = {}
+_PARSED: dict[tuple[str, int, int], tuple[str, dict[str, Knob]]] = {}
 
 
 def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
     """Declared knobs, in file order, with the comment lines above each as its doc and the `#:`
-    line as its type. A `#:` line that is not a type stops here, naming file and line.
+    line as its type and facts. A `#:` line that is not a type stops here, naming file and line.
 
     The file is parsed when the declarations generated from it into knobs.py are not its own
     (another file, or it changed since `make readme-knobs`: their digests differ), and then once
-    per process and version of the file. So a run start, whose processes get their values through
-    the environment `config export` hands them, parses env/defaults.env no more than once."""
-    st = Path(path).stat()
+    per process and version of the file."""
+    return dict(_declarations(Path(path))[1])
+
+
+def _declarations(path: Path) -> tuple[str, dict[str, Knob]]:
+    """(the file's digest, its knobs), once per process and version of the file."""
+    st = path.stat()
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _PARSED:
-        _PARSED[key] = _generated(Path(path)) or parse_knobs(Path(path))
-    return dict(_PARSED[key])
+        sha = digest(path)
+        _PARSED[key] = (sha, generated_knobs() if sha == generated.SOURCE_SHA256 else parse_knobs(path))
+    return _PARSED[key]
 
 
 def digest(path: Path) -> str:
@@ -62,13 +93,11 @@ def digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _generated(path: Path) -> dict[str, Knob] | None:
-    """The declarations knobs.py holds, when `path` is the very file they were generated from."""
-    if digest(path) != generated.SOURCE_SHA256:
-        return None
-    return {name: Knob(name, default, doc=doc, section=section,
-                       type=knob_types.parse(spec, f"{path}: {name}") if spec is not None else None)
-            for name, default, doc, section, spec in generated.DECLARED}
+def generated_knobs() -> dict[str, Knob]:
+    """The declarations knobs.py holds (those of env/defaults.env when it was generated)."""
+    return {name: Knob(name, default, doc=doc, section=section, brief=brief, facts=frozenset(declared),
+                       type=knob_types.parse(spec, f"env/defaults.env: {name}") if spec is not None else None)
+            for name, default, doc, section, spec, declared, brief in generated.DECLARED}
 
 
 def parse_knobs(path: Path) -> dict[str, Knob]:
@@ -80,25 +109,43 @@ def parse_knobs(path: Path) -> dict[str, Knob]:
     if errors:
         raise ToolkitError("the knob declarations cannot be parsed", errors[0], "fix env/defaults.env")
     knobs: dict[str, Knob] = {}
-    section, doc, spec = "", [], None
+    section, doc, spec, declared = "", [], None, ("", "")
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.startswith("## "):
             section, doc, spec = line[3:].strip(), [], None
         elif line.startswith("#:"):
-            try:
-                spec = knob_types.parse(line[2:], f"{path}:{n}")
-            except knob_types.SpecError as exc:
-                raise ToolkitError(str(exc), f"{path}:{n}", "write the type as its module doc says "
-                                   "(pyhelpers/config/types.py)") from None
+            type_text, _, facts_text = line[2:].partition(";")
+            spec, declared = _spec(type_text, f"{path}:{n}"), (facts_text, f"{path}:{n}")
         elif line.startswith("#"):
             doc.append(line.lstrip("#").strip())
         elif "=" in line and not line.startswith(" "):
             name = line.split("=", 1)[0].strip()
-            knobs[name] = Knob(name, values.get(name) or "", doc=" ".join(doc), section=section, type=spec)
-            doc, spec = [], None
+            knobs[name] = Knob(name, values.get(name) or "", doc=" ".join(doc), section=section, type=spec,
+                               facts=_facts(name, *declared) if spec is not None else frozenset(), brief=_brief(doc))
+            doc, spec, declared = [], None, ("", "")
         else:
             doc, spec = [], None
     return knobs
+
+
+def _spec(text: str, where: str) -> KnobType:
+    try:
+        return knob_types.parse(text, where)
+    except knob_types.SpecError as exc:
+        raise ToolkitError(str(exc), where, "write the type as its module doc says (pyhelpers/config/types.py)") from None
+
+
+def _facts(name: str, text: str, where: str) -> frozenset[str]:
+    try:
+        return facts.parse(text, name, where)
+    except facts.FactError as exc:
+        raise ToolkitError(str(exc), where, "write the facts as pyhelpers/config/facts.py says") from None
+
+
+def _brief(doc: list[str]) -> str:
+    """The doc's lines up to the first that ends a sentence (never cut mid-sentence)."""
+    end = next((i for i, line in enumerate(doc) if line.endswith(_SENTENCE_ENDS)), len(doc) - 1)
+    return " ".join(doc[:end + 1])
 
 
 _KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=")
@@ -126,8 +173,12 @@ def read_env_file(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
 
 
 def is_secret(name: str, extra: frozenset[str] = frozenset()) -> bool:
-    """Secret by the naming rule of architecture §3, or listed in SECRET_VARS."""
-    return name.endswith(SECRET_SUFFIXES) or name in extra
+    """A knob declared secret, a name by the naming rule of architecture §3 (a knob so named must be
+    declared secret: facts.py), or one listed in SECRET_VARS."""
+    if name.endswith(SECRET_SUFFIXES) or name in extra:
+        return True
+    knob = _declarations(DEFAULTS_FILE)[1].get(name)
+    return knob is not None and knob.secret
 
 
 @dataclass(frozen=True)
