@@ -2,14 +2,18 @@
 
 One parser (python-dotenv) reads both files; ``${NAME}`` references are expanded after the
 precedence is applied, so an override of MODELS_DIR in .env moves HF_MODEL with it. The result
-is a plain value object that the rest of the code receives; nothing deeper reads os.environ.
+is a plain value object that the rest of the code receives; nothing deeper reads os.environ. The
+files are read once per start: `config export` hands what they hold to every process the start
+runs (HANDED_VAR, start below), and a process handed them resolves from that, never a secret in it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -339,23 +343,104 @@ def env_file_path(root: Path, environ: Mapping[str, str]) -> Path:
     return Path(environ.get("SHOPSIMRL_ENV_FILE") or root / ".env")
 
 
-def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
-         defaults_file: Path | None = None) -> Config:
-    """Resolve the configuration. Every .env entry is kept (it may hold extra secrets or
-    proxies); only declared knobs are taken from the process environment."""
-    environ = os.environ if environ is None else environ
-    knobs = read_knobs(defaults_file or root / "env" / "defaults.env")
+# A start's configuration as read from its files (JSON, no secret value), handed to the processes
+# of that start in their environment: bin/ scripts export what `config export` prints (start below).
+HANDED_VAR = "SHOPSIMRL_CONFIG"
+
+
+@dataclass(frozen=True)
+class _Files:
+    """What a resolution reads from the files: each value before the environment and ${NAME}
+    expansion (env/defaults.env < .env) and where it came from; .env's names that are no knob and
+    the statements it cannot parse; the declarations' digest."""
+
+    declared: str
+    env_file: Path
+    layered: dict[str, str]
+    sources: dict[str, str]
+    undeclared: tuple[str, ...]
+    env_errors: tuple[str, ...]
+
+
+def _read(root: Path, environ: Mapping[str, str], defaults_file: Path | None) -> _Files:
+    declared, knobs = _declarations(Path(defaults_file or root / "env" / "defaults.env"))
     env_file = env_file_path(root, environ)
     dotenv, env_errors = read_env_file(env_file) if env_file.is_file() else ({}, ())
-    values: dict[str, str] = {}
-    sources: dict[str, str] = {}
-    for name, knob in knobs.items():
-        values[name], sources[name] = knob.default, "env/defaults.env"
+    layered = {name: knob.default for name, knob in knobs.items()}
+    sources = dict.fromkeys(layered, "env/defaults.env")
     for name, value in dotenv.items():
-        values[name], sources[name] = value, str(env_file)
-    for name in list(values):
+        layered[name], sources[name] = value, str(env_file)
+    return _Files(declared, env_file, layered, sources, tuple(sorted(set(dotenv) - set(knobs))), env_errors)
+
+
+def _resolve(files: _Files, root: Path, environ: Mapping[str, str]) -> Config:
+    """The environment over the files, then ${NAME} expansion. Every .env entry is kept (it may hold
+    extra secrets or proxies); the environment gives only the values of names the files have."""
+    values, sources = dict(files.layered), dict(files.sources)
+    for name in values:
         if name in environ:
             values[name], sources[name] = environ[name], "environment"
-    undeclared = tuple(sorted(set(dotenv) - set(knobs)))
-    return Config(_expand(values), sources, root=root, env_file=env_file, undeclared=undeclared, env_errors=env_errors,
-                  make_vars=make_command_line_names(environ))
+    return Config(_expand(values), sources, root=root, env_file=files.env_file, undeclared=files.undeclared,
+                  env_errors=files.env_errors, make_vars=make_command_line_names(environ))
+
+
+def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
+         defaults_file: Path | None = None) -> Config:
+    """Resolve the configuration: env/defaults.env < .env < `environ`. The files are read once per
+    start: a process handed what they held (HANDED_VAR: `config export` of a bin/ script) takes it
+    from there, and applies its own environment to it as a reading of the files would."""
+    environ = os.environ if environ is None else environ
+    files = _handed(environ, root) if defaults_file is None else None
+    cfg = _resolve(files or _read(root, environ, defaults_file), root, environ)
+    _note(cfg, "handed" if files else "resolved")
+    return cfg
+
+
+def start(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT) -> tuple[Config, str]:
+    """A start's configuration (load), and the text of HANDED_VAR for the processes it starts: what
+    the files held, each secret left out (a process that needs one reads it where it lives, .env or
+    the environment). A text handed to this process is handed on as it is."""
+    environ = os.environ if environ is None else environ
+    if (files := _handed(environ, root)) is not None:
+        cfg = _resolve(files, root, environ)
+        _note(cfg, "handed")
+        return cfg, environ[HANDED_VAR]
+    files = _read(root, environ, None)
+    cfg = _resolve(files, root, environ)
+    _note(cfg, "resolved")
+    secrets = sorted(n for n, where in files.sources.items() if where == str(files.env_file) and cfg.is_secret(n))
+    return cfg, json.dumps({
+        "declared": files.declared, "root": str(root), "env_file": str(files.env_file),
+        "layered": {n: "" if n in secrets else v for n, v in files.layered.items()}, "sources": files.sources,
+        "secrets_in_env_file": secrets, "undeclared": files.undeclared, "env_errors": files.env_errors,
+    }, separators=(",", ":"))
+
+
+def _handed(environ: Mapping[str, str], root: Path) -> _Files | None:
+    """The files' contents handed in HANDED_VAR, when they are this process's: the same root, .env
+    and declarations (those of knobs.py). A secret .env held is read from .env, unless the
+    environment gives it anyway."""
+    try:
+        doc = json.loads(environ.get(HANDED_VAR) or "null")
+    except ValueError:
+        return None
+    env_file = env_file_path(root, environ)
+    if not isinstance(doc, dict) or (doc.get("declared"), doc.get("root"), doc.get("env_file")) != (
+            generated.SOURCE_SHA256, str(root), str(env_file)):
+        return None
+    layered = doc["layered"]
+    if missing := [n for n in doc["secrets_in_env_file"] if n not in environ]:
+        dotenv = read_env_file(env_file)[0] if env_file.is_file() else {}
+        layered.update({n: dotenv.get(n, "") for n in missing})
+    return _Files(doc["declared"], env_file, layered, doc["sources"], tuple(doc["undeclared"]),
+                  tuple(doc["env_errors"]))
+
+
+def _note(cfg: Config, how: str) -> None:
+    """Test-only (tests/fakes/README.md): with SHOPSIMRL_RESOLVE_LOG=FILE, one line per configuration
+    a process resolved or was handed: `<pid> <digest of its public values> <how> <command>`, so a
+    test counts the resolutions of one start. No value is written, so no secret."""
+    if log := os.environ.get("SHOPSIMRL_RESOLVE_LOG"):
+        digest = hashlib.sha256(json.dumps(cfg.public(), sort_keys=True).encode()).hexdigest()[:12]
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()} {digest} {how} {' '.join([Path(sys.argv[0]).name, *sys.argv[1:3]])}\n")
