@@ -86,7 +86,7 @@ def _for_bash(cfg: Config, with_secrets: bool) -> dict[str, str]:
     the configuration handed on (HANDED_VAR), not as a variable of its own."""
     secrets, knobs = cfg.secret_names, config_mod.read_knobs()
     return {name: value for name, value in cfg.process_env(secrets=with_secrets).items()
-            if name not in knobs or knobs[name].bash or name in secrets}
+            if name not in knobs or knobs[name].has("bash") or name in secrets}
 
 
 @config.command("export")

@@ -84,7 +84,7 @@ class PluginKnobs:
 
 def _plugin_fields(knobs: Mapping[str, Knob]) -> str:
     fields = [f"    {k.name.lower()}: {_PLUGIN_TYPES.get(k.type.kind if k.type else 'text', 'str')}  # {k.name}\n"
-              for k in knobs.values() if k.plugin]
+              for k in knobs.values() if k.has("plugin")]
     return PLUGIN_HEADER + ("\n" + "".join(fields) if fields else "")
 
 

@@ -48,25 +48,10 @@ class Knob:
     facts: frozenset[str] = frozenset()
     brief: str = ""
 
-    @property
-    def fixed(self) -> bool:
-        return "fixed" in self.facts
-
-    @property
-    def machine(self) -> bool:
-        return "machine" in self.facts
-
-    @property
-    def bash(self) -> bool:
-        return "bash" in self.facts
-
-    @property
-    def plugin(self) -> bool:
-        return "plugin" in self.facts
-
-    @property
-    def secret(self) -> bool:
-        return "secret" in self.facts
+    def has(self, fact: str) -> bool:
+        """Whether the declaration says `fact` (one of facts.FACTS: a misspelt one is a bug)."""
+        assert fact in facts.FACTS, fact
+        return fact in self.facts
 
 
 _PARSED: dict[tuple[str, int, int], tuple[str, dict[str, Knob]]] = {}
@@ -182,7 +167,7 @@ def is_secret(name: str, extra: frozenset[str] = frozenset()) -> bool:
     if name.endswith(SECRET_SUFFIXES) or name in extra:
         return True
     knob = _declarations(DEFAULTS_FILE)[1].get(name)
-    return knob is not None and knob.secret
+    return knob is not None and knob.has("secret")
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,13 @@ MACHINE_LOCAL_SUFFIXES = ("_DIR", "_DISK", "_ROOT", "_PORT", "_LAUNCHER", "_TRAI
 
 def _machine_local(name: str, knobs: dict) -> bool:
     """Not part of the run's identity: a knob declared `machine` (it differs after a migration)."""
-    return knobs[name].machine if name in knobs else name.endswith(MACHINE_LOCAL_SUFFIXES)
+    return knobs[name].has("machine") if name in knobs else name.endswith(MACHINE_LOCAL_SUFFIXES)
 
 
 def fixed() -> frozenset[str]:
     """The knobs a resume may not change (declared `fixed`): changing one mid-run silently changes
     what is being trained or how checkpoints load."""
-    return frozenset(name for name, knob in read_knobs().items() if knob.fixed)
+    return frozenset(name for name, knob in read_knobs().items() if knob.has("fixed"))
 
 
 def run_config(cfg: Config) -> dict[str, str]:
