@@ -8,7 +8,7 @@ no code states a knob's default a second time.
 from __future__ import annotations
 
 import ast
-import os
+import json
 import shutil
 import subprocess
 import sys
@@ -137,7 +137,7 @@ THROWAWAY_WIDGETS=7
 # A machine's own path: left out of run.json.
 #: path; machine
 THROWAWAY_CACHE=/var/cache/throwaway
-# A secret without a secret's name.
+# A secret without a secret's name (masked, never exported, recorded or handed on).
 #: text or empty; secret
 THROWAWAY_PASSPHRASE=
 """
@@ -157,12 +157,14 @@ out = {}
 cfg = config_mod.load()
 out["typed"] = [cfg.THROWAWAY_WIDGETS, type(cfg.THROWAWAY_WIDGETS).__name__, str(cfg.THROWAWAY_CACHE)]
 out["range"] = [str(p) for p in check(config_mod.load({**cfg.values, "THROWAWAY_WIDGETS": "1"})) if "THROWAWAY" in str(p)]
-out["secret"] = [cfg.is_secret("THROWAWAY_PASSPHRASE"), cfg.public()["THROWAWAY_PASSPHRASE"]]
+out["secret"] = [cfg.THROWAWAY_PASSPHRASE, cfg.public()["THROWAWAY_PASSPHRASE"]]
 run = manifest.build(cfg)
 out["run.json"] = sorted(k for k in run["config"] if k.startswith("THROWAWAY"))
 changed = manifest.build(config_mod.load({**cfg.values, "THROWAWAY_WIDGETS": "9", "THROWAWAY_CACHE": "/elsewhere"}))
 out["resume"] = manifest.differences(run, changed)
-out["export"] = [ln for ln in CliRunner().invoke(main, ["config", "export"]).output.splitlines() if ln.startswith("export THROWAWAY")]
+exported = CliRunner().invoke(main, ["config", "export"]).output
+out["export"] = [ln for ln in exported.splitlines() if ln.startswith("export THROWAWAY")]
+out["secret"].append(cfg.THROWAWAY_PASSPHRASE in exported + json.dumps(run))
 lay = from_config(cfg)
 values = settings.plugin_values(cfg, lay, 0)
 out["plugin"] = [values.get("throwaway_widgets"), settings.from_mapping(values).throwaway_widgets,
@@ -192,6 +194,7 @@ def test_a_knob_declared_once_reaches_every_place_that_uses_it(toolkit_env, tmp_
     with open(copy / "env" / "defaults.env", "a", encoding="utf-8") as f:
         f.write(THROWAWAY)
     env = {**toolkit_env, "PYTHONPATH": str(copy), "COLUMNS": "200"}
+    Path(toolkit_env["SHOPSIMRL_ENV_FILE"]).write_text("THROWAWAY_PASSPHRASE=open-sesame-7f3a\n")
     regen = subprocess.run([str(copy / "bin" / "readme-knobs")], cwd=copy, env=env, capture_output=True, text=True)
     assert regen.returncode == 0, regen.stdout + regen.stderr
 
@@ -202,14 +205,11 @@ def test_a_knob_declared_once_reaches_every_place_that_uses_it(toolkit_env, tmp_
 
     r = subprocess.run([sys.executable, "-c", CHECKS], cwd=copy, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    import json
-
     got = json.loads(r.stdout.splitlines()[-1])
     assert got["typed"] == [7, "int", "/var/cache/throwaway"], got
     assert got["range"] and "THROWAWAY_WIDGETS" in got["range"][0], got
-    assert got["secret"] == [True, ""], got
+    assert got["secret"] == ["open-sesame-7f3a", "***", False], got  # masked, never exported or recorded
     assert got["run.json"] == ["THROWAWAY_WIDGETS"], got  # the machine's own path is left out
     assert got["resume"] == [["THROWAWAY_WIDGETS: '7' -> '9'"], []], got  # refused on resume
     assert got["export"] == ["export THROWAWAY_WIDGETS=7"], got
     assert got["plugin"] == [7, 7, True], got
-    assert os.environ.get("THROWAWAY_WIDGETS") is None
