@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pyhelpers.config.load import load  # noqa: E402
 from pyhelpers.jsonfiles import canonical_bytes  # noqa: E402
 from pyhelpers.skills.bank import empty_bank  # noqa: E402
 from pyhelpers.skills.compile import CompileOptions, compile_bank  # noqa: E402
@@ -64,13 +65,19 @@ def _batches(props: list[dict], round_: int) -> list[dict]:
     return out
 
 
+def options() -> CompileOptions:
+    """The compile of a run with this checkout's configuration (env/defaults.env < .env)."""
+    cfg = load()
+    return CompileOptions(dup_jaccard=cfg.SKILL_DUP_JACCARD, max_skill_tokens=cfg.SKILL_MAX_TOKENS)
+
+
 def make_inputs(n_skills: int, n_cands: int, seed: int = 7) -> tuple[dict, list[dict]]:
     rng = random.Random(seed)
     vocab = _vocab(rng, 4000)
     base = [(_sentence(rng, vocab, 6, 14), _sentence(rng, vocab, 12, 28), rng.choice(KINDS),
              "do" if rng.random() < 0.7 else "avoid") for _ in range(n_skills)]
     seed_props = [_proposal(rng, t, i, k, p, f"r0-s0-g0-i{j}") for j, (t, i, k, p) in enumerate(base)]
-    bank = compile_bank(empty_bank(0), _batches(seed_props, 0), 0)
+    bank = compile_bank(empty_bank(0), _batches(seed_props, 0), 0, options())
     statuses = ["active"] * 2 + ["probation"] * 2 + ["candidate"] * 5 + ["retired"]
     for s in bank["skills"]:
         s["status"] = rng.choice(statuses)
@@ -99,12 +106,12 @@ def main() -> None:
     bank, batches = make_inputs(args.skills, args.candidates)
     print(f"inputs: bank of {len(bank['skills'])} skills, {sum(len(b['proposals']) for b in batches)} proposals "
           f"in {len(batches)} batches")
-    rng = random.Random(99)
+    rng, opts = random.Random(99), options()
     for run in range(args.runs):
         shuffled = [dict(b, proposals=rng.sample(b["proposals"], len(b["proposals"]))) for b in batches]
         rng.shuffle(shuffled)
         t0 = time.perf_counter()
-        out = compile_bank(bank, shuffled, 1, CompileOptions())
+        out = compile_bank(bank, shuffled, 1, opts)
         t1 = time.perf_counter()
         data = canonical_bytes(out)
         t2 = time.perf_counter()

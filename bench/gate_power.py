@@ -6,7 +6,7 @@ task heterogeneity, the conservative case) and, from the seeded simulator run th
 plan -> estimate -> decide code, how often a +15 / +10 point skill is accepted, a -15 point skill
 rejected, and a null skill accepted, in one round.
 
-    .venv/bin/python bench/gate_power.py [--seeds 100] [--alpha 0.1]
+    .venv/bin/python bench/gate_power.py [--seeds 100] [--alpha GATE_ALPHA]
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pyhelpers.config.load import load  # noqa: E402
 from pyhelpers.gate.decide import mde  # noqa: E402
 from pyhelpers.gate.plan import GateKnobs  # noqa: E402
 from pyhelpers.gate.simulate import simulate_round  # noqa: E402
@@ -26,14 +28,16 @@ from pyhelpers.gate.simulate import simulate_round  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=100)
-    ap.add_argument("--alpha", type=float, default=0.1)
+    ap.add_argument("--alpha", type=float, help="GATE_ALPHA [default: the configuration's]")
     args = ap.parse_args()
+    base = GateKnobs.from_config(load())  # the other knobs as this checkout's configuration has them
+    args.alpha = base.alpha if args.alpha is None else args.alpha
     t0 = time.perf_counter()
     print(f"{'K':>2} {'pairs':>5} {'episodes':>8} {'MDE pts':>7} {'+15 acc':>7} {'+10 acc':>7} "
           f"{'-15 rej':>7} {'null acc':>8}")
     for k in (4, 6, 8):
         for pairs in (64, 128, 192, 256, 384, 512):
-            knobs = GateKnobs(pairs=pairs, arm_episodes=32, alpha=args.alpha, max_skills=8)
+            knobs = replace(base, pairs=pairs, alpha=args.alpha)
             m = mde((0.42 / pairs) ** 0.5, args.alpha, k, pairs - k)
             eff = {"sk-a": 0.15, "sk-b": 0.10, "sk-c": -0.15, **{f"sk-n{i}": 0.0 for i in range(k - 3)}}
             hits = {"sk-a": 0, "sk-b": 0, "sk-c": 0, "null": 0}

@@ -44,9 +44,10 @@ py() {
   "$VENV_PY" -m pyhelpers "$@"
 }
 
-# load_config [--with-secrets]: validate the configuration and export it into this shell.
-# Fails (exit 1, each problem named) before any side effect. Secrets arrive through the pipe,
-# never through argv or a file.
+# load_config [--with-secrets]: validate the configuration and export it into this shell: what
+# bash reads, and SHOPSIMRL_CONFIG, what env/defaults.env and .env hold, read once for every
+# process this shell starts (pyhelpers/config/load.py start). Fails (exit 1, each problem named)
+# before any side effect. Secrets arrive through the pipe, never through argv or a file.
 load_config() {
   local block
   block="$(py config export "$@")" || exit 1

@@ -2,9 +2,9 @@
 
 rbenv-style: the targets and their groups (`## --- name ---` lines) are the Makefile's rules, in
 its order; each target's text is the `# Summary:` header of bin/<target>, the verb it runs (the one
-place a target's help is written). Knobs come from env/defaults.env (the one place defaults live),
-each with its description up to the first comment line that ends a sentence (never cut mid-
-sentence; the README has the whole text).
+place a target's help is written). Knobs come from their declarations in env/defaults.env (the one
+place defaults live, read by config/load.py), each with its brief: its description up to the first
+comment line that ends a sentence (never cut mid-sentence; the README has the whole text).
 
 The width is COLUMNS when set, else the terminal's, else 80 (a pipe). An entry that fits is one
 line; a longer one is wrapped under its text column while that column leaves MIN_TEXT characters,
@@ -22,6 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from pyhelpers.config.load import read_knobs
 from pyhelpers.doctor.base import wrap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,23 +76,12 @@ def targets(columns: int) -> list[str]:
 
 def knobs(columns: int) -> list[str]:
     out: list[str] = []
-    doc: list[str] = []
-    whole = False  # the description has ended a sentence: later comment lines are the README's
-    for line in (ROOT / "env" / "defaults.env").read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            out += group(line[3:], columns)
-            doc, whole = [], False
-        elif line.startswith("#:"):
-            continue
-        elif line.startswith("# "):
-            if not whole:
-                doc.append(line[2:])
-                whole = line.endswith((".", "?", ":", ".)"))
-        elif knob := re.match(r"^([A-Z_][A-Z0-9_]*)=(.*)$", line):
-            out += entry((knob.group(1), knob.group(2) or "(empty)"), KNOB_PAD, " ".join(doc), columns)
-            doc, whole = [], False
-        else:
-            doc, whole = [], False
+    section = None
+    for knob in read_knobs().values():
+        if knob.section != section:
+            section = knob.section
+            out += group(section, columns)
+        out += entry((knob.name, knob.default or "(empty)"), KNOB_PAD, knob.brief, columns)
     return out
 
 

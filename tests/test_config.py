@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 from click.testing import CliRunner
 from conftest import ROOT, run_pyhelpers
@@ -167,14 +168,18 @@ def test_secrets_are_masked_and_left_out_of_export(toolkit_env, tmp_path):
 
 
 def test_export_gives_bash_only_what_bash_reads(toolkit_env, tmp_path):
-    """A knob on the way to the slime command line is parsed once, by the Python that builds the
-    command line (`run loop`), not printed for bash and parsed again from bash's environment."""
+    """A knob on the way to the slime command line is no variable of bash's: it reaches the Python
+    that builds the command line (`run loop`) in what `config export` read from the files once and
+    hands on (SHOPSIMRL_CONFIG), which no process reads again."""
     (tmp_path / ".env").write_text("ROLLOUT_MAX_CONTEXT_LEN=12345\nHTTPS_PROXY=http://127.0.0.1:3128\n")
     out = CliRunner().invoke(main, ["config", "export"])
     assert out.exit_code == 0, out.output
-    assert "ROLLOUT_MAX_CONTEXT_LEN" not in out.output and "TP_SIZE" not in out.output
+    exported = dict(line.removeprefix("export ").split("=", 1) for line in out.output.splitlines())
+    assert "ROLLOUT_MAX_CONTEXT_LEN" not in exported and "TP_SIZE" not in exported
     for kept in ("RUN_DIR", "SAVE_DIR", "WANDB_DIR", "MODEL_ARGS_SCRIPT", "CONDA_ROOT", "HTTPS_PROXY"):
-        assert f"export {kept}=" in out.output, kept
+        assert kept in exported, kept
+    handed = json.loads(shlex.split(exported[config.HANDED_VAR])[0])
+    assert handed["layered"]["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and handed["layered"]["TP_SIZE"] == "2"
     cfg = config.load()
     env = cfg.process_env()  # what `run loop` hands its children: every value, as bash's export did
     assert env["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and env["RUN_DIR"] == str(cfg.run_dir)
@@ -233,3 +238,27 @@ def test_a_typo_on_the_make_command_line_is_refused_too(toolkit_env):
         r = subprocess.run(["make", "check", *fine.split()], cwd=ROOT, env=env, capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 0 and "config ok" in r.stdout, (fine, r.stderr)
+
+
+def test_a_configuration_handed_on_is_what_a_resolution_gives_without_a_secret(toolkit_env, tmp_path, monkeypatch):
+    """`config export` reads env/defaults.env and .env once per start and hands what they hold on
+    (SHOPSIMRL_CONFIG, issue 43): a process given it reads no file but .env for a secret, and gets
+    the values, sources and secrets a reading of its own would give, its own environment applied
+    (the analyst model's address a rehearsal exports later, a knob a service's env drops). The
+    handed text holds no secret."""
+    import os
+
+    (tmp_path / ".env").write_text("WANDB_API_KEY=wk-SECRET-123\nROUNDS=7\nHTTPS_PROXY=http://127.0.0.1:3128\n"
+                                   "NOTE=${WANDB_API_KEY}\n")
+    cfg, handed = config.start()
+    assert "wk-SECRET-123" not in handed and cfg.ROUNDS == 7
+    monkeypatch.setattr(config, "_read", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
+    for environ in ({**os.environ}, {**os.environ, "ROUNDS": "9", "ANALYST_BASE_URL": "http://127.0.0.1:9/v1"},
+                    {**os.environ, "WANDB_API_KEY": "wk-other"}, {k: v for k, v in os.environ.items() if k != "RUNS_DIR"}):
+        got = config.load({**environ, config.HANDED_VAR: handed})
+        monkeypatch.undo()
+        want = config.load(environ)
+        monkeypatch.setattr(config, "_read", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
+        assert (got.values, got.sources, got.undeclared, got.env_file, got.make_vars) == (
+            want.values, want.sources, want.undeclared, want.env_file, want.make_vars)
+    assert got.WANDB_API_KEY == "wk-SECRET-123" and got.public()["WANDB_API_KEY"] == "***"

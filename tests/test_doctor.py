@@ -97,7 +97,8 @@ def results(env, profile="full") -> dict:
 
 def one(env, fn) -> dict:
     """Run one check family (through the runner's crash guard) and index its results by name."""
-    ctx = Context(config.load(env), env)
+    cfg = config.load(env)
+    ctx = Context(cfg, env, cfg.DOCTOR_PROFILE)
     family = fn.__name__.removeprefix("check_").replace("_", "-")
     return {r.name: r for r in runner.run_one(ctx, family, fn)}
 
@@ -601,7 +602,8 @@ def test_exposure_says_who_holds_shopsim_port_when_our_simulator_runs(machine):
 
 def test_child_processes_never_get_a_secret(machine):
     cfg = config.load(machine)
-    env = Context(cfg, {"PATH": "/bin", "HOME": "/h", "WANDB_API_KEY": WANDB_KEY, "SOME_TOKEN": "t0k"}).child_env()
+    env = Context(cfg, {"PATH": "/bin", "HOME": "/h", "WANDB_API_KEY": WANDB_KEY, "SOME_TOKEN": "t0k"},
+                  cfg.DOCTOR_PROFILE).child_env()
     assert env == {"PATH": "/bin", "HOME": "/h"}
 
 

@@ -8,7 +8,8 @@ rejected in >= 90% of runs, nulls accepted in <= 10% of runs. Pure numpy, about 
 
 from __future__ import annotations
 
-from pyhelpers.config.load import read_knobs
+from support.knobs import gate_knobs
+
 from pyhelpers.gate.plan import GateKnobs
 from pyhelpers.gate.report import build_summary, gate_report
 from pyhelpers.gate.simulate import simulate_round
@@ -20,15 +21,7 @@ SEEDS = range(200)
 
 
 def shipped_knobs() -> GateKnobs:
-    k = {n: v.default for n, v in read_knobs().items()}
-    return GateKnobs(pairs=int(k["GATE_PAIRS"]), arm_episodes=int(k["GATE_ARM_EPISODES"]),
-                     seed=int(k["GATE_SEED"]), max_skills=int(k["GATE_MAX_SKILLS"]),
-                     failed_share=float(k["GATE_FAILED_SHARE"]), alpha=float(k["GATE_ALPHA"]),
-                     max_rounds=int(k["GATE_MAX_ROUNDS"]))
-
-
-def test_dataclass_defaults_match_defaults_env():
-    assert shipped_knobs() == GateKnobs()
+    return gate_knobs()  # env/defaults.env's, through the Config: GateKnobs has no default of its own
 
 
 def test_helpful_accepted_harmful_rejected_nulls_not_accepted():
@@ -98,4 +91,7 @@ def test_three_round_lifecycle_with_pooling():
 def test_knobs_from_config(toolkit_env):
     from pyhelpers.config import load as config
 
-    assert GateKnobs.from_config(config.load()) == shipped_knobs()
+    given = {"GATE_PAIRS": "64", "GATE_ARM_EPISODES": "8", "GATE_SEED": "5", "GATE_MAX_SKILLS": "6",
+             "GATE_FAILED_SHARE": "0.5", "GATE_ALPHA": "0.05", "GATE_MAX_ROUNDS": "2"}
+    assert GateKnobs.from_config(config.load({**toolkit_env, **given})) == GateKnobs(
+        pairs=64, arm_episodes=8, seed=5, max_skills=6, failed_share=0.5, alpha=0.05, max_rounds=2)

@@ -7,12 +7,13 @@ import random
 
 import numpy as np
 import pytest
+from support.knobs import gate_knobs
 
 from pyhelpers import jsonfiles
 from pyhelpers.errors import ToolkitError
 from pyhelpers.gate import decide, dist, masks
 from pyhelpers.gate.estimate import RoundEstimate, estimate, ols_hc3
-from pyhelpers.gate.plan import GateKnobs, Plan, make_plan
+from pyhelpers.gate.plan import Plan, make_plan
 from pyhelpers.gate.report import build_summary, gate_report
 
 SKILLS = [f"sk-{i:012x}" for i in range(6)]
@@ -59,7 +60,7 @@ def test_mask_bits_are_fair_coins():
 
 def test_plan_composition_ids_arms_and_failed_share():
     val = {f"v{i:04d}": i % 3 == 0 for i in range(400)}  # a third succeed, two thirds failed
-    k = GateKnobs(pairs=40, arm_episodes=10, failed_share=0.7)
+    k = gate_knobs(pairs=40, arm_episodes=10, failed_share=0.7)
     plan = make_plan(SKILLS, val, list(val), k, round_no=3)
     eps = plan.episodes
     assert len(eps) == 2 * 40 + 2 * 10
@@ -83,7 +84,7 @@ def test_plan_composition_ids_arms_and_failed_share():
 
 def test_plan_is_deterministic_and_round_trips():
     val = {f"v{i:04d}": i % 2 == 0 for i in range(100)}
-    k = GateKnobs(pairs=16, arm_episodes=4)
+    k = gate_knobs(pairs=16, arm_episodes=4)
     p1 = make_plan(SKILLS, val, list(val), k, round_no=1).to_json()
     tasks = list(val)
     random.Random(5).shuffle(tasks)
@@ -100,7 +101,7 @@ def test_plan_is_deterministic_and_round_trips():
 
 def test_plan_excludes_tasks_reuses_small_pools_and_checks_inputs():
     val = {f"v{i}": i < 5 for i in range(8)}  # 3 failed, 5 succeeded
-    k = GateKnobs(pairs=10, arm_episodes=2, failed_share=0.7)
+    k = gate_knobs(pairs=10, arm_episodes=2, failed_share=0.7)
     plan = make_plan(SKILLS[:2], val, list(val) + ["t-analyst"], k, round_no=0, exclude_tasks=["t-analyst", "v0"])
     assert plan.pool["excluded"] == 2 and plan.pool["pool_tasks"] == 7
     assert "v0" not in {e["task_id"] for e in plan.episodes}
@@ -128,7 +129,7 @@ def _noiseless(plan, b, gamma, p_task):
 def test_estimator_recovers_banzhaf_values_exactly_without_noise():
     rng = np.random.default_rng(0)
     val = {f"v{i:03d}": bool(i % 2) for i in range(300)}
-    plan = make_plan(SKILLS, val, val, GateKnobs(pairs=64, arm_episodes=8), round_no=0)
+    plan = make_plan(SKILLS, val, val, gate_knobs(pairs=64, arm_episodes=8), round_no=0)
     b = np.array([0.15, -0.15, 0.0, 0.02, 0.0, -0.04])
     gamma = np.triu(rng.normal(0, 0.03, (6, 6)), 1)  # pairwise interactions
     p_task = {t: float(rng.uniform(0.1, 0.6)) for t in val}  # task difficulty: cancels in the pair
@@ -154,7 +155,7 @@ def test_hc3_matches_the_textbook_formula():
 
 def test_estimator_drops_incomplete_pairs_and_reports_checks():
     val = {f"v{i:03d}": False for i in range(200)}
-    plan = make_plan(SKILLS, val, val, GateKnobs(pairs=50, arm_episodes=10), round_no=0)
+    plan = make_plan(SKILLS, val, val, gate_knobs(pairs=50, arm_episodes=10), round_no=0)
     rng = np.random.default_rng(2)
     out = {e["id"]: bool(rng.random() < 0.4) for e in plan.episodes}
     del out["gate-r0-p3-b"]
@@ -170,7 +171,7 @@ def test_estimator_drops_incomplete_pairs_and_reports_checks():
 
 def test_balance_check_flags_a_broken_mask():
     val = {f"v{i:03d}": False for i in range(200)}
-    plan = make_plan(SKILLS[:2], val, val, GateKnobs(pairs=100, arm_episodes=0), round_no=0)
+    plan = make_plan(SKILLS[:2], val, val, gate_knobs(pairs=100, arm_episodes=0), round_no=0)
     for a, b in plan.pairs():  # a "hash bug": the first skill always shown with the second
         a["mask"], b["mask"] = sorted(SKILLS[:2]), []
     est = estimate(plan, {e["id"]: 0 for e in plan.episodes})
@@ -186,7 +187,7 @@ def _est(beta, se, n=256, round_no=1):
 
 
 def test_decisions_accept_reject_keep_and_validate_against_the_schema():
-    k = GateKnobs(alpha=0.1)
+    k = gate_knobs(alpha=0.1)
     c = decide.critical_value(0.1, 3, 253)
     assert c == pytest.approx(dist.t_ppf(1 - 0.1 / 3, 253))
     ids = ["sk-000000000001", "sk-000000000002", "sk-000000000003"]
@@ -202,7 +203,7 @@ def test_decisions_accept_reject_keep_and_validate_against_the_schema():
 
 
 def test_pooling_retirement_timeout_and_rerun_idempotence():
-    k = GateKnobs(alpha=0.1, max_rounds=3, decay=0.5)
+    k = gate_knobs(alpha=0.1, max_rounds=3, decay=0.5)
     s = "sk-00000000000a"
     # round 2 of a useless skill: pooled with round 1, |t| small -> retire (within ±MDE)
     prior = {s: [{"round": 1, "decision": "keep", "estimate": 0.004, "ci_low": -0.1, "ci_high": 0.1,
@@ -226,20 +227,20 @@ def test_pooling_retirement_timeout_and_rerun_idempotence():
 def test_unestimable_round_decides_nothing():
     est = RoundEstimate(round=0, skills=SKILLS, n_pairs=3, n_pairs_planned=3, df=-3, estimable=False,
                         reason="not estimable")
-    doc = decide.decide(est, GateKnobs())
+    doc = decide.decide(est, gate_knobs())
     assert doc["decisions"] == {}
     jsonfiles.validate(doc, "gate_decisions", "decide()")
     val = {f"v{i}": False for i in range(20)}
-    plan = make_plan(SKILLS, val, val, GateKnobs(pairs=4, arm_episodes=1), round_no=0)
+    plan = make_plan(SKILLS, val, val, gate_knobs(pairs=4, arm_episodes=1), round_no=0)
     est = estimate(plan, {e["id"]: 1 for e in plan.episodes})
-    text = gate_report(build_summary(plan, est, decide.decide(est, GateKnobs()), GateKnobs()))
+    text = gate_report(build_summary(plan, est, decide.decide(est, gate_knobs()), gate_knobs()))
     assert "MDE: not available" in text and "not estimated this round" in text
 
 
 def test_report_prints_table_mde_and_checks():
     from pyhelpers.gate.simulate import simulate_round
 
-    k = GateKnobs(pairs=64, arm_episodes=16, seed=3)
+    k = gate_knobs(pairs=64, arm_episodes=16, seed=3)
     plan, est, doc = simulate_round({SKILLS[0]: 0.3, SKILLS[1]: 0.0}, k, seed=3)
     summary = build_summary(plan, est, doc, k)
     text = gate_report(summary, {SKILLS[0]: "Open the cheapest item"})
@@ -257,7 +258,7 @@ def test_report_at_zero_variance_says_why_instead_of_none_pairs():
     """Every pair difference equal (here: no episode succeeded): the variance is 0, so no number
     of pairs is 'needed'; the report said "needs about None pairs" (issue 17 §4)."""
     val = {f"v{i:03d}": bool(i % 2) for i in range(300)}
-    k = GateKnobs(pairs=64, arm_episodes=8)
+    k = gate_knobs(pairs=64, arm_episodes=8)
     plan = make_plan(SKILLS, val, val, k, round_no=0)
     est = estimate(plan, {e["id"]: 0.0 for e in plan.episodes})
     assert est.estimable and est.resid_var == 0.0

@@ -6,8 +6,8 @@ import json
 
 import pytest
 from conftest import offline_runs, wandb_records
+from support.knobs import gate_knobs
 
-from pyhelpers.gate.plan import GateKnobs
 from pyhelpers.gate.report import build_summary
 from pyhelpers.gate.simulate import simulate_round
 from pyhelpers.gate.wandb_log import log_gate
@@ -30,7 +30,7 @@ def wb_env(tmp_path, monkeypatch):
 
 def test_log_gate_offline_read_back_once(wb_env):
     run_dir = wb_env / "runs" / "r1"
-    knobs = GateKnobs(pairs=64, arm_episodes=8, seed=5)
+    knobs = gate_knobs(pairs=64, arm_episodes=8, seed=5)
     plan, est, doc = simulate_round({HELP: 0.4, HARM: -0.3}, knobs, seed=5, round_no=2)
     summary = build_summary(plan, est, doc, knobs)
     bank = {"active": 3, "probation": 1, "candidate": 4, "retired": 2}

@@ -82,7 +82,8 @@ def _nccl_net(env: dict, monkeypatch, ib_root: Path) -> dict:
     from pyhelpers.doctor.base import Context
 
     monkeypatch.setattr(nccl_net, "IB_ROOT", ib_root)
-    ctx = Context(config.load(env), env)
+    cfg = config.load(env)
+    ctx = Context(cfg, env, cfg.DOCTOR_PROFILE)
     return {r.name: r for r in runner.run_one(ctx, "nccl-net", nccl_net.check_nccl_net)}
 
 

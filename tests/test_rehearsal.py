@@ -92,6 +92,22 @@ def test_a_whole_run_parses_env_defaults_at_most_once(reference):
     assert len(parses) <= 1, f"{len(parses)} parses of env/defaults.env in one rehearsal: {parses[:12]}"
 
 
+def test_a_rehearsal_reads_its_configuration_once_and_hands_it_on(reference):
+    """Issue 43: every process bin/train started (config export, the preflight, cleanup, init, the
+    loop and what it starts) resolved the configuration again from defaults.env and .env. Now
+    bin/rehearse's `config export` reads them and hands what they hold to every later process of
+    the start, bin/train's included (SHOPSIMRL_CONFIG); what comes before it checks the user's own
+    configuration and builds the stand-ins'. One line per configuration a process resolved or was
+    handed (SHOPSIMRL_RESOLVE_LOG: tests/fakes/README.md)."""
+    lines = [ln.split(" ", 3) for ln in reference.resolutions]
+    exports = [i for i, (_, _, _, what) in enumerate(lines) if what == "__main__.py config export"]
+    assert exports, reference.resolutions
+    again = [f"{how} by {what}" for _, _, how, what in lines[exports[0] + 1:] if how != "handed"]
+    handed = {what for _, _, how, what in lines if how == "handed"}
+    assert not again, f"{len(again)} resolutions after the start's own:\n" + "\n".join(again)
+    assert {"__main__.py run loop", "__main__.py doctor --profile", "__main__.py run init"} <= handed, handed
+
+
 def test_wandb_offline_runs_hold_the_logged_values(reference):
     run = reference.run
     by_type = _offline_runs(run)

@@ -89,7 +89,8 @@ def test_plugin_flags_are_in_the_checked_list():
 def test_settings_yaml_round_trip_and_refusals(tmp_path):
     good = dict(round=2, round_dir=str(tmp_path), bank_path="", tasks_path="t.jsonl", shopsim_url="http://x:1",
                 shopsim_slots=48, shopsim_episode_concurrency=32, max_turns=20, rollout_max_context_len=24576,
-                rollout_max_response_len=4096, reward="strict", retry_trains=0, skill_token_budget=1024)
+                rollout_max_response_len=4096, reward="strict", retry_trains=0, skill_token_budget=1024,
+                draw_limit_factor=4)
     s = settings.write_plugin_yaml(tmp_path / "slime.yaml", **good)
     assert s.spare_slots == 16
     import yaml

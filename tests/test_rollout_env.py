@@ -92,7 +92,7 @@ assert tr.prompt_len > 0 and isinstance(pad, int)
 settings.write_plugin_yaml(out + "/slime.yaml", round=0, round_dir=out, bank_path="", tasks_path=out + "/t.jsonl",
     shopsim_url="http://127.0.0.1:1", shopsim_slots=4, shopsim_episode_concurrency=2, max_turns=3,
     rollout_max_context_len=4096, rollout_max_response_len=256, reward="strict", retry_trains=0,
-    skill_token_budget=64, tokenizer_path=tok)
+    skill_token_budget=64, draw_limit_factor=4, tokenizer_path=tok)
 assert validation_errors({"id": "x"}, "spool")  # jsonschema ran and found the violations
 
 async def clients():

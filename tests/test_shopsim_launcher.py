@@ -54,7 +54,7 @@ def test_launcher_sets_pool_port_seed_and_retries_before_the_envs_are_built(tool
 
 def test_launcher_names_a_missing_checkout(tmp_path):
     r = subprocess.run([sys.executable, str(ROOT / "pyhelpers/shopsim/launcher.py"), "--shopsim-dir", str(tmp_path),
-                        "--port", "1", "--slots", "1", "--seed", "1", "--reset-retries", "1",
+                        "--host", "127.0.0.1", "--port", "1", "--slots", "1", "--seed", "1", "--reset-retries", "1",
                         "--reset-delay", "1"], capture_output=True, text=True)
     assert r.returncode == 1 and "set SHOPSIM_DIR" in r.stderr
 

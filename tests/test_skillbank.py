@@ -7,14 +7,17 @@ import json
 import random
 
 import pytest
+from support.knobs import compile_options
 from support.skillbank import bank_of, batch, prop, sid
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import canonical_bytes
 from pyhelpers.skills.bank import bank_sha256, empty_bank, load_bank, write_bank
-from pyhelpers.skills.compile import CompileOptions, compile_bank
+from pyhelpers.skills.compile import compile_bank
 from pyhelpers.skills.similarity import LexicalIndex
 from pyhelpers.skills.text import features, jaccard, negations, normalize
+
+OPTIONS = compile_options()  # SKILL_DUP_JACCARD and SKILL_MAX_TOKENS as declared
 
 T1 = ("the task names a size", "click the matching size option before you click buy now")
 T2 = ("the results page shows no matching item", "search again with fewer words from the instruction")
@@ -62,7 +65,7 @@ def test_invalid_candidate_file_is_named(tmp_path):
     f = tmp_path / "x.json"
     f.write_text(json.dumps(bad))
     with pytest.raises(ToolkitError) as err:
-        compile_bank(empty_bank(), [f], 0)
+        compile_bank(empty_bank(), [f], 0, OPTIONS)
     assert str(f) in str(err.value) and "$.proposals[0].polarity" in str(err.value)
 
 
@@ -97,9 +100,9 @@ def test_twenty_input_orders_give_one_sha256():
     for _ in range(20):
         order = [dict(b, proposals=rng.sample(b["proposals"], len(b["proposals"]))) for b in batches]
         rng.shuffle(order)
-        digests.add(hashlib.sha256(canonical_bytes(compile_bank(bank, order, 1))).hexdigest())
+        digests.add(hashlib.sha256(canonical_bytes(compile_bank(bank, order, 1, OPTIONS))).hexdigest())
     assert len(digests) == 1
-    out = compile_bank(bank, batches, 1)
+    out = compile_bank(bank, batches, 1, OPTIONS)
     ops = {e["op"] for s in out["skills"] for e in s["history"]}
     assert {"ADD", "UPVOTE", "MERGE", "REPROPOSED"} <= ops  # the corpus exercises every merge path
 
@@ -107,7 +110,7 @@ def test_twenty_input_orders_give_one_sha256():
 def test_compile_is_pure_and_records_parent():
     bank, batches = _corpus(random.Random(5))
     before = canonical_bytes(bank)
-    out = compile_bank(bank, batches, 1)
+    out = compile_bank(bank, batches, 1, OPTIONS)
     assert canonical_bytes(bank) == before
     assert out["parent_sha256"] == hashlib.sha256(before).hexdigest()
     assert out["round"] == 1 and [s["id"] for s in out["skills"]] == sorted(s["id"] for s in out["skills"])
@@ -121,7 +124,7 @@ def test_exact_dedup_ignores_case_punctuation_width_and_spaces():
                 prop("the  task names a size", "click the matching size option before you click buy now"),
                 prop("ＴＨＥ task names a size", "click   the matching size-option before you click buy now")]
     assert len({normalize(p["trigger"]) + normalize(p["instruction"]) for p in variants}) == 1
-    out = compile_bank(empty_bank(), [batch([p]) for p in variants] + [batch(variants, tag="x")], 0)
+    out = compile_bank(empty_bank(), [batch([p]) for p in variants] + [batch(variants, tag="x")], 0, OPTIONS)
     (s,) = out["skills"]
     assert s["counters"]["proposals"] == 6 and s["history"] == [{"round": 0, "op": "ADD", "count": 6}]
 
@@ -136,7 +139,7 @@ def test_near_duplicates_merge_but_negation_polarity_and_rewrites_do_not():
     assert jaccard(fa, fb) >= 0.7 and jaccard(fa, features(negated["trigger"], negated["instruction"])) >= 0.7
     assert negations(fa) != negations(features(negated["trigger"], negated["instruction"])) == {"not"}
     assert negations(features("pick a t shirt", "don't buy")) == {"don t"}
-    out = compile_bank(empty_bank(), [batch([base, base]), batch([one_word, negated, other_pol, rewrite])], 0)
+    out = compile_bank(empty_bank(), [batch([base, base]), batch([one_word, negated, other_pol, rewrite])], 0, OPTIONS)
     skills = _skills(out)
     assert len(skills) == 4 and sid(one_word["trigger"], one_word["instruction"]) not in skills
     leader = skills[sid(*T1)]  # two proposals: it leads, the one-word variant folds into it
@@ -148,7 +151,7 @@ def test_near_duplicates_merge_but_negation_polarity_and_rewrites_do_not():
 def test_existing_wording_wins_and_counts_are_credited():
     bank = bank_of([T1], ["active"])
     near = prop(T1[0], T1[1].replace("matching", "right"), title="Other title", evidence=("r1-s0-g0-i9",))
-    out = compile_bank(bank, [batch([near] * 5, round_=1)], 1)
+    out = compile_bank(bank, [batch([near] * 5, round_=1)], 1, OPTIONS)
     (s,) = out["skills"]
     assert (s["title"], s["instruction"], s["status"]) == ("Skill 0", T1[1], "active")
     assert s["counters"]["proposals"] == 6 and s["updated_round"] == 1
@@ -157,24 +160,24 @@ def test_existing_wording_wins_and_counts_are_credited():
 
 def test_rejected_batches_are_ignored_and_duplicate_batch_ids_count_once():
     b = batch([prop(*T1)])
-    out = compile_bank(empty_bank(), [batch([prop(*T2)], status="rejected"), b, json.loads(json.dumps(b))], 0)
+    out = compile_bank(empty_bank(), [batch([prop(*T2)], status="rejected"), b, json.loads(json.dumps(b))], 0, OPTIONS)
     (s,) = out["skills"]
     assert s["id"] == sid(*T1) and s["counters"]["proposals"] == 1
     changed = dict(b, proposals=[prop(*T2)])
     with pytest.raises(ToolkitError, match="share one batch id"):
-        compile_bank(empty_bank(), [b, changed], 0)
+        compile_bank(empty_bank(), [b, changed], 0, OPTIONS)
 
 
 def test_reproposal_of_a_rejected_skill_is_recorded_not_revived():
     bank = bank_of([T1], ["rejected"])
-    out = compile_bank(bank, [batch([prop(*T1)], round_=1), batch([prop(T1[0], T1[1] + " now")], round_=1)], 1)
+    out = compile_bank(bank, [batch([prop(*T1)], round_=1), batch([prop(T1[0], T1[1] + " now")], round_=1)], 1, OPTIONS)
     (s,) = out["skills"]
     assert s["status"] == "rejected" and s["history"][-1] == {"round": 1, "op": "REPROPOSED", "count": 2}
 
 
 def test_over_long_proposal_becomes_a_rejected_tombstone():
     long_text = prop(T2[0], " ".join(["carefully compare every option"] * 20))
-    out = compile_bank(empty_bank(), [batch([long_text]), batch([prop(*T1)])], 0, CompileOptions(max_skill_tokens=60))
+    out = compile_bank(empty_bank(), [batch([long_text]), batch([prop(*T1)])], 0, compile_options(max_skill_tokens=60))
     by = _skills(out)
     assert by[sid(*T1)]["status"] == "candidate"
     tomb = by[sid(long_text["trigger"], long_text["instruction"])]
@@ -183,7 +186,7 @@ def test_over_long_proposal_becomes_a_rejected_tombstone():
 
 def test_provenance_is_bounded_and_sorted():
     props = [prop(*T1, evidence=(f"r0-s{i:02d}-g0-i0",)) for i in range(50)]
-    (s,) = compile_bank(empty_bank(), [batch(props)], 0)["skills"]
+    (s,) = compile_bank(empty_bank(), [batch(props)], 0, OPTIONS)["skills"]
     assert s["provenance"]["record_ids"] == sorted(f"r0-s{i:02d}-g0-i0" for i in range(32))
     assert s["counters"]["proposals"] == 50
 
@@ -195,7 +198,7 @@ def test_retry_counters_from_spool_records():
         ep = {"skills_shown": shown, "turns": [], "reward": 0.0, "success": success, "termination": "done"}
         return {"id": f"r1-s0-g0-i{i}", "retry": ep}
     records = [rec(0, [a, b], True), rec(1, [a], False), rec(1, [a], False), {"id": "r1-s0-g0-i2", "retry": None}]
-    by = _skills(compile_bank(bank, [], 1, retry_records=records))
+    by = _skills(compile_bank(bank, [], 1, OPTIONS, retry_records=records))
     assert (by[a]["counters"]["retry_exposures"], by[a]["counters"]["retry_successes"]) == (2, 1)
     assert (by[b]["counters"]["retry_exposures"], by[b]["counters"]["retry_successes"]) == (1, 1)
 
@@ -230,10 +233,10 @@ class _LetterEmbedder:
 
 def test_optional_embedding_backend_merges_by_cosine():
     anagram = prop(" ".join(reversed(T1[0].split())), " ".join(reversed(T1[1].split())))
-    opts = CompileOptions(embedder=_LetterEmbedder(), dup_cosine=0.99)
+    opts = compile_options(embedder=_LetterEmbedder(), dup_cosine=0.99)
     out = compile_bank(empty_bank(), [batch([prop(*T1), prop(*T1)]), batch([anagram])], 0, opts)
     (s,) = out["skills"]
     assert s["counters"]["proposals"] == 3
     assert out["config"]["compile"]["similarity"] == "embedding:letters-v0"
-    lexical = compile_bank(empty_bank(), [batch([prop(*T1), prop(*T1)]), batch([anagram])], 0)
+    lexical = compile_bank(empty_bank(), [batch([prop(*T1), prop(*T1)]), batch([anagram])], 0, OPTIONS)
     assert len(lexical["skills"]) == 2

@@ -7,10 +7,11 @@ import subprocess
 import sys
 
 import pytest
+from support.knobs import compile_options
 from support.skillbank import bank_of, batch, prop, sid, write_batches
 
 from pyhelpers.skills.bank import load_bank
-from pyhelpers.skills.compile import CompileOptions, compile_bank
+from pyhelpers.skills.compile import compile_bank
 from pyhelpers.skills.render import HEADER, render
 from pyhelpers.skills.text import estimate_tokens
 from pyhelpers.skills.tokens import hf_counter
@@ -129,7 +130,7 @@ def test_policy_tokenizer_is_used_when_hf_dir_is_given(tmp_path, toolkit_env):
     assert s["render"]["tokens"] != estimate_tokens(s["render"]["text"])
     assert bank["tokenizer"]["header_tokens"] == len(tok.encode(HEADER, add_special_tokens=False).ids)
     # a later compile without the tokenizer recounts everything with the estimate
-    again = compile_bank(bank, [], 0, CompileOptions())
+    again = compile_bank(bank, [], 0, compile_options())
     assert again["skills"][0]["render"] == {"text": s["render"]["text"], "counted_by": "estimate-v1",
                                             "tokens": estimate_tokens(s["render"]["text"])}
 

@@ -80,3 +80,17 @@ def test_the_system_disk_error_of_a_fresh_machine_fits_the_terminal(toolkit_env,
 
     piped = _make_train(env)
     assert any(ln.startswith("error: TRAIN_SAVE=") and ln.endswith("on stand-ins)") for ln in piped.stderr.splitlines())
+
+
+def test_a_make_train_start_resolves_its_configuration_once(toolkit_env, tmp_path):
+    """Issue 43: bin/train resolved the configuration again in every process it started (config
+    export, the preflight's doctor, cleanup, init, the loop), each reading defaults.env and .env.
+    Now `config export` resolves it and hands it on; the preflight takes it from there. One line
+    per resolution (SHOPSIMRL_RESOLVE_LOG: tests/fakes/README.md)."""
+    log = tmp_path / "resolutions.log"
+    r = _make_train({**_gpu_less(toolkit_env, tmp_path), "SHOPSIMRL_RESOLVE_LOG": str(log)})
+    assert r.returncode != 0 and "preflight failed" in r.stderr, r.stdout + r.stderr
+    lines = log.read_text().splitlines()
+    resolved = [ln for ln in lines if ln.split()[2] == "resolved"]
+    assert len(resolved) == 1, f"{len(resolved)} resolutions in one `make train` start:\n" + "\n".join(lines)
+    assert len(lines) >= 2, "the preflight was not handed the configuration:\n" + "\n".join(lines)

@@ -79,11 +79,14 @@ def config_check():
     click.echo(f"config ok: run {cfg.run_name}, {cfg.NUM_GPUS} GPU(s), TP={cfg.TP_SIZE}")
 
 
-# The knobs bash itself reads (bin/train, bin/rehearse, bin/lib.sh, bin/in-env, bin/install-hooks).
-# Every other knob reaches the slime command line without passing through bash: `run loop` parses
-# env/defaults.env < .env < environment and builds the argv (launch/slime_args.py).
-BASH_READS = frozenset({"RUN_NAME", "ROUNDS", "STEPS_PER_ROUND", "MODEL_ARGS_SCRIPT", "DOCTOR_PROFILE",
-                        "CONDA_ROOT", "SLIME_ENV"})
+def _for_bash(cfg: Config, with_secrets: bool) -> dict[str, str]:
+    """What bash gets: the derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries, the knobs
+    declared `bash` (facts.py: bin/train, bin/rehearse, bin/lib.sh, bin/in-env, bin/install-hooks
+    read them) and, when asked, the secrets. Every other knob reaches the processes bash starts in
+    the configuration handed on (HANDED_VAR), not as a variable of its own."""
+    secrets, knobs = cfg.secret_names, config_mod.read_knobs()
+    return {name: value for name, value in cfg.process_env(secrets=with_secrets).items()
+            if name not in knobs or knobs[name].has("bash") or name in secrets}
 
 
 @config.command("export")
@@ -92,25 +95,23 @@ BASH_READS = frozenset({"RUN_NAME", "ROUNDS", "STEPS_PER_ROUND", "MODEL_ARGS_SCR
                    "to a file). bin/train does not: the driver reads the keys from .env.")
 def config_export(with_secrets):
     """Print a validated `export NAME='value'` block for bash to eval (no re-parsing in bash): the
-    derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries and the knobs bash reads
-    (BASH_READS); the other knobs are parsed by the Python bash starts, from the same sources.
+    derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries, the knobs bash reads (declared
+    `bash`), and SHOPSIMRL_CONFIG: what env/defaults.env and .env hold, read once for the processes
+    bash starts, which take it from there instead of reading the files again (config/load.py start).
 
     Secrets are left out unless --with-secrets; their values then travel only through the pipe
     into the shell's environment, never through argv or a file. The run's scripts leave them out:
     every process a shell exports them to holds them (pyhelpers/launch/secret_env.py).
+    SHOPSIMRL_CONFIG never holds one: a process reads a secret where it lives (.env).
 
     \b
     Example:
       eval "$(pyhelpers config export)"
     """
-    cfg = config_mod.load()
+    cfg, handed_on = config_mod.start()
     _problems_or_exit(cfg)
-    secrets, knobs = cfg.secret_names, config_mod.read_knobs()
-    lines = []
-    for name, value in cfg.process_env(secrets=with_secrets).items():
-        if name in knobs and name not in BASH_READS and name not in secrets:
-            continue  # the Python that bash starts parses it from the sources itself, once
-        lines.append(f"export {name}={shlex.quote(value)}")
+    lines = [f"export {name}={shlex.quote(value)}" for name, value in _for_bash(cfg, with_secrets).items()]
+    lines.append(f"export {config_mod.HANDED_VAR}={shlex.quote(handed_on)}")
     sys.stdout.write("\n".join(lines) + "\n")
 
 

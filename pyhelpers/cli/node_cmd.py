@@ -61,7 +61,7 @@ def _gpus(cfg) -> None:
     if cfg.DOCTOR_PROFILE == "rehearse":
         _echo("GPUs: not checked (DOCTOR_PROFILE=rehearse: Ray counts NUM_GPUS logical GPUs)")
         return
-    for res in check_gpus(Context(cfg, os.environ)):
+    for res in check_gpus(Context(cfg, os.environ, cfg.DOCTOR_PROFILE)):
         if res.status == FAIL:
             raise ToolkitError(f"GPUs: {res.message}", "NUM_GPUS", res.fix)
         if res.status != SKIP:

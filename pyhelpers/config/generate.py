@@ -1,7 +1,8 @@
 """Writes pyhelpers/config/knobs.py from env/defaults.env: one typed, documented attribute per
-knob, its type from the knob's `#:` line (types.py). defaults.env stays the one source of names,
-types, defaults and docs; `make readme-knobs` regenerates this module with README's table, and
-tests/test_config_typed.py fails when the committed module is stale."""
+knob, its type from the knob's `#:` line (types.py), the fields of the knobs the rollout plugin
+reads (facts.py: `plugin`), and the declarations themselves. defaults.env stays the one source of
+names, types, defaults, docs and facts; `make readme-knobs` regenerates this module with README's
+table, and tests/test_config_typed.py fails when the committed module is stale."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ starts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -67,6 +69,25 @@ def _attribute(knob: Knob) -> str:
             f'        """{body}"""\n        return self.{convert}("{knob.name}")\n')
 
 
+# `#:` kind -> the type of a plugin field: slime's YAML holds no Path, and a flag is a bool.
+_PLUGIN_TYPES = {"int": "int", "float": "float", "flag": "bool"}
+
+PLUGIN_HEADER = '''
+
+@dataclass(frozen=True)
+class PluginKnobs:
+    """The knobs the rollout plugin reads as themselves (`plugin` on their `#:` line): the fields
+    PluginSettings (rollout/settings.py) inherits, each the YAML key shopsimrl_<field>. No default:
+    the driver writes every one from the resolved Config."""
+'''
+
+
+def _plugin_fields(knobs: Mapping[str, Knob]) -> str:
+    fields = [f"    {k.name.lower()}: {_PLUGIN_TYPES.get(k.type.kind if k.type else 'text', 'str')}  # {k.name}\n"
+              for k in knobs.values() if k.has("plugin")]
+    return PLUGIN_HEADER + ("\n" + "".join(fields) if fields else "")
+
+
 DECLARED_HEADER = """
 
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
@@ -84,12 +105,13 @@ def source(knobs: Mapping[str, Knob], digest: str) -> str:
             section = knob.section
             parts.append(f"\n    # --- {section} ---\n")
         parts.append("\n" + _attribute(knob))
+    parts.append(_plugin_fields(knobs))
     parts.append(DECLARED_HEADER)
     parts.append(f"SOURCE_SHA256 = {digest!r}\n")
-    parts.append("# (name, default, doc, section, the `#:` line or None)\n")
-    parts.append("DECLARED: tuple[tuple[str, str, str, str, str | None], ...] = (\n")
+    parts.append("# (name, default, doc, section, the type of the `#:` line or None, its facts, the menu's brief)\n")
+    parts.append("DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...] = (\n")
     for k in knobs.values():
         parts.append(f"    ({k.name!r}, {k.default!r}, {k.doc!r}, {k.section!r}, "
-                     f"{(k.type.text if k.type else None)!r}),\n")
+                     f"{(k.type.text if k.type else None)!r}, {tuple(sorted(k.facts))!r}, {k.brief!r}),\n")
     parts.append(")\n")
     return "".join(parts)

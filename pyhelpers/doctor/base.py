@@ -94,7 +94,7 @@ class CheckError(Exception):
 class Context:
     cfg: Config
     environ: Mapping[str, str]  # the CLI's process environment: base of every child's env
-    profile: str = "full"
+    profile: str  # full | rehearse: DOCTOR_PROFILE, or `make doctor PROFILE=...` (no default: the knob's)
     fresh_run: bool = False  # a fresh rehearsal: the previous one's files will not be read
     _cache: dict[str, Any] = field(default_factory=dict)
 

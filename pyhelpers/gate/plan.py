@@ -32,15 +32,16 @@ ARMS = ("mask", "complement", "off", "on")
 
 @dataclass(frozen=True)
 class GateKnobs:
-    """The GATE_* knobs as values (read once at the edge: `GateKnobs.from_config(cfg)`)."""
-    pairs: int = 256          # defaults = env/defaults.env (tests/test_gate_sim.py checks they agree)
-    arm_episodes: int = 32
-    seed: int = 1234
-    max_skills: int = 8
-    failed_share: float = 0.7
-    alpha: float = 0.1
-    max_rounds: int = 3
-    power: float = 0.8   # power the MDE is quoted at
+    """The GATE_* knobs as values (read once at the edge: `GateKnobs.from_config(cfg)`). No default
+    of their own: env/defaults.env declares them (tests/test_knob_declaration.py)."""
+    pairs: int
+    arm_episodes: int
+    seed: int
+    max_skills: int
+    failed_share: float
+    alpha: float
+    max_rounds: int
+    power: float = 0.8   # power the MDE is quoted at (not knobs: the statistics' own constants)
     decay: float = 0.5   # weight of an estimate one round older when pooling rounds
 
     @classmethod

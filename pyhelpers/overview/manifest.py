@@ -13,31 +13,31 @@ import platform
 import subprocess
 from pathlib import Path
 
-from pyhelpers.config.load import Config
+from pyhelpers.config.load import Config, read_knobs
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 
 SCHEMA_VERSION = 1
-# Changing these mid-run silently changes what is being trained or how checkpoints load.
-LOCKED = ("STEPS_PER_ROUND", "TP_SIZE", "OVER_SAMPLING_GROUPS", "ROLLOUT_GROUPS", "SAMPLES_PER_GROUP",
-          "GLOBAL_BATCH_SIZE", "ROLLOUT_MAX_CONTEXT_LEN", "ROLLOUT_MAX_RESPONSE_LEN", "MAX_TURNS", "REWARD",
-          "RETRY_TRAINS", "SAVE_OPTIM", "SKILL_TOKEN_BUDGET", "RUN_NAME", "SHOPSIM_SEED", "GATE_SEED")
-# Machine-specific values: they differ after a migration and are not part of the run's identity.
+# An .env name that is no knob (nothing declares it): machine-specific by these endings, as a
+# knob of this machine is declared `machine` (config/facts.py).
 MACHINE_LOCAL_SUFFIXES = ("_DIR", "_DISK", "_ROOT", "_PORT", "_LAUNCHER", "_TRAIN", "_TEMP_DIR", "_URL")
-MACHINE_LOCAL = ("TRAIN_SAVE", "RUNS_DIR", "HF_MODEL", "TORCH_DIST_MODEL", "TRAIN_TASKS", "VAL_TASKS",
-                 "MODEL_ARGS_SCRIPT", "CONVERT_TO_HF", "CONVERT_TO_TORCH_DIST", "NVIDIA_SMI", "CUOBJDUMP",
-                 "SEED_BANK", "SHOPSIM_HOST")
 
 
-def _machine_local(name: str) -> bool:
-    return name in MACHINE_LOCAL or name.endswith(MACHINE_LOCAL_SUFFIXES)
+def _machine_local(name: str, knobs: dict) -> bool:
+    """Not part of the run's identity: a knob declared `machine` (it differs after a migration)."""
+    return knobs[name].has("machine") if name in knobs else name.endswith(MACHINE_LOCAL_SUFFIXES)
+
+
+def fixed() -> frozenset[str]:
+    """The knobs a resume may not change (declared `fixed`): changing one mid-run silently changes
+    what is being trained or how checkpoints load."""
+    return frozenset(name for name, knob in read_knobs().items() if knob.has("fixed"))
 
 
 def run_config(cfg: Config) -> dict[str, str]:
     """The run's identity-bearing configuration: public values, no secrets, no machine paths."""
-    public = cfg.public()
-    secrets = cfg.secret_names
-    out = {k: v for k, v in public.items() if k not in secrets and not _machine_local(k) and k != "SECRET_VARS"}
+    public, secrets, knobs = cfg.public(), cfg.secret_names, read_knobs()
+    out = {k: v for k, v in public.items() if k not in secrets and not _machine_local(k, knobs)}
     out["RUN_NAME"] = cfg.run_name
     return dict(sorted(out.items()))
 
@@ -82,14 +82,14 @@ def build(cfg: Config, rehearsal: bool = False) -> dict:
 
 def differences(recorded: dict, current: dict) -> tuple[list[str], list[str]]:
     """(refused, allowed) differences between a recorded manifest and the current one."""
-    refused, allowed = [], []
+    refused, allowed, locked = [], [], fixed()
     old, new = recorded.get("config", {}), current["config"]
     for name in sorted(set(old) | set(new)):
         a, b = old.get(name), new.get(name)
         if a == b:
             continue
         line = f"{name}: {a!r} -> {b!r}"
-        (refused if name in LOCKED else allowed).append(line)
+        (refused if name in locked else allowed).append(line)
     for name, a in recorded.get("fingerprints", {}).items():
         b = current["fingerprints"].get(name)
         if a and b and a != b:

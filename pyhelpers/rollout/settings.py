@@ -16,6 +16,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from pyhelpers.config.knobs import PluginKnobs
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import write_bytes_atomic
 from pyhelpers.run.layout import RoundFiles, shopsim_gate_token
@@ -27,25 +28,17 @@ WHERE = "the round's slime.yaml (--custom-config-path)"
 
 
 @dataclass(frozen=True)
-class PluginSettings:
-    """One round's plugin configuration. YAML key = PREFIX + field name."""
+class PluginSettings(PluginKnobs):
+    """One round's plugin configuration. YAML key = PREFIX + field name. The knobs the plugin reads
+    as themselves are PluginKnobs' fields, generated from their declarations (`plugin`)."""
 
     round: int                         # 0-based round number (spool ids, metrics)
     round_dir: str                     # rounds/round-NNN: spool/ and rollout_metrics.jsonl go here
     bank_path: str                     # the bank injected into this round; "" = an empty bank
     tasks_path: str                    # TRAIN_TASKS: task_id (slime's label) -> shopsim_idx
     shopsim_url: str                   # http://SHOPSIM_HOST:SHOPSIM_PORT
-    shopsim_slots: int                 # SHOPSIM_SLOTS
-    shopsim_episode_concurrency: int   # SHOPSIM_EPISODE_CONCURRENCY (training episodes in flight)
-    max_turns: int                     # MAX_TURNS
-    rollout_max_context_len: int       # ROLLOUT_MAX_CONTEXT_LEN (token budget of one episode)
-    rollout_max_response_len: int      # ROLLOUT_MAX_RESPONSE_LEN (max_new_tokens of one turn)
-    reward: str                        # REWARD: strict | loose | success
-    retry_trains: int                  # RETRY_TRAINS (only 0 is supported, see check())
-    skill_token_budget: int            # SKILL_TOKEN_BUDGET
     tokenizer_path: str = ""           # HF model dir of the policy; "" = slime's --hf-checkpoint
     policy_model: str = ""             # recorded in spool records (policy.model)
-    draw_limit_factor: int = 4         # DRAW_LIMIT_FACTOR: a step draws <= this x ROLLOUT_GROUPS groups
     # NNODES > 1: shopsim_url is the head's gate, which wants the token in this file (a path, never the
     # token: shopsim/gate.py); "" = the simulator on this node's loopback, no token (NNODES=1).
     shopsim_token_path: str = ""
@@ -80,7 +73,7 @@ class PluginSettings:
                 "raise ROLLOUT_MAX_CONTEXT_LEN or lower ROLLOUT_MAX_RESPONSE_LEN")
         if self.draw_limit_factor < 1:
             bad("draw_limit_factor", f"DRAW_LIMIT_FACTOR must be at least 1, got {self.draw_limit_factor}",
-                "fix DRAW_LIMIT_FACTOR (default 4)")
+                "fix DRAW_LIMIT_FACTOR")
         if self.skill_token_budget < 0:
             bad("skill_token_budget", "SKILL_TOKEN_BUDGET must be >= 0", "fix SKILL_TOKEN_BUDGET")
         if not self.round_dir or not self.tasks_path or not self.shopsim_url:
@@ -119,6 +112,10 @@ def _coerce(name: str, value: Any) -> Any:
             return int(value)
         if kind == "float":
             return float(value)
+        if kind == "bool":
+            if value not in (0, 1):  # True, False, 0 and 1 (a YAML bool or a flag's number)
+                raise ValueError
+            return bool(value)
         return "" if value is None else str(value)
     except (TypeError, ValueError):
         raise ToolkitError(f"{PREFIX}{name} must be {kind}, got {value!r}", WHERE,
@@ -180,6 +177,11 @@ def _through_the_gate(cfg: Any, layout: Any) -> dict[str, str]:
             "shopsim_token_path": str(shopsim_gate_token(layout.run_dir))}
 
 
+def _yaml_value(value: Any) -> Any:
+    """A knob's typed value as slime's YAML holds it (a path as its text)."""
+    return str(value) if isinstance(value, Path) else value
+
+
 def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
     """The YAML values of round r from the run's configuration (pyhelpers.config.load.Config) and
     layout (pyhelpers.run.layout.RunLayout). The bank is the one injected into round r."""
@@ -194,15 +196,7 @@ def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
         "tasks_path": str(cfg.TRAIN_TASKS),
         "shopsim_url": f"http://{cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}",
         **(_through_the_gate(cfg, layout) if cfg.NNODES > 1 else {}),
-        "shopsim_slots": cfg.SHOPSIM_SLOTS,
-        "shopsim_episode_concurrency": cfg.SHOPSIM_EPISODE_CONCURRENCY,
-        "max_turns": cfg.MAX_TURNS,
-        "rollout_max_context_len": cfg.ROLLOUT_MAX_CONTEXT_LEN,
-        "rollout_max_response_len": cfg.ROLLOUT_MAX_RESPONSE_LEN,
-        "reward": cfg.REWARD,
-        "retry_trains": cfg.RETRY_TRAINS,
-        "skill_token_budget": cfg.SKILL_TOKEN_BUDGET,
-        "draw_limit_factor": cfg.DRAW_LIMIT_FACTOR,
+        **{f.name: _yaml_value(getattr(cfg, f.name.upper())) for f in fields(PluginKnobs)},
         # At least the old fixed 90 s; longer when the simulator may wait longer for a slot.
         "shopsim_reset_timeout_s": max(90.0, protocol.reset_timeout_s(cfg.SHOPSIM_RESET_RETRIES,
                                                                       cfg.SHOPSIM_RESET_DELAY)),

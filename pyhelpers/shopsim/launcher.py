@@ -141,12 +141,12 @@ def _seed_all(seed: int) -> None:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shopsim-dir", required=True, help="ShopSimulator checkout (holds shop_env/shop_env/)")
-    p.add_argument("--host", default="127.0.0.1")
+    # Given by the toolkit (launch/slime_args.py shopsim) from the resolved configuration: no
+    # default of our own here, so env/defaults.env stays the one place a default is written.
+    p.add_argument("--host", required=True, help="the address to bind (SHOPSIM_HOST)")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--slots", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
-    # Given by the toolkit (launch/slime_args.py shopsim) from the resolved configuration: no
-    # default of our own here, so env/defaults.env stays the one place a default is written.
     p.add_argument("--reset-retries", type=int, required=True, help="pack_api MAX_RETRIES (SHOPSIM_RESET_RETRIES)")
     p.add_argument("--reset-delay", type=float, required=True, help="pack_api RETRY_DELAY_SECONDS (SHOPSIM_RESET_DELAY)")
     args = p.parse_args(argv)

@@ -57,10 +57,11 @@ TOMBSTONES = ("rejected", "retired")
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """Knob values and backends of one compile (recorded in bank.config.compile)."""
+    """Knob values and backends of one compile (recorded in bank.config.compile). The knobs have no
+    default here: the caller passes the resolved ones (skills sit below config/)."""
 
-    dup_jaccard: float = 0.7                     # SKILL_DUP_JACCARD
-    max_skill_tokens: int = 160                  # SKILL_MAX_TOKENS
+    dup_jaccard: float                           # SKILL_DUP_JACCARD
+    max_skill_tokens: int                        # SKILL_MAX_TOKENS
     tokenizer_name: str = ESTIMATE_NAME
     count_tokens: Callable[[str], int] = field(default=estimate_tokens, compare=False)
     embedder: Embedder | None = field(default=None, compare=False)
@@ -129,8 +130,7 @@ def _resolve(skills: Mapping[str, dict], sid: str) -> str:
 
 
 def compile_bank(bank: Mapping, candidates: Iterable[Path | str | Mapping], round: int,
-                 options: CompileOptions = CompileOptions(),
-                 retry_records: Iterable[Mapping] = ()) -> dict:
+                 options: CompileOptions, retry_records: Iterable[Mapping] = ()) -> dict:
     """The bank after folding `candidates` (batch files or dicts) in, as of `round`."""
     out = copy_bank(bank)
     name, count = options.tokenizer_name, options.count_tokens

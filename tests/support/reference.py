@@ -133,6 +133,8 @@ def build(tmp: Path, world: Path) -> dict:
     """Run the reference rehearsal in `tmp`; what every worker's view is made of (JSON)."""
     env = rehearse_env(tmp, world, tracked=False)
     env["SHOPSIMRL_PARSE_LOG"] = str(tmp / "defaults-env-parses.log")  # one line per parse (tests/fakes/README.md)
+    resolutions = tmp / "resolutions.log"  # one line per configuration a process resolved or was handed
+    env["SHOPSIMRL_RESOLVE_LOG"] = str(resolutions)
     token = Run(tmp / "runs").run_dir / "ray" / "auth-token"
 
     def ray_token() -> list[str]:
@@ -144,7 +146,9 @@ def build(tmp: Path, world: Path) -> dict:
         res = rehearse(env)
     if res.returncode != 0:
         stop_leftovers(env)
-    return {"env": env, "tmp": str(tmp), "returncode": res.returncode, "stdout": res.stdout,
+    # Read now: later tests run commands in the rehearsal's configuration, which add their own lines.
+    resolved = resolutions.read_text().splitlines() if resolutions.exists() else []
+    return {"env": env, "tmp": str(tmp), "returncode": res.returncode, "stdout": res.stdout, "resolutions": resolved,
             "cmdline_hits": watch.hits, "cmdline_scans": watch.scans,
             "environ": {"holders": environ_watch.holders, "members": sorted(environ_watch.members),
                         "scans": environ_watch.scans}}
@@ -155,4 +159,5 @@ def view(info: dict) -> SimpleNamespace:
     return SimpleNamespace(env=info["env"], run=Run(tmp / "runs"), tmp=tmp,
                            result=SimpleNamespace(returncode=info["returncode"], stdout=info["stdout"]),
                            cmdline_hits=info["cmdline_hits"], cmdline_scans=info["cmdline_scans"],
+                           resolutions=info["resolutions"],
                            environ=SimpleNamespace(**info["environ"]))

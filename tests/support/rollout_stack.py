@@ -125,7 +125,7 @@ class Stack:
         values = dict(round=0, round_dir=str(round_dir), bank_path=str(slime.pop("bank_path", "")),
                       tasks_path=str(tasks), shopsim_url=self.shopsim_url, shopsim_slots=self.slots,
                       shopsim_episode_concurrency=concurrency, max_turns=8, rollout_max_context_len=4096,
-                      rollout_max_response_len=256, reward="strict", retry_trains=0, skill_token_budget=256,
+                      rollout_max_response_len=256, reward="strict", retry_trains=0, skill_token_budget=256, draw_limit_factor=4,
                       tokenizer_path=str(self.tokenizer), policy_model="fake-policy",
                       shopsim_timeout_s=10.0, shopsim_reset_timeout_s=15.0, generate_timeout_s=10.0,
                       episode_timeout_s=60.0, retry_drain_timeout_s=20.0)

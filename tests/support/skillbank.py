@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pyhelpers.skills.bank import empty_bank
 from pyhelpers.skills.compile import compile_bank
+from support.knobs import compile_options
 
 PROMPT = "ab" * 32
 
@@ -39,7 +40,7 @@ def bank_of(texts: list[tuple[str, str]], statuses: list[str] | None = None, rou
     """A compiled bank holding one skill per (trigger, instruction), statuses set in order of
     the texts."""
     props = [prop(t, i, title=f"Skill {n}", evidence=(f"r0-s0-g0-i{n}",), **kw) for n, (t, i) in enumerate(texts)]
-    bank = compile_bank(empty_bank(round_), [batch([p]) for p in props], round_)
+    bank = compile_bank(empty_bank(round_), [batch([p]) for p in props], round_, compile_options())
     if statuses:
         from pyhelpers.skills.text import skill_id, text_sha256
 
