@@ -105,7 +105,11 @@ def node_leave():
     Example:
       pyhelpers node leave
     """
-    cfg, lay = _ctx()
+    cfg, lay = _ctx()  # (no whole-configuration check: a broken worker must still be able to leave)
+    if not cfg.NODE_ADDR:
+        raise ToolkitError("this worker's records are runs/<RUN>/nodes/<NODE_ADDR>/, and NODE_ADDR is empty",
+                           "NODE_ADDR", "set it to the address this worker joined with: `make status` on the head "
+                           "lists the nodes")
     pids, _ = _dirs(cfg, lay)
     for r in procs.stop_all(pids, cfg.STOP_GRACE, names=[SERVICE], missing_ok=True):
         _echo(r.message)
