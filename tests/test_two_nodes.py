@@ -16,6 +16,8 @@ CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray hea
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -29,18 +31,31 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from support import netns as ns_support
-from support.rehearsal import Run, in_rehearsal, outcome, pyhelpers_cmd, rehearse_env, start, stop_leftovers
+from support.rehearsal import (
+    Run,
+    event_seen,
+    in_rehearsal,
+    outcome,
+    pyhelpers_cmd,
+    rehearse,
+    rehearse_env,
+    start,
+    stop_leftovers,
+    wait_for,
+)
 from support.twonode import (
     HEAD,
     PROXIES,
     WORKER,
+    inside,
+    left_of,
     ranks_of,
     slime_log,
     two_node_outcome,
     wandb_actor_num_nodes,
 )
 
-from pyhelpers.procs import netns
+from pyhelpers.procs import netns, procfs
 
 pytestmark = pytest.mark.heavy  # two Ray nodes (a whole rehearsal, then a head and several joins)
 
@@ -63,21 +78,25 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker",
                        FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5, **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
-    proc, log = start(env)
     run = Run(Path(env["RUNS_DIR"]))
     seen: set[ns_support.Listener] = set()
     refused: dict[tuple[str, int], dict[str, str]] = {}
-    # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
-    # node-lost restart (status again), the worker's `make join` again
+    # what the run went through, in order: the cluster whole (status); `make rehearse NNODES=2` killed
+    # and `make stop REHEARSAL=1` (issue 41 item 3), then `make rehearse NNODES=2 RESUME=1` to the end:
+    # the worker's raylet killed (a node lost mid-round: issue 28 item 8), the node-lost restart (status
+    # again), the worker's `make join` again
     story: dict = {"errors": []}
     metrics = run.round_dir(1) / "rollout_metrics.jsonl"
+    resumed, ended = threading.Event(), threading.Event()
 
     def lose_and_rejoin_the_worker(pair: dict) -> None:
         if "whole" not in story:
             if (run.run_dir / "nodes.json").is_file() and (run.run_dir / "slime-job.json").is_file():
                 story["whole"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+        elif not resumed.is_set():
+            return
         elif "killed" not in story:
-            if metrics.is_file() and metrics.read_text().strip():  # round 1's first step is done
+            if _lines(metrics) > story["metrics_before"]:  # the resumed round 1's first step is done
                 raylet = _raylet_of(pair["worker"]["addr"], pair["worker"]["ns"])
                 if raylet:
                     os.kill(raylet, signal.SIGKILL)
@@ -92,8 +111,9 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
             story["rejoined"] = subprocess.run(argv, env=worker_env, cwd=ROOT, text=True, capture_output=True,
                                                timeout=600)
 
-    def watch() -> None:
-        while proc.poll() is None:
+    def watch() -> None:  # (the resumed rehearsal's: the killed one's namespaces vanish under a caller)
+        resumed.wait()
+        while not ended.is_set():
             if not record.is_file():
                 time.sleep(0.5)
                 continue
@@ -110,7 +130,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         # its own thread, polling fast: the raylet dies as round 1's second step starts (the moment
         # the one-node fault tests kill at too)
         try:
-            while proc.poll() is None and "rejoined" not in story:
+            while not ended.is_set() and "rejoined" not in story:
                 if record.is_file():
                     lose_and_rejoin_the_worker(json.loads(record.read_text()))
                 time.sleep(0.05)
@@ -120,18 +140,50 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     threads = [threading.Thread(target=f, daemon=True) for f in (watch, lose)]
     for t in threads:
         t.start()
+    proc = None
     try:
+        story["killed_rehearsal"] = _kill_the_rehearsal_then_make_stop(env, run, record, story)
+        story["metrics_before"] = _lines(metrics)
+        proc, log = start(env, "--resume")
+        resumed.set()
         proc.wait(timeout=900)
     finally:
-        if proc.poll() is None:
+        if proc is not None and proc.poll() is None:
             proc.terminate()  # (bin/rehearse's two-node wrapper removes its namespaces on the way out)
             proc.wait(timeout=120)
+        ended.set()
+        resumed.set()
         for t in threads:
             t.join(timeout=60)
         stop_leftovers(env)
     pair = json.loads(record.read_text())
     return {"rc": proc.returncode, "out": log.read_text(errors="replace"), "pair": pair, "listeners": seen,
             "refused": refused, "story": story, "status": story.get("whole", ""), "env": env, "run": run}
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.is_file() else 0
+
+
+def _kill_the_rehearsal_then_make_stop(env: dict, run: Run, record: Path, story: dict) -> dict:
+    """`make rehearse NNODES=2` until round 1's training starts (the cluster seen whole before), its
+    process group SIGKILLed (a closed terminal, a killed session), then `make stop REHEARSAL=1`: what
+    the pair held while it ran, and what was left of it after the kill and after the stop."""
+    proc, log = start(env)
+    try:
+        wait_for("round 1's training", lambda: "whole" in story and event_seen(run, "stage-start", round=1, stage="train"),
+                 timeout=900, proc=proc, log=log)
+        rec = json.loads(record.read_text())
+        pair = netns.Pair(rec.get("tag", ""), netns.Node(**rec["head"]), netns.Node(**rec["worker"]))
+        pids = inside(pair)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    after_kill = left_of(pair, pids)
+    stop = in_rehearsal(env, str(ROOT / "bin" / "stop"))
+    return {"pids": pids, "after_kill": after_kill, "after_stop": left_of(pair, pids),
+            "stop": stop.stdout + stop.stderr, "out": log.read_text(errors="replace")}
 
 
 def _raylet_of(addr: str, netns_name: str) -> int | None:
@@ -161,6 +213,15 @@ def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
     leftover = [ns for ns in (r["pair"]["head"]["ns"], r["pair"]["worker"]["ns"])
                 if ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout]
     assert not leftover, f"namespaces left behind: {leftover}"
+
+
+def test_a_killed_two_node_rehearsal_leaves_nothing_after_make_stop(two_node_rehearsal):
+    """Issue 41 item 3's acceptance: `make rehearse NNODES=2`, SIGKILL of its process group, `make stop
+    REHEARSAL=1`: none of its namespaces, nsfs mounts, veth or processes is left."""
+    killed = two_node_rehearsal["story"]["killed_rehearsal"]
+    left = {what.split()[0] for what in killed["after_kill"]}
+    assert {"namespace", "process"} <= left, f"the kill left nothing to remove: {killed['after_kill']}\n{killed['out'][-3000:]}"
+    assert not killed["after_stop"], f"left after make stop REHEARSAL=1: {killed['after_stop']}\n{killed['stop']}"
 
 
 def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_to_the_same_result(
@@ -346,3 +407,76 @@ def test_a_worker_that_does_not_share_train_save_is_refused_by_path(head):
         assert f"node {w.addr} does not share TRAIN_SAVE: it reads {nonce}" in r.stderr, r.stderr[-2000:]
     finally:
         head["on"](w, head["worker_env"], str(ROOT / "bin" / "leave"))
+
+
+# --- What a killed two-node rehearsal leaves (issue 41 item 3) ---------------------------------------
+# A pair of namespaces as a SIGKILLed `make rehearse NNODES=2` leaves it: recorded in twonode.json with
+# its owner, and processes running inside both namespaces (one of them ignoring TERM). A knob value
+# that both nodes' commands refuse at once (ROUNDS=abc) ends a rehearsal started beside it before any
+# Ray, once its two-node wrapper has done what it does first.
+
+@contextlib.contextmanager
+def _stale_pair(runs: Path, owner: tuple[int, int]):
+    pair = netns.Pair.create()
+    procs = [subprocess.Popen(node.exec_argv(cmd), start_new_session=True)
+             for node in (pair.head, pair.worker) for cmd in (["sleep", "3600"], ["sh", "-c", "trap '' TERM; exec sleep 3600"])]
+    try:
+        record = runs / ".rehearsal" / "twonode.json"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"tag": pair.tag, "head": dataclasses.asdict(pair.head),
+                                      "worker": dataclasses.asdict(pair.worker),
+                                      "owner": {"pid": owner[0], "start_ticks": owner[1], "host": procfs.hostname()}}))
+        pids = {p.pid: procfs.start_ticks(p.pid) for p in procs}
+        assert set(pids) <= set(inside(pair)), "the stand-in's processes are not inside its namespaces"
+        yield pair, pids
+    finally:
+        pair.remove()
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+            p.wait()
+
+
+def _broken_env(tmp_path: Path, rehearsal_world: Path) -> dict:
+    return rehearse_env(tmp_path, rehearsal_world, tracked=False, NNODES=2, ROUNDS="abc")
+
+
+def _dead_process() -> tuple[int, int]:
+    p = subprocess.Popen(["true"])
+    owner = (p.pid, procfs.start_ticks(p.pid))
+    p.wait()
+    return owner
+
+
+def test_make_stop_removes_what_a_killed_two_node_rehearsal_left(tmp_path, rehearsal_world):
+    _need_root()
+    env = rehearse_env(tmp_path, rehearsal_world, tracked=False)
+    with _stale_pair(Path(env["RUNS_DIR"]), _dead_process()) as (pair, pids):
+        r = in_rehearsal(env, str(ROOT / "bin" / "stop"))  # make stop REHEARSAL=1
+        assert not left_of(pair, pids), f"left after make stop REHEARSAL=1: {left_of(pair, pids)}\n{r.stdout}{r.stderr}"
+
+
+def test_the_next_two_node_rehearsal_removes_what_a_killed_one_left(tmp_path, rehearsal_world):
+    _need_root()
+    env = _broken_env(tmp_path, rehearsal_world)
+    with _stale_pair(Path(env["RUNS_DIR"]), _dead_process()) as (pair, pids):
+        r = rehearse(env, "--resume", timeout=600)  # make rehearse NNODES=2 RESUME=1
+        assert r.returncode != 0 and "ROUNDS='abc'" in r.stdout, r.stdout[-3000:]
+        assert not left_of(pair, pids), f"left after the next rehearsal: {left_of(pair, pids)}\n{r.stdout[-3000:]}"
+
+
+def test_a_second_two_node_rehearsal_is_refused_while_the_first_runs(tmp_path, rehearsal_world):
+    _need_root()
+    env = _broken_env(tmp_path, rehearsal_world)
+    owner = subprocess.Popen(["sleep", "3600"])
+    try:
+        with _stale_pair(Path(env["RUNS_DIR"]), (owner.pid, procfs.start_ticks(owner.pid))) as (pair, pids):
+            r = rehearse(env, timeout=600)
+            assert r.returncode == 1 and f"a two-node rehearsal is running (pid {owner.pid}" in r.stdout, r.stdout[-3000:]
+            assert "make stop REHEARSAL=1" in r.stdout
+            assert len(left_of(pair, pids)) == 2 * 2 + len(pids), "the running rehearsal's pair was touched"
+            record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
+            assert json.loads(record.read_text())["tag"] == pair.tag, "its record was replaced"
+    finally:
+        owner.kill()
+        owner.wait()

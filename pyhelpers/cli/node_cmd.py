@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -17,7 +18,7 @@ from pyhelpers.doctor.gpus import check_gpus
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import cluster, twonode
 from pyhelpers.procs import groups as procs
-from pyhelpers.procs import ready
+from pyhelpers.procs import netns, ready
 
 SERVICE = cluster.WORKER_SERVICE
 
@@ -161,4 +162,23 @@ def node_rehearse(args):
       pyhelpers node rehearse
     """
     cfg, _ = _ctx()
-    sys.exit(twonode.run(cfg.root, cfg.RUNS_DIR, list(args)))
+    sys.exit(twonode.run(cfg.root, cfg.RUNS_DIR, list(args), cfg.STOP_GRACE))
+
+
+@node.command("rehearsal-stop", context_settings={"ignore_unknown_options": True})
+@click.argument("stop", nargs=-1, required=True, type=click.UNPROCESSED)
+def node_rehearsal_stop(stop):
+    """`make stop REHEARSAL=1` on a two-node rehearsal (bin/rehearse --env runs it): the STOP command inside
+    the head's namespace while it is there, then, outside, what the rehearsal's record names is removed:
+    the processes still inside both namespaces, the namespaces, their mounts and the veth pair (a killed
+    rehearsal cannot remove them itself). Exits with STOP's status.
+
+    \b
+    Example:
+      pyhelpers node rehearsal-stop -- bin/stop
+    """
+    cfg, _ = _ctx()
+    head_ns = twonode.live_head_namespace(cfg.RUNS_DIR)
+    rc = subprocess.run(netns.exec_argv(head_ns, list(stop)) if head_ns else list(stop)).returncode
+    twonode.reclaim(cfg.RUNS_DIR, cfg.STOP_GRACE, click.echo)
+    sys.exit(rc)

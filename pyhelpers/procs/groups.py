@@ -382,6 +382,12 @@ def reap_adopted() -> None:
                 os.waitpid(pid, os.WNOHANG)
 
 
+def stop_pids(targets: dict[int, str], grace: float) -> list[StopResult]:
+    """End these processes ({pid: why}), each through a pidfd (TERM, `grace`, KILL): processes that
+    no pidfile group holds, e.g. those inside a network namespace of ours."""
+    return [r for _, r in sorted(_end_processes(targets, grace).items())]
+
+
 def _end_processes(targets: dict[int, str], grace: float) -> dict[int, StopResult]:
     handles = {}
     for pid in targets:
