@@ -14,17 +14,19 @@ group, a dashboard agent that ignores TERM (a worker's ray::DashboardAgent and R
 holding RAY_PORT+4..+7 against the next `make join`: issue 41 item 4), and a worker in a session of
 its own. Whatever ends the agent, none of them may outlive it.
 
-Issue 41 item 10 (after a loaded `make test-fast`, a process of the first test's agent, leader of its
-own group with parent PID 1, still ran 1 h 43 min later): only a started `ray` blocks that long, so
-that test's agent was never stopped. The old test stopped it only at its very end: a `_wait_for` past
-its 20 s deadline, or a read of the heartbeat file while the agent rewrote it in place (an empty file:
-JSONDecodeError), failed the test and left the agent and its `ray` running for good. And the old agent
-ended a start's leftovers only between failed attempts: a stop or `make leave` during a start, a start
-that ended after Ray started, and any error inside the agent left them running. Now a fixture ends
-whatever a test's agent left, the waits have no deadline (the suite's timeout guards a hang), the
-heartbeat is written atomically, and every test asserts that nothing of the agent's starts survives
-it, in each way it can end. The gate (FAKE_RAY_HOLD) holds a start at the point where it has started
-its processes but not yet failed, the interleaving no timing hits reliably.
+Issue 41 item 10 (after a loaded `make test-fast`, one process of the first test's `ray`, in a group of
+its own with parent PID 1, still ran 1 h 43 min later): only a started `ray` blocks that long, so that
+test's agent was never stopped, and had died since without ending its `ray`. The old test stopped
+the agent only at its very end: a `_wait_for` past its 20 s deadline, or a read of the heartbeat file
+while the agent rewrote it in place (an empty file: JSONDecodeError), failed the test and left the
+agent running with nothing to stop it. The old agent ended a start's leftovers only between failed
+attempts: an error inside it (such as its next heartbeat write once a later pytest session removed
+the old tmp dir), a stop or `make leave` during a start, and a start that ended after Ray started
+all left them running. Now a fixture ends whatever a test's agent left, the waits have no deadline
+(the suite's timeout guards a hang), the heartbeat is written atomically, and every test asserts
+that nothing of the agent's starts survives it, in each way it can end. The gate (FAKE_RAY_HOLD)
+holds a start at the point where it has started its processes but not yet failed, the interleaving
+no timing hits reliably.
 """
 
 from __future__ import annotations
