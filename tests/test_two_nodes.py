@@ -2,7 +2,9 @@
 (pyhelpers/procs/netns.py), a real two-node Ray cluster with token auth. Needs root and iproute2, as
 CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray head:
 
-- `two_node_rehearsal`: `make rehearse NNODES=2` to its end (the RolloutManager, with the rollout
+- `two_node_rehearsal`: first a `make rehearse NNODES=2` SIGKILLed once its head started Ray, then
+  `make stop REHEARSAL=1`, which must leave nothing of it (issue 41 item 3); then `make rehearse
+  NNODES=2` to its end (the RolloutManager, with the rollout
   plugin in it, pinned to the worker; a proxy in the shell), its listeners in both namespaces read from
   /proc/net/tcp{,6} every second while it runs (and each every-address listener called without the
   token), `make status REHEARSAL=1` taken once the worker joined and the job was submitted; then, in
@@ -33,7 +35,6 @@ from conftest import ROOT
 from support import netns as ns_support
 from support.rehearsal import (
     Run,
-    event_seen,
     in_rehearsal,
     outcome,
     pyhelpers_cmd,
@@ -79,24 +80,22 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                        FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5, **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
     run = Run(Path(env["RUNS_DIR"]))
+    # first, issue 41 item 3: a `make rehearse NNODES=2` killed, then `make stop REHEARSAL=1`
+    killed = _kill_a_rehearsal_then_make_stop(env, run, record)
+    proc, log = start(env)
     seen: set[ns_support.Listener] = set()
     refused: dict[tuple[str, int], dict[str, str]] = {}
-    # what the run went through, in order: the cluster whole (status); `make rehearse NNODES=2` killed
-    # and `make stop REHEARSAL=1` (issue 41 item 3), then `make rehearse NNODES=2 RESUME=1` to the end:
-    # the worker's raylet killed (a node lost mid-round: issue 28 item 8), the node-lost restart (status
-    # again), the worker's `make join` again
+    # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
+    # node-lost restart (status again), the worker's `make join` again
     story: dict = {"errors": []}
     metrics = run.round_dir(1) / "rollout_metrics.jsonl"
-    resumed, ended = threading.Event(), threading.Event()
 
     def lose_and_rejoin_the_worker(pair: dict) -> None:
         if "whole" not in story:
             if (run.run_dir / "nodes.json").is_file() and (run.run_dir / "slime-job.json").is_file():
                 story["whole"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
-        elif not resumed.is_set():
-            return
         elif "killed" not in story:
-            if _lines(metrics) > story["metrics_before"]:  # the resumed round 1's first step is done
+            if metrics.is_file() and metrics.read_text().strip():  # round 1's first step is done
                 raylet = _raylet_of(pair["worker"]["addr"], pair["worker"]["ns"])
                 if raylet:
                     os.kill(raylet, signal.SIGKILL)
@@ -111,9 +110,8 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
             story["rejoined"] = subprocess.run(argv, env=worker_env, cwd=ROOT, text=True, capture_output=True,
                                                timeout=600)
 
-    def watch() -> None:  # (the resumed rehearsal's: the killed one's namespaces vanish under a caller)
-        resumed.wait()
-        while not ended.is_set():
+    def watch() -> None:
+        while proc.poll() is None:
             if not record.is_file():
                 time.sleep(0.5)
                 continue
@@ -130,7 +128,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         # its own thread, polling fast: the raylet dies as round 1's second step starts (the moment
         # the one-node fault tests kill at too)
         try:
-            while not ended.is_set() and "rejoined" not in story:
+            while proc.poll() is None and "rejoined" not in story:
                 if record.is_file():
                     lose_and_rejoin_the_worker(json.loads(record.read_text()))
                 time.sleep(0.05)
@@ -140,38 +138,30 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     threads = [threading.Thread(target=f, daemon=True) for f in (watch, lose)]
     for t in threads:
         t.start()
-    proc = None
     try:
-        story["killed_rehearsal"] = _kill_the_rehearsal_then_make_stop(env, run, record, story)
-        story["metrics_before"] = _lines(metrics)
-        proc, log = start(env, "--resume")
-        resumed.set()
         proc.wait(timeout=900)
     finally:
-        if proc is not None and proc.poll() is None:
+        if proc.poll() is None:
             proc.terminate()  # (bin/rehearse's two-node wrapper removes its namespaces on the way out)
             proc.wait(timeout=120)
-        ended.set()
-        resumed.set()
         for t in threads:
             t.join(timeout=60)
         stop_leftovers(env)
     pair = json.loads(record.read_text())
     return {"rc": proc.returncode, "out": log.read_text(errors="replace"), "pair": pair, "listeners": seen,
-            "refused": refused, "story": story, "status": story.get("whole", ""), "env": env, "run": run}
+            "refused": refused, "story": story, "status": story.get("whole", ""), "env": env, "run": run,
+            "killed": killed}
 
 
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.is_file() else 0
-
-
-def _kill_the_rehearsal_then_make_stop(env: dict, run: Run, record: Path, story: dict) -> dict:
-    """`make rehearse NNODES=2` until round 1's training starts (the cluster seen whole before), its
-    process group SIGKILLed (a closed terminal, a killed session), then `make stop REHEARSAL=1`: what
-    the pair held while it ran, and what was left of it after the kill and after the stop."""
+def _kill_a_rehearsal_then_make_stop(env: dict, run: Run, record: Path) -> dict:
+    """`make rehearse NNODES=2` until its head has started its Ray (its services in their own groups in
+    the head's namespace, the worker's `make join` waiting in the other), its process group SIGKILLed (a
+    closed terminal, a killed session), then `make stop REHEARSAL=1`: the processes inside the pair when
+    it was killed, and what was left of the pair after the kill and after the stop. (The rehearsal
+    below starts afresh: no Ray is started again for this.)"""
     proc, log = start(env)
     try:
-        wait_for("round 1's training", lambda: "whole" in story and event_seen(run, "stage-start", round=1, stage="train"),
+        wait_for("the head's Ray to start", lambda: (run.run_dir / "pids" / "ray-head.json").is_file(),
                  timeout=900, proc=proc, log=log)
         rec = json.loads(record.read_text())
         pair = netns.Pair(rec.get("tag", ""), netns.Node(**rec["head"]), netns.Node(**rec["worker"]))
@@ -181,7 +171,7 @@ def _kill_the_rehearsal_then_make_stop(env: dict, run: Run, record: Path, story:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     after_kill = left_of(pair, pids)
-    stop = in_rehearsal(env, str(ROOT / "bin" / "stop"))
+    stop = in_rehearsal(env, str(ROOT / "bin" / "stop"))  # make stop REHEARSAL=1
     return {"pids": pids, "after_kill": after_kill, "after_stop": left_of(pair, pids),
             "stop": stop.stdout + stop.stderr, "out": log.read_text(errors="replace")}
 
@@ -218,7 +208,7 @@ def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
 def test_a_killed_two_node_rehearsal_leaves_nothing_after_make_stop(two_node_rehearsal):
     """Issue 41 item 3's acceptance: `make rehearse NNODES=2`, SIGKILL of its process group, `make stop
     REHEARSAL=1`: none of its namespaces, nsfs mounts, veth or processes is left."""
-    killed = two_node_rehearsal["story"]["killed_rehearsal"]
+    killed = two_node_rehearsal["killed"]
     left = {what.split()[0] for what in killed["after_kill"]}
     assert {"namespace", "process"} <= left, f"the kill left nothing to remove: {killed['after_kill']}\n{killed['out'][-3000:]}"
     assert not killed["after_stop"], f"left after make stop REHEARSAL=1: {killed['after_stop']}\n{killed['stop']}"
@@ -427,7 +417,8 @@ def _stale_pair(runs: Path, owner: tuple[int, int]):
                                       "worker": dataclasses.asdict(pair.worker),
                                       "owner": {"pid": owner[0], "start_ticks": owner[1], "host": procfs.hostname()}}))
         pids = {p.pid: procfs.start_ticks(p.pid) for p in procs}
-        assert set(pids) <= set(inside(pair)), "the stand-in's processes are not inside its namespaces"
+        while not set(pids) <= set(inside(pair)):  # (`ip netns exec` enters the namespace, then execs)
+            time.sleep(0.05)
         yield pair, pids
     finally:
         pair.remove()
