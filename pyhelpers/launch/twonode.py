@@ -60,8 +60,8 @@ def reclaim(runs_dir: Path, grace: float, echo: Callable[[str], None]) -> None:
     pair = netns.Pair.from_record(rec)
     if not pair.exists():
         return
-    who = "running" if _owner_alive(rec) else "killed"
-    echo(f"two-node rehearsal: removing what the {who} one left ({pair.head.ns}, {pair.worker.ns})")
+    why = "" if _owner_alive(rec) else f" (left by a killed rehearsal, pid {(rec.get('owner') or {}).get('pid', '?')})"
+    echo(f"two-node rehearsal: removing its namespaces {pair.head.ns} and {pair.worker.ns}{why}")
     for line in pair.remove(grace):
         echo(f"  {line}")
 

@@ -358,7 +358,7 @@ def stop_rest_of_my_family(grace: float, why: str) -> list[StopResult]:
     whatever group or session it made itself (TERM, `grace`, KILL; looked for again until none is
     left, as a dying process may still fork), e.g. all a child started, before a service starts it
     again or ends. A descendant whose parent died is found only in a subreaper (`become_subreaper`).
-    Never this process; never its ancestors' other groups. The dead ones it adopted are reaped."""
+    Never this process; never its ancestors' other groups."""
     me = os.getpid()
     results: dict[int, StopResult] = {}
     for _ in range(FAMILY_SCANS):

@@ -156,7 +156,10 @@ class Pair:
             for _ in range(REMOVE_SCANS):  # (a name mounted twice needs a `del` per mount)
                 if not ((NETNS_DIR / node.ns).exists() or str(NETNS_DIR / node.ns) in self.mounted()):
                     break
-                subprocess.run([ip, "netns", "del", node.ns], capture_output=True)
+                r = subprocess.run([ip, "netns", "del", node.ns], capture_output=True, text=True)
+                if r.returncode:
+                    done.append(f"network namespace {node.ns}: `ip netns del` failed: {r.stderr.strip()}")
+                    break
                 done.append(f"network namespace {node.ns} deleted")
             # (a failed create, or a namespace deleted under it, leaves an end in this namespace)
             if Path("/sys/class/net", node.iface).exists():
