@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
-from conftest import run_pyhelpers
+from conftest import ROOT, run_pyhelpers
 
-from pyhelpers.procs import netif
+from pyhelpers.procs import groups as procs
+from pyhelpers.procs import netif, procfs
 
 
 def _routable() -> tuple[str, str]:
@@ -94,3 +96,27 @@ def test_head_addr_must_be_a_routable_address(toolkit_env):
         r = run_pyhelpers(["config", "check"], {**toolkit_env, "HEAD_ADDR": bad})
         assert r.returncode == 1
         assert any(f"HEAD_ADDR={bad!r} {why}" in ln for ln in _errors(r)), r.stderr
+
+
+def test_a_broken_worker_can_still_leave_stop_and_show_status(toolkit_env):
+    """Issue 41 item 5: a worker whose interface (and so NODE_ADDR) is gone, its Ray node still running.
+    `make leave`, `make stop` and `make status` check only what they use, never the whole configuration:
+    they are how such a machine is cleaned up."""
+    addr = "198.51.100.250"  # on no interface of this machine (TEST-NET-2)
+    env = {**toolkit_env, "NNODES": "2", "NODE_ADDR": addr, "NET_IFACE": "gone0", "HEAD_ADDR": "198.51.100.1",
+           "RUN_NAME": "broken", "STOP_GRACE": "1"}
+    mine = Path(env["RUNS_DIR"]) / "broken" / "nodes" / addr
+    node = procs.start("ray-worker", ["sleep", "3600"], pids_dir=mine / "pids", logs_dir=mine / "logs")
+    try:
+        leave = subprocess.run([str(ROOT / "bin" / "leave")], env=env, cwd=ROOT, capture_output=True, text=True,
+                               timeout=120)
+        assert leave.returncode == 0, leave.stderr
+        assert f"this worker ({addr}) left the run" in leave.stderr, leave.stderr
+        assert not procfs.group_members(node.pgid), "make leave left the worker's Ray node running"
+        for verb in ("status", "stop"):
+            r = subprocess.run([str(ROOT / "bin" / verb)], env=env, cwd=ROOT, capture_output=True, text=True,
+                               timeout=120)
+            assert r.returncode == 0 and "is not an address of this machine" not in r.stdout + r.stderr, \
+                f"make {verb}: {r.stdout}{r.stderr}"
+    finally:
+        procs.stop_all(mine / "pids", 1.0)

@@ -2,21 +2,25 @@
 (pyhelpers/procs/netns.py), a real two-node Ray cluster with token auth. Needs root and iproute2, as
 CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray head:
 
-- `two_node_rehearsal`: `make rehearse NNODES=2` to its end (round 0's RolloutManager, with the rollout
-  plugin in it, pinned to the worker, round 1's to the head; a proxy in the shell), its listeners in both
-  namespaces read from /proc/net/tcp{,6} every second while it runs (and each every-address listener
-  called without the token), `make status REHEARSAL=1` taken once the worker joined and the job was
-  submitted; then, in round 1, the worker's raylet killed (a node lost mid-round: issue 28 item 8) while
-  the worker holds only training ranks (issue 41 item 7: the stand-in holds them on every node for the
-  whole job, as slime does), `make status` taken again once the run restarts for it, and the worker's
-  `make join` run again. The run must still end exactly as the one-node reference rehearsal does (the
-  stand-ins are deterministic, and neither where an episode is played nor a resume may change it);
+- `two_node_rehearsal`: first a `make rehearse NNODES=2` SIGKILLed once its head started Ray, then
+  `make stop REHEARSAL=1`, which must leave nothing of it (issue 41 item 3); then `make rehearse
+  NNODES=2` to its end (round 0's RolloutManager, with the rollout plugin in it, pinned to the worker,
+  round 1's to the head; a proxy in the shell), its listeners in both namespaces read from
+  /proc/net/tcp{,6} every second while it runs (and each every-address listener called without the
+  token), `make status REHEARSAL=1` taken once the worker joined and the job was submitted; then, in
+  round 1, the worker's raylet killed (a node lost mid-round: issue 28 item 8) while the worker holds
+  only training ranks (issue 41 item 7: the stand-in holds them on every node for the whole job, as
+  slime does), `make status` taken again once the run restarts for it, and the worker's `make join`
+  run again. The run must still end exactly as the one-node reference rehearsal does (the stand-ins
+  are deterministic, and neither where an episode is played nor a resume may change it);
 - `head`: a head's Ray alone (NNODES=2, versions published) that workers try to join: without the
   run's token, with another Ray version, without sharing TRAIN_SAVE.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -30,18 +34,30 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from support import netns as ns_support
-from support.rehearsal import Run, in_rehearsal, outcome, pyhelpers_cmd, rehearse_env, start, stop_leftovers
+from support.rehearsal import (
+    Run,
+    in_rehearsal,
+    outcome,
+    pyhelpers_cmd,
+    rehearse,
+    rehearse_env,
+    start,
+    stop_leftovers,
+    wait_for,
+)
 from support.twonode import (
     HEAD,
     PROXIES,
     WORKER,
+    inside,
+    left_of,
     ranks_of,
     slime_log,
     two_node_outcome,
     wandb_actor_num_nodes,
 )
 
-from pyhelpers.procs import netns
+from pyhelpers.procs import netns, procfs
 
 pytestmark = pytest.mark.heavy  # two Ray nodes (a whole rehearsal, then a head and several joins)
 
@@ -66,8 +82,10 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                        FAKE_SLIME_ROLLOUT_NODE="worker-then-head", FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5,
                        **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
-    proc, log = start(env)
     run = Run(Path(env["RUNS_DIR"]))
+    # first, issue 41 item 3: a `make rehearse NNODES=2` killed, then `make stop REHEARSAL=1`
+    killed = _kill_a_rehearsal_then_make_stop(env, run, record)
+    proc, log = start(env)
     seen: set[ns_support.Listener] = set()
     refused: dict[tuple[str, int], dict[str, str]] = {}
     # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
@@ -134,7 +152,31 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         stop_leftovers(env)
     pair = json.loads(record.read_text())
     return {"rc": proc.returncode, "out": log.read_text(errors="replace"), "pair": pair, "listeners": seen,
-            "refused": refused, "story": story, "status": story.get("whole", ""), "env": env, "run": run}
+            "refused": refused, "story": story, "status": story.get("whole", ""), "env": env, "run": run,
+            "killed": killed}
+
+
+def _kill_a_rehearsal_then_make_stop(env: dict, run: Run, record: Path) -> dict:
+    """`make rehearse NNODES=2` until its head has started its Ray (its services in their own groups in
+    the head's namespace, the worker's `make join` waiting in the other), its process group SIGKILLed (a
+    closed terminal, a killed session), then `make stop REHEARSAL=1`: the processes inside the pair when
+    it was killed, and what was left of the pair after the kill and after the stop. (The rehearsal
+    below starts afresh: no Ray is started again for this.)"""
+    proc, log = start(env)
+    try:
+        wait_for("the head's Ray to start", lambda: (run.run_dir / "pids" / "ray-head.json").is_file(),
+                 timeout=900, proc=proc, log=log)
+        rec = json.loads(record.read_text())
+        pair = netns.Pair(rec.get("tag", ""), netns.Node(**rec["head"]), netns.Node(**rec["worker"]))
+        pids = inside(pair)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    after_kill = left_of(pair, pids)
+    stop = in_rehearsal(env, str(ROOT / "bin" / "stop"))  # make stop REHEARSAL=1
+    return {"pids": pids, "after_kill": after_kill, "after_stop": left_of(pair, pids),
+            "stop": stop.stdout + stop.stderr, "out": log.read_text(errors="replace")}
 
 
 def _raylet_of(addr: str, netns_name: str) -> int | None:
@@ -164,6 +206,15 @@ def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
     leftover = [ns for ns in (r["pair"]["head"]["ns"], r["pair"]["worker"]["ns"])
                 if ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout]
     assert not leftover, f"namespaces left behind: {leftover}"
+
+
+def test_a_killed_two_node_rehearsal_leaves_nothing_after_make_stop(two_node_rehearsal):
+    """Issue 41 item 3's acceptance: `make rehearse NNODES=2`, SIGKILL of its process group, `make stop
+    REHEARSAL=1`: none of its namespaces, nsfs mounts, veth or processes is left."""
+    killed = two_node_rehearsal["killed"]
+    left = {what.split()[0] for what in killed["after_kill"]}
+    assert {"namespace", "process"} <= left, f"the kill left nothing to remove: {killed['after_kill']}\n{killed['out'][-3000:]}"
+    assert not killed["after_stop"], f"left after make stop REHEARSAL=1: {killed['after_stop']}\n{killed['stop']}"
 
 
 def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_to_the_same_result(
@@ -351,3 +402,77 @@ def test_a_worker_that_does_not_share_train_save_is_refused_by_path(head):
         assert f"node {w.addr} does not share TRAIN_SAVE: it reads {nonce}" in r.stderr, r.stderr[-2000:]
     finally:
         head["on"](w, head["worker_env"], str(ROOT / "bin" / "leave"))
+
+
+# --- What a killed two-node rehearsal leaves (issue 41 item 3) ---------------------------------------
+# A pair of namespaces as a SIGKILLed `make rehearse NNODES=2` leaves it: recorded in twonode.json with
+# its owner, and processes running inside both namespaces (one of them ignoring TERM). A knob value
+# that both nodes' commands refuse at once (ROUNDS=abc) ends a rehearsal started beside it before any
+# Ray, once its two-node wrapper has done what it does first.
+
+@contextlib.contextmanager
+def _stale_pair(runs: Path, owner: tuple[int, int]):
+    pair = netns.Pair.create()
+    procs = [subprocess.Popen(node.exec_argv(cmd), start_new_session=True)
+             for node in (pair.head, pair.worker) for cmd in (["sleep", "3600"], ["sh", "-c", "trap '' TERM; exec sleep 3600"])]
+    try:
+        record = runs / ".rehearsal" / "twonode.json"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"tag": pair.tag, "head": dataclasses.asdict(pair.head),
+                                      "worker": dataclasses.asdict(pair.worker),
+                                      "owner": {"pid": owner[0], "start_ticks": owner[1], "host": procfs.hostname()}}))
+        pids = {p.pid: procfs.start_ticks(p.pid) for p in procs}
+        while not set(pids) <= set(inside(pair)):  # (`ip netns exec` enters the namespace, then execs)
+            time.sleep(0.05)
+        yield pair, pids
+    finally:
+        pair.remove()
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+            p.wait()
+
+
+def _broken_env(tmp_path: Path, rehearsal_world: Path) -> dict:
+    return rehearse_env(tmp_path, rehearsal_world, tracked=False, NNODES=2, ROUNDS="abc")
+
+
+def _dead_process() -> tuple[int, int]:
+    p = subprocess.Popen(["true"])
+    owner = (p.pid, procfs.start_ticks(p.pid))
+    p.wait()
+    return owner
+
+
+def test_make_stop_removes_what_a_killed_two_node_rehearsal_left(tmp_path, rehearsal_world):
+    _need_root()
+    env = rehearse_env(tmp_path, rehearsal_world, tracked=False)
+    with _stale_pair(Path(env["RUNS_DIR"]), _dead_process()) as (pair, pids):
+        r = in_rehearsal(env, str(ROOT / "bin" / "stop"))  # make stop REHEARSAL=1
+        assert not left_of(pair, pids), f"left after make stop REHEARSAL=1: {left_of(pair, pids)}\n{r.stdout}{r.stderr}"
+
+
+def test_the_next_two_node_rehearsal_removes_what_a_killed_one_left(tmp_path, rehearsal_world):
+    _need_root()
+    env = _broken_env(tmp_path, rehearsal_world)
+    with _stale_pair(Path(env["RUNS_DIR"]), _dead_process()) as (pair, pids):
+        r = rehearse(env, "--resume", timeout=600)  # make rehearse NNODES=2 RESUME=1
+        assert r.returncode != 0 and "ROUNDS='abc'" in r.stdout, r.stdout[-3000:]
+        assert not left_of(pair, pids), f"left after the next rehearsal: {left_of(pair, pids)}\n{r.stdout[-3000:]}"
+
+
+def test_a_second_two_node_rehearsal_is_refused_while_the_first_runs(tmp_path, rehearsal_world):
+    _need_root()
+    env = _broken_env(tmp_path, rehearsal_world)
+    owner = subprocess.Popen(["sleep", "3600"])
+    try:
+        with _stale_pair(Path(env["RUNS_DIR"]), (owner.pid, procfs.start_ticks(owner.pid))) as (pair, pids):
+            r = rehearse(env, timeout=600)
+            assert r.returncode == 1 and f"a two-node rehearsal is running (pid {owner.pid}" in r.stdout, r.stdout[-3000:]
+            assert "make stop REHEARSAL=1" in r.stdout
+            assert len(left_of(pair, pids)) == 2 * 2 + len(pids), "the running rehearsal's pair was touched"
+            record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
+            assert json.loads(record.read_text())["tag"] == pair.tag, "its record was replaced"
+    finally:
+        owner.kill()
+        owner.wait()

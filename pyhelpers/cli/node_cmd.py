@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -17,7 +18,7 @@ from pyhelpers.doctor.gpus import check_gpus
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import cluster, twonode
 from pyhelpers.procs import groups as procs
-from pyhelpers.procs import ready
+from pyhelpers.procs import netns, ready
 
 SERVICE = cluster.WORKER_SERVICE
 
@@ -105,7 +106,11 @@ def node_leave():
     Example:
       pyhelpers node leave
     """
-    cfg, lay = _ctx()
+    cfg, lay = _ctx()  # (no whole-configuration check: a broken worker must still be able to leave)
+    if not cfg.NODE_ADDR:
+        raise ToolkitError("this worker's records are runs/<RUN>/nodes/<NODE_ADDR>/, and NODE_ADDR is empty",
+                           "NODE_ADDR", "set it to the address this worker joined with: `make status` on the head "
+                           "lists the nodes")
     pids, _ = _dirs(cfg, lay)
     for r in procs.stop_all(pids, cfg.STOP_GRACE, names=[SERVICE], missing_ok=True):
         _echo(r.message)
@@ -157,4 +162,23 @@ def node_rehearse(args):
       pyhelpers node rehearse
     """
     cfg, _ = _ctx()
-    sys.exit(twonode.run(cfg.root, cfg.RUNS_DIR, list(args)))
+    sys.exit(twonode.run(cfg.root, cfg.RUNS_DIR, list(args), cfg.STOP_GRACE))
+
+
+@node.command("rehearsal-stop", context_settings={"ignore_unknown_options": True})
+@click.argument("stop", nargs=-1, required=True, type=click.UNPROCESSED)
+def node_rehearsal_stop(stop):
+    """`make stop REHEARSAL=1` on a two-node rehearsal (bin/rehearse --env runs it): the STOP command inside
+    the head's namespace while it is there, then, outside, what the rehearsal's record names is removed:
+    the processes still inside both namespaces, the namespaces, their mounts and the veth pair (a killed
+    rehearsal cannot remove them itself). Exits with STOP's status.
+
+    \b
+    Example:
+      pyhelpers node rehearsal-stop -- bin/stop
+    """
+    cfg, _ = _ctx()
+    head_ns = twonode.live_head_namespace(cfg.RUNS_DIR)
+    rc = subprocess.run(netns.exec_argv(head_ns, list(stop)) if head_ns else list(stop)).returncode
+    twonode.reclaim(cfg.RUNS_DIR, cfg.STOP_GRACE, click.echo)
+    sys.exit(rc)

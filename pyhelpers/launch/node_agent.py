@@ -8,12 +8,12 @@ copies its output into its log, and watches two things every half second while i
 - its own heartbeat, runs/<RUN>/nodes/<NODE_ADDR>/node.json (rewritten every few seconds, with the
   start attempt and whether Ray said it started), which `make status` on any node reads.
 A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
-all, once what it left in the group has ended (after the last attempt too, before the agent gives
-up): Ray waits a fixed 30 s for a new raylet to register with the head's GCS
+all: Ray waits a fixed 30 s for a new raylet to register with the head's GCS
 (ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that
 had started and then ends (the head's GCS gone, a killed raylet) is not started again here: the
 head's node-lost restart waits for `make join` on it. The agent also ends when the run is stopped, or
-on TERM (`make leave`): TERM to its Ray node, STOP_GRACE, then the group's stop does the rest.
+on TERM (`make leave`). Whichever way a start ends, all it started ends with it before the agent goes
+on or exits (supervise: its group and its descendants, TERM, STOP_GRACE, KILL).
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ def _copy(stream: IO[bytes], state: dict) -> None:
         sys.stdout.flush()
 
 
-def _run_once(child: subprocess.Popen, state: dict, *, grace: float, stop_reason: Callable[[], str | None],
+def _run_once(child: subprocess.Popen, state: dict, *, stop_reason: Callable[[], str | None],
               beat: Callable[[dict], None], heartbeat: float) -> str | None:
-    """Until `child` ends (None) or a stop is asked for (its reason, once the child was stopped)."""
+    """Until `child` ends (None) or a stop is asked for (its reason; the caller ends the child)."""
     last = 0.0
     while child.poll() is None:
         now = time.monotonic()
@@ -68,11 +68,6 @@ def _run_once(child: subprocess.Popen, state: dict, *, grace: float, stop_reason
         reason = stop_reason()
         if reason:
             print(f"stopping this worker's Ray node ({reason})", flush=True)
-            child.send_signal(signal.SIGTERM)
-            try:
-                child.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                child.kill()
             return reason
         time.sleep(min(0.5, heartbeat))
     return None
@@ -83,24 +78,32 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
               heartbeat: float = HEARTBEAT) -> Ended:
     """Run `argv` (`ray start --block`) until it ends or is stopped, starting it again when it ends
     before Ray said it started. `beat(state)` is called every `heartbeat` s with the attempt, the
-    number of attempts and when Ray said it started (None until then)."""
+    number of attempts and when Ray said it started (None until then).
+
+    However an attempt ends (it failed, it ended after it started, a stop, an error in here), it and
+    everything it started end with it before anything else happens: its raylet holds the node's
+    ports against the next start or `make join`, Ray's dashboard and runtime-env agents ignore TERM,
+    Ray's workers run in groups of their own. This process is made their subreaper, so that even a
+    process whose parent died and that made itself a new session is still found as a descendant."""
+    groups.become_subreaper()
     reason, rc = None, 0
     for attempt in range(1, attempts + 1):
         state = {"attempt": attempt, "attempts": attempts, "ray_started": None}
         child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         copier = threading.Thread(target=_copy, args=(child.stdout, state), daemon=True)
         copier.start()
-        reason = _run_once(child, state, grace=grace, stop_reason=stop_reason, beat=beat, heartbeat=heartbeat)
-        rc = child.wait()
-        copier.join(timeout=0.5)  # its last lines first (a process it left may hold the pipe open)
+        try:
+            reason = _run_once(child, state, stop_reason=stop_reason, beat=beat, heartbeat=heartbeat)
+        finally:
+            ended = groups.stop_rest_of_my_family(grace, f"started by `ray start` (attempt {attempt})")
+            rc = child.wait()
+            groups.reap_adopted()
+        copier.join(timeout=2)  # its last lines first (nothing holds its pipe open any more)
+        for r in ended:
+            print(r.message, flush=True)
         beat(dict(state))
         if reason or state["ray_started"] is not None:
             break
-        # what the failed start left (its raylet) holds the node's ports: it ends before the next
-        # attempt, and before the agent gives up (the next `make join` would meet it)
-        for r in groups.stop_rest_of_my_group(grace, "left by a `ray start` that did not register"):
-            print(r.message, flush=True)
-        copier.join(timeout=2)
         if attempt == attempts:
             print(f"this node's Ray did not register with the head in {attempts} attempts (last exit {rc}): "
                   "the lines above say why; `make join` starts it again", flush=True)

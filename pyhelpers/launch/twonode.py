@@ -4,6 +4,11 @@ head's rehearsal (bin/rehearse, as on a head: NODE_ADDR, NET_IFACE of its namesp
 worker's `make join` in the other, with the run's token by path through the shared run dir (the two
 "machines" share this host's files, as NFS would share them). When the head's rehearsal ends, the
 worker leaves and both namespaces are removed, whatever happened.
+
+The pair and this process (its owner) are recorded in RUNS_DIR/.rehearsal/twonode.json before
+anything starts in it. A killed owner cannot remove its pair: `make stop REHEARSAL=1` and the next
+`make rehearse NNODES=2` (RESUME=1 or not) reclaim what the record names (`reclaim`); a second one
+while the owner lives is refused.
 """
 
 from __future__ import annotations
@@ -13,10 +18,12 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
+from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
-from pyhelpers.procs import netns
+from pyhelpers.procs import netns, procfs
 
 
 def _relay(stream, prefix: str) -> None:
@@ -36,21 +43,55 @@ def live_head_namespace(runs_dir: Path) -> str | None:
     `make status REHEARSAL=1` and the other --env commands run inside it (bin/rehearse)."""
     rec = load_json_or_none(record_path(runs_dir)) or {}
     ns = (rec.get("head") or {}).get("ns")
-    return ns if ns and (Path("/run/netns") / ns).exists() else None
+    return ns if ns and (netns.NETNS_DIR / ns).exists() else None
 
 
-def run(root: Path, runs_dir: Path, args: list[str]) -> int:
+def _owner_alive(rec: dict) -> bool:
+    owner = rec.get("owner") or {}
+    return bool(owner) and owner.get("host") == procfs.hostname() and procfs.is_alive(owner["pid"], owner["start_ticks"])
+
+
+def reclaim(runs_dir: Path, grace: float, echo: Callable[[str], None]) -> None:
+    """Remove what the record names, whether its owner lives or not: every process still inside its
+    two namespaces, the namespaces, their mounts and the veth pair (netns.Pair.remove)."""
+    rec = load_json_or_none(record_path(runs_dir))
+    if not rec or "head" not in rec:
+        return
+    pair = netns.Pair.from_record(rec)
+    if not pair.exists():
+        return
+    why = "" if _owner_alive(rec) else f" (left by a killed rehearsal, pid {(rec.get('owner') or {}).get('pid', '?')})"
+    echo(f"two-node rehearsal: removing its namespaces {pair.head.ns} and {pair.worker.ns}{why}")
+    for line in pair.remove(grace):
+        echo(f"  {line}")
+
+
+def _take_over(runs_dir: Path, grace: float) -> None:
+    """Before a new pair: refuse while the recorded rehearsal's owner runs; reclaim a killed one's."""
+    rec = load_json_or_none(record_path(runs_dir)) or {}
+    if rec.get("head") and _owner_alive(rec):
+        raise ToolkitError(f"a two-node rehearsal is running (pid {rec['owner']['pid']}, namespaces "
+                           f"{rec['head']['ns']}, {rec['worker']['ns']})", str(record_path(runs_dir)),
+                           "wait for it, or stop it: make stop REHEARSAL=1")
+    reclaim(runs_dir, grace, lambda line: sys.stderr.write(line + "\n"))
+
+
+def run(root: Path, runs_dir: Path, args: list[str], grace: float) -> int:
     rehearse = str(root / "bin" / "rehearse")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # (so that the namespaces are removed below)
+    _take_over(runs_dir, grace)
     pair = netns.Pair.create()
     base = {**os.environ, "NNODES": "2"}
     head_env = {**base, "SHOPSIMRL_NODE_ROLE": "head", "NODE_ADDR": pair.head.addr, "NET_IFACE": pair.head.iface}
     worker_env = {**base, "SHOPSIMRL_NODE_ROLE": "worker", "NODE_ADDR": pair.worker.addr,
                   "NET_IFACE": pair.worker.iface, "HEAD_ADDR": pair.head.addr}
     record = record_path(runs_dir)
-    record.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(record, {"head": {"ns": pair.head.ns, "addr": pair.head.addr, "iface": pair.head.iface},
-                               "worker": {"ns": pair.worker.ns, "addr": pair.worker.addr, "iface": pair.worker.iface}})
+    owner = {"pid": os.getpid(), "start_ticks": procfs.start_ticks(os.getpid()), "host": procfs.hostname()}
+    try:
+        write_json_atomic(record, {**pair.record(), "owner": owner})
+    except BaseException:
+        pair.remove(grace)
+        raise
     sys.stderr.write(f"two-node rehearsal: head {pair.head.addr} ({pair.head.ns}), worker {pair.worker.addr} "
                      f"({pair.worker.ns}), joined by a veth pair\n")
     worker = head = None
@@ -72,4 +113,4 @@ def run(root: Path, runs_dir: Path, args: list[str]) -> int:
                 proc.wait(timeout=120)
         subprocess.run(pair.worker.exec_argv([rehearse, "--env", str(root / "bin" / "leave")]), env=worker_env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        pair.remove()
+        pair.remove(grace)

@@ -22,6 +22,7 @@ ever signalled by name.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -42,6 +43,7 @@ from pyhelpers.procs import ports, procfs
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 KILL_WAIT_S = 5.0  # after KILL the kernel ends a group at once, unless a member sits in state D
 POLL_S = 0.05
+FAMILY_SCANS = 5  # stop_rest_of_my_family: a process forked while the last ones were ended is found by the next
 
 
 @dataclass(frozen=True)
@@ -213,16 +215,28 @@ def _check_program(name: str, program: str, *, env: Mapping[str, str] | None, cw
                            "check the program path / PATH and the knob that names it")
 
 
+def _prctl(option: int, arg: int) -> bool:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, arg) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def die_with_parent() -> None:
     """Ask the kernel to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG; Linux).
     The training loop and the lock holder are the driver's children: they must not outlive it."""
     parent = os.getppid()
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    if not _prctl(1, signal.SIGKILL):  # 1 = PR_SET_PDEATHSIG
         return
     if os.getppid() != parent:  # the parent died before the call took effect
         os._exit(137)
+
+
+def become_subreaper() -> bool:
+    """Have the kernel hand this process every orphaned descendant (PR_SET_CHILD_SUBREAPER; Linux
+    3.4+) instead of PID 1: what a child started stays this process's descendant even when it put
+    itself in a new session and its parent died, so `stop_rest_of_my_family` still finds it."""
+    return _prctl(36, 1)  # 36 = PR_SET_CHILD_SUBREAPER
 
 
 def stop_group(pgid: int, grace: float, leader_first: bool = False) -> tuple[str, str]:
@@ -367,12 +381,38 @@ def stop_marked(marker: str | Path, grace: float, *, open_files: bool = False,
     return [results[p] for p in sorted(results)]
 
 
-def stop_rest_of_my_group(grace: float, why: str) -> list[StopResult]:
-    """End every other live member of this process's own group (TERM, `grace`, KILL), e.g. what a
-    failed child left behind in a service's group before the service starts it again. Never this
-    process; never another group."""
+def stop_rest_of_my_family(grace: float, why: str) -> list[StopResult]:
+    """End every other live member of this process's own group and every descendant of this process,
+    whatever group or session it made itself (TERM, `grace`, KILL; looked for again until none is
+    left, as a dying process may still fork), e.g. all a child started, before a service starts it
+    again or ends. A descendant whose parent died is found only in a subreaper (`become_subreaper`).
+    Never this process; never its ancestors' other groups."""
     me = os.getpid()
-    targets = {pid: why for pid in procfs.group_members(os.getpgid(0)) if pid != me}
+    results: dict[int, StopResult] = {}
+    for _ in range(FAMILY_SCANS):
+        targets = {pid: why for pid in {*procfs.group_members(os.getpgid(0)), *procfs.descendants(me)}
+                   if pid != me and pid not in results}
+        if not targets:
+            break
+        results.update(_end_processes(targets, grace))
+    return [r for _, r in sorted(results.items())]
+
+
+def reap_adopted() -> None:
+    """Collect the exit status of this process's dead children: a subreaper adopts orphans, which end
+    as its zombies. Call it once every Popen of this process has been waited for (it would take a
+    live Popen's status)."""
+    me = os.getpid()
+    for pid in procfs.all_pids():
+        st = procfs.read_stat(pid)
+        if st and st.ppid == me and st.state == "Z":
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+
+
+def stop_pids(targets: dict[int, str], grace: float) -> list[StopResult]:
+    """End these processes ({pid: why}), each through a pidfd (TERM, `grace`, KILL): processes that
+    no pidfile group holds, e.g. those inside a network namespace of ours."""
     return [r for _, r in sorted(_end_processes(targets, grace).items())]
 
 

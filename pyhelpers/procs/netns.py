@@ -9,9 +9,10 @@ The addresses come from 198.51.100.0/24 (TEST-NET-2, RFC 5737: documentation onl
 and exist only inside the two namespaces: the host's own interfaces never get one, so two pairs
 (two checkouts rehearsing at once) never collide; their names carry a tag unique to the caller.
 A host interface that already holds an address of the range is refused (a machine that uses it
-would route the rehearsal's traffic into its own network). Teardown always runs: it stops every
-process still inside a namespace (by pid, as `ip netns pids` names them; each was started in it by
-the rehearsal) and deletes both namespaces, which deletes the veth pair with them.
+would route the rehearsal's traffic into its own network). `remove()` can be run by anyone who
+holds the pair's names (`record()` / `from_record()`: a later command reclaims what a killed
+rehearsal left): it stops every process still inside a namespace, then deletes both namespaces,
+their /run/netns mounts, and with them the veth pair.
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
-import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.procs import netif
+from pyhelpers.procs import groups, netif
 
 NETWORK = "198.51.100.0/24"
 HEAD_ADDR, WORKER_ADDR = "198.51.100.1", "198.51.100.2"
+NETNS_DIR = Path("/run/netns")  # where `ip netns add` mounts (nsfs) each named namespace
+REMOVE_SCANS = 5  # remove(): a process started while the last ones were stopped is found by the next look
 PREFIX = "ssr"  # names: ssr-<tag>-head / ssr-<tag>-worker (namespaces), ssr<tag>h / ssr<tag>w (veths)
 
 
@@ -64,6 +66,11 @@ def _run(ip: str, *args: str) -> None:
                            "namespaces made so far are removed")
 
 
+def exec_argv(ns: str, argv: list[str]) -> list[str]:
+    """argv run inside the named network namespace."""
+    return [_ip(), "netns", "exec", ns, *argv]
+
+
 @dataclass(frozen=True)
 class Node:
     ns: str
@@ -72,7 +79,7 @@ class Node:
 
     def exec_argv(self, argv: list[str]) -> list[str]:
         """argv run inside this node's namespace (same files, same users: only the network differs)."""
-        return [_ip(), "netns", "exec", self.ns, *argv]
+        return exec_argv(self.ns, argv)
 
     def pids(self) -> list[int]:
         r = subprocess.run([_ip(), "netns", "pids", self.ns], capture_output=True, text=True)
@@ -111,19 +118,51 @@ class Pair:
     def __exit__(self, *exc) -> None:
         self.remove()
 
-    def remove(self, grace: float = 5.0) -> None:
-        """Stop what still runs inside (TERM, then KILL after grace) and delete both namespaces."""
+    def record(self) -> dict:
+        """The pair's names and addresses as JSON, from which `from_record` rebuilds it."""
+        return {"tag": self.tag, "head": asdict(self.head), "worker": asdict(self.worker)}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> Pair:
+        return cls(rec.get("tag", ""), Node(**rec["head"]), Node(**rec["worker"]))
+
+    def exists(self) -> bool:
+        """Any of the pair is left: a namespace's name, its nsfs mount, a veth end in this namespace."""
+        return bool(self.mounted() or any((NETNS_DIR / n.ns).exists() or Path("/sys/class/net", n.iface).exists()
+                                          for n in (self.head, self.worker)))
+
+    def mounted(self) -> list[str]:
+        """The mount points of the pair's namespaces still in this mount namespace's table."""
+        want = {str(NETNS_DIR / n.ns) for n in (self.head, self.worker)}
+        try:
+            lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        except OSError:
+            return []
+        return [f[4] for f in (line.split() for line in lines) if len(f) > 4 and f[4] in want]
+
+    def remove(self, grace: float = 5.0) -> list[str]:
+        """Stop what still runs inside (TERM, then KILL after grace; looked for again until nothing is
+        left, since a dying process may start another) and delete both namespaces, which deletes the
+        veth pair with them. Each process by its pid, as `ip netns pids` names it: its process group
+        may reach outside (the rehearsal's own group holds the user's `make`). Returns what it did."""
         ip = _ip()
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
-            pids = [p for n in (self.head, self.worker) for p in n.pids()]
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-            end = time.monotonic() + wait
-            while pids and time.monotonic() < end and any(n.pids() for n in (self.head, self.worker)):
-                time.sleep(0.1)
+        done = []
+        for _ in range(REMOVE_SCANS):
+            inside = {p: f"inside {n.ns}" for n in (self.head, self.worker) for p in n.pids()}
+            if not inside:
+                break
+            done += [r.message for r in groups.stop_pids(inside, grace)]
         for node in (self.head, self.worker):
-            subprocess.run([ip, "netns", "del", node.ns], capture_output=True)
-        subprocess.run([ip, "link", "del", self.head.iface], capture_output=True)  # (if a failed create left it here)
+            for _ in range(REMOVE_SCANS):  # (a name mounted twice needs a `del` per mount)
+                if not ((NETNS_DIR / node.ns).exists() or str(NETNS_DIR / node.ns) in self.mounted()):
+                    break
+                r = subprocess.run([ip, "netns", "del", node.ns], capture_output=True, text=True)
+                if r.returncode:
+                    done.append(f"network namespace {node.ns}: `ip netns del` failed: {r.stderr.strip()}")
+                    break
+                done.append(f"network namespace {node.ns} deleted")
+            # (a failed create, or a namespace deleted under it, leaves an end in this namespace)
+            if Path("/sys/class/net", node.iface).exists():
+                subprocess.run([ip, "link", "del", node.iface], capture_output=True)
+                done.append(f"veth {node.iface} deleted")
+        return done

@@ -97,6 +97,25 @@ def group_members(pgid: int) -> list[int]:
     return out
 
 
+def descendants(pid: int) -> list[int]:
+    """Pids of the live (non-zombie) descendants of pid: its children, theirs and so on, in whatever
+    group or session each put itself (one scan of the table; a process forked during it may be missed)."""
+    children: dict[int, list[int]] = {}
+    live = set()
+    for p in all_pids():
+        st = read_stat(p)
+        if st:
+            children.setdefault(st.ppid, []).append(p)
+            if st.state != "Z":
+                live.add(p)
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return [p for p in out if p in live]
+
+
 def age_seconds(ticks: int) -> float:
     """Seconds since a process that started at `ticks` (clock ticks after boot) began."""
     uptime = float((PROC / "uptime").read_text().split()[0])

@@ -1,15 +1,18 @@
 """What the two-node rehearsal tests share (tests/test_two_nodes.py):
-the namespaces' addresses, the proxy a user's shell may hold, and readers of the stand-in slime's
-records."""
+the namespaces' addresses, the proxy a user's shell may hold, readers of the stand-in slime's
+records, and what is left of a pair of namespaces."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+from pathlib import Path
 
 from conftest import wandb_records
 
 from pyhelpers.launch.cluster import NONCE_NAME
+from pyhelpers.procs import netns, procfs
 from support.rehearsal import Run, outcome
 
 HEAD, WORKER = "198.51.100.1", "198.51.100.2"
@@ -47,3 +50,21 @@ def wandb_actor_num_nodes(run: Run) -> list[str]:
         text = "\n".join(json.dumps(rec) for rec in wandb_records(offline))
         found += re.findall(r'actor_num_nodes\\?"[^0-9]{0,40}?(\d+)', text)
     return sorted(set(found))
+
+
+def inside(pair: netns.Pair) -> dict[int, int]:
+    """{pid: start ticks} of every process inside the pair's two namespaces now."""
+    return {p: procfs.start_ticks(p) for node in (pair.head, pair.worker) for p in node.pids()}
+
+
+def left_of(pair: netns.Pair, pids: dict[int, int]) -> list[str]:
+    """What is left of a two-node rehearsal's pair, as `ip netns list`, the mount table and `ip link`
+    show it from this host, and which of the processes once inside it (`inside`) still run."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    out = [f"namespace {n.ns}" for n in (pair.head, pair.worker) if n.ns in listed]
+    mounts = {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()}
+    out += [f"nsfs mount /run/netns/{n.ns}" for n in (pair.head, pair.worker) if f"/run/netns/{n.ns}" in mounts]
+    out += [f"veth {n.iface}" for n in (pair.head, pair.worker) if f" {n.iface}@" in links or f" {n.iface}:" in links]
+    out += [f"process {p} ({procfs.cmdline(p)})" for p, ticks in pids.items() if procfs.is_alive(p, ticks)]
+    return out
