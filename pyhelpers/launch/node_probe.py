@@ -4,6 +4,8 @@
     python3 node_probe.py kv-put ADDR KEY < JSON    store JSON in the cluster's GCS (the head's versions)
     python3 node_probe.py kv-get ADDR KEY           read it back (a worker, before it starts anything)
     python3 node_probe.py nodes ADDR                the cluster's nodes: id, address, alive, GPUs
+    python3 node_probe.py members ADDR              its live nodes from the GCS alone (no driver: a worker
+                                                    asks before its own node exists)
     python3 node_probe.py storage ADDR < JSON       on each other node, a task pinned to it reads files back
 
 ADDR is the GCS (NODE_ADDR:RAY_PORT). Stdlib and ray only, no pyhelpers: it runs where only the slime
@@ -56,6 +58,15 @@ def kv_get(addr: str, key: str) -> dict:
     return {"value": None if raw is None else raw.decode()}
 
 
+def members(addr: str) -> dict:
+    from ray.core.generated import gcs_pb2  # local: ray exists only in the slime env this file runs in
+
+    infos = _gcs(addr).get_all_node_info(timeout=30)
+    return {"nodes": [{"id": nid.hex(), "addr": n.node_manager_address, "head": bool(n.is_head_node),
+                       "gpus": dict(n.resources_total).get("GPU", 0)}
+                      for nid, n in infos.items() if n.state == gcs_pb2.GcsNodeInfo.ALIVE]}
+
+
 def _connect(addr: str):
     import logging  # local: with ray below, only when a Ray driver is needed
 
@@ -95,16 +106,24 @@ def _read_back(nonces: dict, hashes: dict) -> dict:
             "hashes": {p: attempt(sha, p) for p in hashes}}
 
 
-def storage(addr: str, want: dict) -> dict:
-    ray = _connect(addr)
+def _others(ray) -> list[dict]:
+    """The live nodes other than this driver's."""
+    here = ray.get_runtime_context().get_node_id()
+    return [n for n in ray.nodes() if n["Alive"] and n["NodeID"] != here]
+
+
+def _pinned(ray, fn, node_id: str):
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # local: ray, slime env only
 
-    here = ray.get_runtime_context().get_node_id()
-    task = ray.remote(num_cpus=0)(_read_back)
-    refs = {n["NodeManagerAddress"]: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-        n["NodeID"], soft=False)).remote(want["nonces"], want["hashes"])
-        for n in ray.nodes() if n["Alive"] and n["NodeID"] != here}
-    return {"seen": {node: ray.get(ref, timeout=want.get("timeout", 120)) for node, ref in refs.items()}}
+    return ray.remote(num_cpus=0)(fn).options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False))
+
+
+def storage(addr: str, want: dict) -> dict:
+    ray = _connect(addr)
+    refs = {n["NodeManagerAddress"]: (n["NodeID"], _pinned(ray, _read_back, n["NodeID"]).remote(want["nonces"], want["hashes"]))
+            for n in _others(ray)}
+    return {"seen": {node: {**ray.get(ref, timeout=want.get("timeout", 120)), "id": nid}
+                     for node, (nid, ref) in refs.items()}}
 
 
 def main(argv: list[str]) -> int:
@@ -118,6 +137,8 @@ def main(argv: list[str]) -> int:
             out = kv_get(rest[0], rest[1])
         elif cmd == "nodes":
             out = nodes(rest[0])
+        elif cmd == "members":
+            out = members(rest[0])
         elif cmd == "storage":
             out = storage(rest[0], json.loads(sys.stdin.read()))
         else:

@@ -211,7 +211,7 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "results": results(cfg, lay), "nodes": cluster.node_rows(cfg, lay, time.time()),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
                                                           "run-failed", "disk-low", "driver-lost",
-                                                          "job-end-unsupervised")],
+                                                          "job-end-unsupervised", "node-removed")],
         "last_event": evs[-1] if evs else None, "logs": str(lay.logs),
         "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
         else None,
@@ -327,12 +327,12 @@ def _render(st: dict) -> list[str]:
     out += [_result_line(row) for row in st["results"]]
     for e in st["restarts"][-5:]:
         what = {"run-failed": "stopped:", "disk-low": "warning:", "driver-lost": "killed:",
-                "job-end-unsupervised": "note:"}.get(e.get("kind"), "restart:")
+                "job-end-unsupervised": "note:", "node-removed": "removed:"}.get(e.get("kind"), "restart:")
         detail = e.get("reason") or e.get("detail") or " ".join(str(e[k]) for k in ("cause", "excerpt") if e.get(k))
         if e.get("kind") == "disk-low":
             detail = f"free {gb(e['free'])} < {gb(e['need'])} needed by the round's save"
         out.append(f"{what} {e.get('at')} {e.get('kind')} round {e.get('round')} "
-                   f"{e.get('service') or e.get('stage') or ''} {detail}".rstrip())
+                   f"{e.get('service') or e.get('stage') or e.get('node') or ''} {detail}".rstrip())
     if st["last_event"]:
         e = st["last_event"]
         out.append(f"last event: {e.get('at')} {e.get('kind')} "

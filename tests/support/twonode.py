@@ -9,7 +9,7 @@ import re
 
 from conftest import wandb_records
 
-from pyhelpers.launch.cluster import NONCE_NAME
+from pyhelpers.launch.node_storage import NONCE_NAME
 from support.rehearsal import Run, outcome
 
 HEAD, WORKER = "198.51.100.1", "198.51.100.2"
@@ -20,7 +20,7 @@ PROXIES = {"http_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:
 
 
 def two_node_outcome(run: Run) -> dict:
-    """outcome() without the head's shared-storage nonce (cluster.NONCE_NAME), which only a multi-node
+    """outcome() without the head's shared-storage nonce (node_storage.NONCE_NAME), which only a multi-node
     run leaves under TRAIN_SAVE."""
     out = outcome(run)
     out["weights"] = {k: v for k, v in out["weights"].items() if k != NONCE_NAME}
