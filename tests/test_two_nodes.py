@@ -12,7 +12,7 @@ CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray hea
   an episode is played nor a resume may change it);
 - `head`: a head's Ray alone (NNODES=2, versions and storage record published) that workers try to
   join: without the run's token, with another Ray version, without sharing TRAIN_SAVE, and one that
-  shares it (the head's storage check through a task pinned to it).
+  shares it (the head's storage check and clock comparison through a task pinned to it).
 """
 
 from __future__ import annotations
@@ -346,9 +346,10 @@ def test_a_worker_that_does_not_share_train_save_is_refused_at_join_by_path(head
     _nothing_started(head)
 
 
-def test_a_worker_that_shares_the_heads_storage_joins_and_the_head_reads_it_back(head):
+def test_a_worker_that_shares_the_heads_storage_joins_and_the_head_reads_its_clock(head):
     """The checks at join pass on a real cluster (the head's live nodes read from its GCS, its storage
-    record); the head then reads the same storage back through a task pinned to the worker."""
+    record); the head then reads the same storage back through a task pinned to the worker, and
+    `make doctor` there compares the worker's clock with its own (one host here: they agree)."""
     w = head["pair"].worker
     join = head["on"](w, head["worker_env"], str(ROOT / "bin" / "join"))
     try:
@@ -357,5 +358,8 @@ def test_a_worker_that_shares_the_heads_storage_joins_and_the_head_reads_it_back
         check = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("node", "check"))
         assert check.returncode == 0, check.stderr[-3000:]
         assert "shared storage: 1 worker(s) read the head's nonces" in check.stderr, check.stderr[-3000:]
+        doc = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("doctor", "--json", "--profile", "rehearse"))
+        clocks = next(r for r in json.loads(doc.stdout[doc.stdout.index("{"):])["checks"] if r["name"] == "node-clocks")
+        assert clocks["status"] == "PASS" and w.addr in clocks["found"], clocks
     finally:
         head["on"](w, head["worker_env"], str(ROOT / "bin" / "leave"))

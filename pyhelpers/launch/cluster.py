@@ -30,7 +30,7 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import node_env, node_storage, ray_auth, slime_args
 from pyhelpers.launch.node_probe import MARKER
-from pyhelpers.procs import ready
+from pyhelpers.procs import procfs, ready
 from pyhelpers.run import events
 from pyhelpers.run import layout as run_layout
 from pyhelpers.run.layout import RunLayout
@@ -401,12 +401,51 @@ def remove_node(cfg, lay: RunLayout, addr: str, node_id: str | None, problem: To
 
 
 STALE = 10.0  # seconds without a heartbeat after which a worker is shown as gone
+SEEN_NAME = "seen.json"  # beside a worker's node.json: when the head's driver saw its heartbeat change
 
 
-def node_rows(cfg, lay: RunLayout, now: float) -> list[dict]:
+def note_heartbeats(lay: RunLayout, now: float, here: str) -> None:
+    """The head's driver, every few seconds: for each worker, when its heartbeat last changed, by this
+    machine's clock (`here`: its hostname). The heartbeat is read as a value, never as a time: it is
+    the worker's clock, which need not agree with this one."""
+    for path, info in _worker_records(lay):
+        seen_path = path.with_name(SEEN_NAME)
+        seen = load_json_or_none(seen_path) or {}
+        same = seen.get("by") == here and seen.get("heartbeat") == info.get("heartbeat")
+        write_json_atomic(seen_path, {"by": here, "heartbeat": info.get("heartbeat"),
+                                      "changed": seen["changed"] if same else now, "looked": now})
+
+
+def watch_heartbeats(lay: RunLayout, stopped: Callable[[float], bool], here: str, every: float = 2.0) -> None:
+    """note_heartbeats until stopped(every) says so (the driver of a multi-node run, in a thread)."""
+    while True:
+        try:
+            note_heartbeats(lay, time.time(), here)
+        except OSError:  # a full disk or a lost mount: `make status` then shows the ages as unjudged or old
+            pass
+        if stopped(every):
+            return
+
+
+def heartbeat_age(info: dict, seen: dict, now: float, here: str) -> float | None:
+    """Seconds since a worker's heartbeat last changed, on one machine's clock; None when no single
+    clock tells: read on the worker's own machine, its heartbeat against this clock; read on the
+    head, when the head's driver last saw it change (seen.json), while the driver looks."""
+    if info.get("host") == here:
+        return now - info.get("heartbeat", 0)
+    if seen.get("by") != here:
+        return None
+    if seen.get("heartbeat") == info.get("heartbeat"):
+        return now - seen["changed"]
+    return 0.0 if now - seen.get("looked", 0) < STALE else None  # changed since the driver's last look
+
+
+def node_rows(cfg, lay: RunLayout, now: float, here: str | None = None) -> list[dict]:
     """The run's nodes as the shared run dir records them, for `make status` on any node: the head
     (runs/<RUN>/nodes.json, written once its workers joined) and each worker's node.json with the
-    age of its heartbeat. Read-only; [] for a run that never had a worker."""
+    age of its heartbeat (heartbeat_age; `here` is this machine's hostname). Read-only; [] for a run
+    that never had a worker."""
+    here = here or procfs.hostname()
     joined = load_json_or_none(lay.run_dir / "nodes.json") or {}
     workers = _worker_records(lay)
     if not joined and not workers:
@@ -415,8 +454,10 @@ def node_rows(cfg, lay: RunLayout, now: float) -> list[dict]:
     rows = [{"role": "head", "addr": head.get("addr") or cfg.HEAD_ADDR or cfg.NODE_ADDR,
              "gpus": head.get("gpus"), "state": "head"}]
     for path, info in workers:
-        age = now - info.get("heartbeat", 0)
+        age = heartbeat_age(info, load_json_or_none(path.with_name(SEEN_NAME)) or {}, now, here)
         state = (f"left (exit {info['exit']})" if "ended" in info else
+                 "heartbeat not judged (another machine's clock: make status on the head while the run runs, "
+                 "or on that worker)" if age is None else
                  f"no heartbeat for {age:.0f} s" if age >= STALE else
                  f"starting its Ray node (attempt {info.get('attempt')} of {info.get('attempts')})"
                  if "ray_started" in info and info["ray_started"] is None else "up")

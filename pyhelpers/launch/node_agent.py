@@ -34,7 +34,7 @@ from typing import IO
 from pyhelpers.config.load import load
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import cluster, node_env
-from pyhelpers.procs import groups
+from pyhelpers.procs import groups, procfs
 from pyhelpers.run.layout import RunLayout, from_config
 
 HEARTBEAT = 2.0
@@ -164,7 +164,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
 
-    info = {"addr": cfg.NODE_ADDR, "iface": cfg.NET_IFACE, "gpus": cfg.NUM_GPUS,
+    # host: `make status` compares the heartbeat with its own clock only on this machine
+    info = {"addr": cfg.NODE_ADDR, "iface": cfg.NET_IFACE, "gpus": cfg.NUM_GPUS, "host": procfs.hostname(),
             "head": cfg.HEAD_ADDR, "pid": os.getpid(), "started": started}
     last: dict = {}
 

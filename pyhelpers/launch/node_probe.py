@@ -7,6 +7,7 @@
     python3 node_probe.py members ADDR              its live nodes from the GCS alone (no driver: a worker
                                                     asks before its own node exists)
     python3 node_probe.py storage ADDR < JSON       on each other node, a task pinned to it reads files back
+    python3 node_probe.py clocks ADDR               each other node's clock, read between two of this one's
 
 ADDR is the GCS (NODE_ADDR:RAY_PORT). Stdlib and ray only, no pyhelpers: it runs where only the slime
 env exists (versions must be the env's, and a Ray driver must run the cluster's own Python). The
@@ -21,6 +22,7 @@ import importlib.metadata as md
 import json
 import platform
 import sys
+import time
 
 MARKER = "SHOPSIMRL_NODE "
 NAMESPACE = b"shopsimrl"
@@ -126,6 +128,24 @@ def storage(addr: str, want: dict) -> dict:
                      for node, (nid, ref) in refs.items()}}
 
 
+def _now() -> float:
+    return time.time()
+
+
+def clocks(addr: str) -> dict:
+    """Each other node's time.time() and this node's just before and after it was read (a worker
+    process is made ready there first, so that its start is not inside the interval)."""
+    ray = _connect(addr)
+    out = {}
+    for n in _others(ray):
+        task = _pinned(ray, _now, n["NodeID"])
+        ray.get(task.remote(), timeout=120)
+        before = time.time()
+        theirs = ray.get(task.remote(), timeout=120)
+        out[n["NodeManagerAddress"]] = {"before": before, "theirs": theirs, "after": time.time()}
+    return {"clocks": out}
+
+
 def main(argv: list[str]) -> int:
     cmd, rest = argv[0], argv[1:]
     try:
@@ -141,6 +161,8 @@ def main(argv: list[str]) -> int:
             out = members(rest[0])
         elif cmd == "storage":
             out = storage(rest[0], json.loads(sys.stdin.read()))
+        elif cmd == "clocks":
+            out = clocks(rest[0])
         else:
             raise SystemExit(f"unknown command {cmd!r}")
     except Exception as exc:  # every failure is one line for the toolkit to name (a refused token included)
