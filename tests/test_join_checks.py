@@ -73,9 +73,10 @@ class FakeHead:
             return {"value": self.kv.get(args[2])}
         self._leave()
         alive = [n for n in self.nodes if n["alive"]]
-        if cmd == "members":
-            return {"nodes": [{"id": n["id"], "addr": n["addr"], "gpus": n["gpus"], "head": n["driver_node"]}
-                              for n in alive]}
+        if cmd == "joining":
+            return {"versions": dict(VERSIONS), "value": self.kv.get(args[2]),
+                    "members": [{"id": n["id"], "addr": n["addr"], "gpus": n["gpus"], "head": n["driver_node"]}
+                                for n in alive]}
         if cmd == "nodes":
             return {"nodes": [dict(n) for n in self.nodes]}
         if cmd == "storage":
@@ -180,6 +181,11 @@ def test_a_node_found_wrong_at_a_later_round_is_removed_and_the_run_goes_on(head
     assert any("shared storage: 1 worker(s)" in line for line in said), said
     joined = json.loads((w.lay.run_dir / "nodes.json").read_text())["workers"]
     assert [n["id"] for n in joined] == [f"id-{WORKER}-again"], joined
+    from pyhelpers.overview import manifest, status
+
+    manifest.record_or_compare(w.hcfg, w.lay.manifest)  # (a started run)
+    shown = [line for line in status.render(status.gather(w.hcfg, w.lay)) if line.startswith("removed:")]
+    assert len(shown) == 1 and f"node-removed {WORKER} node {WORKER} does not share TRAIN_SAVE" in shown[0], shown
 
 
 def test_a_removed_node_is_stopped_by_its_own_agent(head_and_worker):

@@ -170,12 +170,13 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     story, run = r["story"], r["run"]
     assert not story["errors"], story["errors"]
     assert story.get("killed"), f"the worker's raylet was never killed: {sorted(story)}\n" + r["out"][-3000:]
+    rejoined = story.get("rejoined")  # first: a run that waited in vain for it fails for this reason
+    assert rejoined is not None, f"the worker never tried to rejoin: {sorted(story)}\n" + r["out"][-3000:]
+    assert rejoined.returncode == 0, rejoined.stdout + rejoined.stderr
     assert r["rc"] == 0, r["out"][-6000:]
     restarts = run.events("run-restart")
     assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost")], restarts
     assert f"MISSING: {WORKER} lost" in story["missing"], story["missing"]
-    rejoined = story["rejoined"]
-    assert rejoined.returncode == 0, rejoined.stdout + rejoined.stderr
     assert run.events("nodes-whole"), run.events()[-10:]
     assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]
     assert f"node {WORKER} worker, 4 GPU(s), alive" in r["out"], r["out"][-4000:]

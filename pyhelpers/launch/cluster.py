@@ -144,21 +144,26 @@ def join_checks(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
         raise ToolkitError(f"HEAD_ADDR={cfg.HEAD_ADDR} is this machine's NODE_ADDR", "HEAD_ADDR",
                            "run `make join` on a worker; the head runs `make train`")
     raw = _head_versions(cfg, lay, echo)
-    head, mine = json.loads(raw), local_versions(cfg, lay)
+    # one start of the slime env's interpreter for the rest (a loaded node takes seconds for each)
+    view = probe(cfg, lay, "joining", gcs_address(cfg, head=False), node_storage.STORAGE_KEY)
+    head, mine = json.loads(raw), {"toolkit": toolkit_commit(cfg.root), **view["versions"]}
     if diff := differences(head, mine):
         raise ToolkitError("this worker's versions differ from the head's: " + "; ".join(diff), "make join",
                            "install the head's versions here (the same toolkit commit: git checkout; the slime env: "
                            "the same system image or env/conda/slime.yml), then `make join` again")
     echo("versions match the head: " + ", ".join(f"{k} {mine.get(k)}" for k in COMPARED))
-    _check_room(cfg, lay)
-    _check_storage_here(cfg, lay, echo)
+    if "error" in view:
+        raise ToolkitError(f"Ray refused `joining`: {view['error']}", gcs_address(cfg, head=False),
+                           _refusal_fix(view["error"]))
+    _check_room(cfg, view["members"])
+    _check_storage_here(cfg, lay, echo, view["value"])
 
 
-def _check_room(cfg, lay: RunLayout) -> None:
-    """Refused when the cluster already holds NNODES-1 workers of NUM_GPUS GPUs (this machine's own
-    earlier node aside: Ray may list a lost node a while longer)."""
+def _check_room(cfg, members: list[dict]) -> None:
+    """Refused when the cluster already holds NNODES-1 live workers of NUM_GPUS GPUs (this machine's
+    own earlier node aside: Ray may list a lost node a while longer)."""
     want = cfg.NNODES - 1
-    others = sorted(n["addr"] for n in probe(cfg, lay, "members", gcs_address(cfg, head=False))["nodes"]
+    others = sorted(n["addr"] for n in members
                     if not n["head"] and n["addr"] != cfg.NODE_ADDR and n["gpus"] >= cfg.NUM_GPUS)
     if len(others) >= want:
         raise ToolkitError(f"the run's cluster already has its {want} worker(s) ({', '.join(others)}) for "
@@ -167,11 +172,9 @@ def _check_room(cfg, lay: RunLayout) -> None:
                            "`make resume` on the head")
 
 
-def _check_storage_here(cfg, lay: RunLayout, echo: Callable[[str], None], tries: int = 3) -> None:
-    """The head's storage record against this node's view; a record the head replaced meanwhile (it
-    writes fresh nonces at each round's start) is read again."""
-    addr = gcs_address(cfg, head=False)
-    raw = probe(cfg, lay, "kv-get", addr, node_storage.STORAGE_KEY)["value"]
+def _check_storage_here(cfg, lay: RunLayout, echo: Callable[[str], None], raw: str | None, tries: int = 3) -> None:
+    """The head's storage record (`raw`, as read) against this node's view; a record the head
+    replaced meanwhile (it writes fresh nonces at each round's start) is read again."""
     for _ in range(tries):
         rec = json.loads(raw or '{"dirs": {}, "hashes": {}}')
         found = node_storage.problems_here(cfg, lay, rec)
@@ -179,7 +182,7 @@ def _check_storage_here(cfg, lay: RunLayout, echo: Callable[[str], None], tries:
             echo(f"shared storage: this worker reads the head's nonces under TRAIN_SAVE and the run dir (both "
                  f"writable here) and the same {len(rec['hashes'])} input file(s)")
             return
-        again = probe(cfg, lay, "kv-get", addr, node_storage.STORAGE_KEY)["value"]
+        again = probe(cfg, lay, "kv-get", gcs_address(cfg, head=False), node_storage.STORAGE_KEY)["value"]
         if again == raw:
             break
         raw = again

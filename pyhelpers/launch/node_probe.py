@@ -4,8 +4,10 @@
     python3 node_probe.py kv-put ADDR KEY < JSON    store JSON in the cluster's GCS (the head's versions)
     python3 node_probe.py kv-get ADDR KEY           read it back (a worker, before it starts anything)
     python3 node_probe.py nodes ADDR                the cluster's nodes: id, address, alive, GPUs
-    python3 node_probe.py members ADDR              its live nodes from the GCS alone (no driver: a worker
-                                                    asks before its own node exists)
+    python3 node_probe.py joining ADDR KEY          what a joining worker compares, in one start of this
+                                                    interpreter: this node's versions, KEY's value and the
+                                                    live nodes, from the GCS alone (no driver: the worker's
+                                                    own node does not exist yet)
     python3 node_probe.py storage ADDR < JSON       on each other node, a task pinned to it reads files back
     python3 node_probe.py clocks ADDR               each other node's clock, read between two of this one's
 
@@ -60,13 +62,24 @@ def kv_get(addr: str, key: str) -> dict:
     return {"value": None if raw is None else raw.decode()}
 
 
-def members(addr: str) -> dict:
+def _members(addr: str) -> list[dict]:
     from ray.core.generated import gcs_pb2  # local: ray exists only in the slime env this file runs in
 
     infos = _gcs(addr).get_all_node_info(timeout=30)
-    return {"nodes": [{"id": nid.hex(), "addr": n.node_manager_address, "head": bool(n.is_head_node),
-                       "gpus": dict(n.resources_total).get("GPU", 0)}
-                      for nid, n in infos.items() if n.state == gcs_pb2.GcsNodeInfo.ALIVE]}
+    return [{"id": nid.hex(), "addr": n.node_manager_address, "head": bool(n.is_head_node),
+             "gpus": dict(n.resources_total).get("GPU", 0)}
+            for nid, n in infos.items() if n.state == gcs_pb2.GcsNodeInfo.ALIVE]
+
+
+def joining(addr: str, key: str) -> dict:
+    """This node's versions first: a GCS of another Ray version may answer the rest with an error,
+    which is returned beside them (the versions' difference is the message to give)."""
+    out = {"versions": versions()}
+    try:
+        out.update(value=kv_get(addr, key)["value"], members=_members(addr))
+    except Exception as exc:  # noqa: BLE001 -- named by the caller after the versions compared equal
+        out["error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+    return out
 
 
 def _connect(addr: str):
@@ -157,8 +170,8 @@ def main(argv: list[str]) -> int:
             out = kv_get(rest[0], rest[1])
         elif cmd == "nodes":
             out = nodes(rest[0])
-        elif cmd == "members":
-            out = members(rest[0])
+        elif cmd == "joining":
+            out = joining(rest[0], rest[1])
         elif cmd == "storage":
             out = storage(rest[0], json.loads(sys.stdin.read()))
         elif cmd == "clocks":

@@ -331,7 +331,8 @@ def _render(st: dict) -> list[str]:
         detail = e.get("reason") or e.get("detail") or " ".join(str(e[k]) for k in ("cause", "excerpt") if e.get(k))
         if e.get("kind") == "disk-low":
             detail = f"free {gb(e['free'])} < {gb(e['need'])} needed by the round's save"
-        out.append(f"{what} {e.get('at')} {e.get('kind')} round {e.get('round')} "
+        where = "" if e.get("round") is None and e.get("node") else f" round {e.get('round')}"  # (a node's removal)
+        out.append(f"{what} {e.get('at')} {e.get('kind')}{where} "
                    f"{e.get('service') or e.get('stage') or e.get('node') or ''} {detail}".rstrip())
     if st["last_event"]:
         e = st["last_event"]
