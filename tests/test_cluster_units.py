@@ -12,7 +12,7 @@ import pytest
 from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import cluster, slime_args
-from pyhelpers.procs import netns
+from pyhelpers.procs import netns, procfs
 
 
 def test_versions_that_differ_are_named_with_both_values():
@@ -66,8 +66,8 @@ def test_status_lists_each_node_with_its_state(toolkit_env, tmp_path):
     (lay.run_dir / "nodes" / "10.0.0.2").mkdir(parents=True)
     (lay.run_dir / "nodes.json").write_text(json.dumps({"head": {"addr": "10.0.0.1", "gpus": 4}}))
     now = time.time()
-    (lay.run_dir / "nodes" / "10.0.0.2" / "node.json").write_text(json.dumps(
-        {"addr": "10.0.0.2", "gpus": 4, "heartbeat": now - 60}))
+    (lay.run_dir / "nodes" / "10.0.0.2" / "node.json").write_text(json.dumps(  # (this machine's: one clock)
+        {"addr": "10.0.0.2", "gpus": 4, "heartbeat": now - 60, "host": procfs.hostname()}))
     lines = cluster.node_lines(cluster.node_rows(cfg, lay, now))
     assert lines[0] == "nodes: 1 of 2 up"
     assert lines[1].split()[:3] == ["head", "10.0.0.1", "4"]
@@ -99,8 +99,10 @@ def _two_nodes(toolkit_env, **values):
 
 
 def _node_json(lay, addr: str, **info) -> None:
+    """A worker's node.json, written by an agent on this machine (its heartbeat is this clock's)."""
     (lay.run_dir / "nodes" / addr).mkdir(parents=True, exist_ok=True)
-    (lay.run_dir / "nodes" / addr / "node.json").write_text(json.dumps({"addr": addr, "gpus": 4, **info}))
+    (lay.run_dir / "nodes" / addr / "node.json").write_text(json.dumps(
+        {"addr": addr, "gpus": 4, "host": procfs.hostname(), **info}))
 
 
 def test_status_shows_a_worker_whose_ray_is_still_starting_and_does_not_count_it_up(toolkit_env):

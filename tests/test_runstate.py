@@ -298,3 +298,22 @@ def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_sta
     said.clear()
     train.prepare(loop, 1)
     assert any("restores the data position" in s for s in said), said
+
+
+def test_status_counts_the_rounds_the_run_was_started_with_not_the_callers(toolkit_env):
+    """`make status REHEARSAL=1` loads the rehearsal profile's ROUNDS=2 while the rehearsal runs with
+    ROUNDS=5: where the run stands is counted in run.json's rounds (the run's own, kept current by
+    `make resume`), not in the caller's."""
+    from pyhelpers.config import load as config
+    from pyhelpers.overview import manifest
+    from pyhelpers.overview import status as runstatus
+    from pyhelpers.run.layout import from_config
+
+    five = config.load({**toolkit_env, "ROUNDS": "5", "BASELINE_VAL": "0"})
+    lay = from_config(five)
+    lay.run_dir.mkdir(parents=True)
+    manifest.record_or_compare(five, lay.manifest)
+    two = config.load({**toolkit_env, "ROUNDS": "2", "BASELINE_VAL": "0"})
+    st = runstatus.gather(two, from_config(two))
+    assert st["progress"]["rounds"] == 5, st["progress"]
+    assert "round 0 (1 of 5)" in runstatus.progress_line(st["progress"], running=False)

@@ -13,8 +13,9 @@ CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray hea
   slime does), `make status` taken again once the run restarts for it, and the worker's `make join`
   run again. The run must still end exactly as the one-node reference rehearsal does (the stand-ins
   are deterministic, and neither where an episode is played nor a resume may change it);
-- `head`: a head's Ray alone (NNODES=2, versions published) that workers try to join: without the
-  run's token, with another Ray version, without sharing TRAIN_SAVE.
+- `head`: a head's Ray alone (NNODES=2, versions and storage record published) that workers try to
+  join: without the run's token, with another Ray version, without sharing TRAIN_SAVE, and one that
+  shares it (the head's storage check and clock comparison through a task pinned to it).
 """
 
 from __future__ import annotations
@@ -223,14 +224,15 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     story, run = r["story"], r["run"]
     assert not story["errors"], story["errors"]
     assert story.get("killed"), f"the worker's raylet was never killed: {sorted(story)}\n" + r["out"][-3000:]
+    rejoined = story.get("rejoined")  # first: a run that waited in vain for it fails for this reason
+    assert rejoined is not None, f"the worker never tried to rejoin: {sorted(story)}\n" + r["out"][-3000:]
+    assert rejoined.returncode == 0, rejoined.stdout + rejoined.stderr
     assert r["rc"] == 0, r["out"][-6000:]
     # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
     assert f"RolloutManager placed on {HEAD}" in slime_log(run), slime_log(run)[-3000:]
     restarts = run.events("run-restart")
     assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost")], restarts
     assert f"MISSING: {WORKER} lost" in story["missing"], story["missing"]
-    rejoined = story["rejoined"]
-    assert rejoined.returncode == 0, rejoined.stdout + rejoined.stderr
     assert run.events("nodes-whole"), run.events()[-10:]
     assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]
     assert f"node {WORKER} worker, 4 GPU(s), alive" in r["out"], r["out"][-4000:]
@@ -383,9 +385,10 @@ def test_a_worker_with_another_ray_version_is_refused_naming_both(head, rehearsa
     _nothing_started(head)
 
 
-def test_a_worker_that_does_not_share_train_save_is_refused_by_path(head):
+def test_a_worker_that_does_not_share_train_save_is_refused_at_join_by_path(head):
     """The worker sees another directory at TRAIN_SAVE's path (a bind mount in its own mount
-    namespace, as a node with a local disk there would): the head's check names node and path."""
+    namespace, as a node with a local disk there would): `make join` reads the head's nonce there
+    before its node enters the cluster, and refuses naming the path."""
     save = head["run"].runs / ".rehearsal" / "train_save"
     save.mkdir(parents=True, exist_ok=True)
     local = head["tmp"] / "worker-local-disk"
@@ -394,12 +397,27 @@ def test_a_worker_that_does_not_share_train_save_is_refused_by_path(head):
     join = subprocess.run(w.exec_argv(["sh", "-c", 'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh",
                                        str(local), str(save), REHEARSE, "--env", str(ROOT / "bin" / "join")]),
                           env=head["worker_env"], cwd=ROOT, text=True, capture_output=True, timeout=600)
-    assert join.returncode == 0, join.stderr[-2000:]
+    assert join.returncode != 0, join.stderr[-2000:]
+    nonce = save / "rehearsal" / ".node-check"
+    assert f"this worker does not share TRAIN_SAVE: it reads {nonce} as unreadable" in join.stderr, join.stderr[-2000:]
+    _nothing_started(head)
+
+
+def test_a_worker_that_shares_the_heads_storage_joins_and_the_head_reads_its_clock(head):
+    """The checks at join pass on a real cluster (the head's live nodes read from its GCS, its storage
+    record); the head then reads the same storage back through a task pinned to the worker, and
+    `make doctor` there compares the worker's clock with its own (one host here: they agree)."""
+    w = head["pair"].worker
+    join = head["on"](w, head["worker_env"], str(ROOT / "bin" / "join"))
     try:
-        r = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("node", "check"))
-        assert r.returncode != 0
-        nonce = save / "rehearsal" / ".node-check"
-        assert f"node {w.addr} does not share TRAIN_SAVE: it reads {nonce}" in r.stderr, r.stderr[-2000:]
+        assert join.returncode == 0, join.stderr[-3000:]
+        assert "shared storage: this worker reads the head's nonces under TRAIN_SAVE and the run dir" in join.stderr
+        check = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("node", "check"))
+        assert check.returncode == 0, check.stderr[-3000:]
+        assert "shared storage: 1 worker(s) read the head's nonces" in check.stderr, check.stderr[-3000:]
+        doc = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("doctor", "--json", "--profile", "rehearse"))
+        clocks = next(r for r in json.loads(doc.stdout[doc.stdout.index("{"):])["checks"] if r["name"] == "node-clocks")
+        assert clocks["status"] == "PASS" and w.addr in clocks["found"], clocks
     finally:
         head["on"](w, head["worker_env"], str(ROOT / "bin" / "leave"))
 

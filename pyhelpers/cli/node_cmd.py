@@ -21,6 +21,7 @@ from pyhelpers.procs import groups as procs
 from pyhelpers.procs import netns, ready
 
 SERVICE = cluster.WORKER_SERVICE
+LEAVE = "make leave"  # what stops this worker's own Ray node (`make stop` is the head's)
 
 
 @click.group()
@@ -35,8 +36,9 @@ def _dirs(cfg, lay):
 
 @node.command("join")
 def node_join():
-    """Check this worker against the run's head (token, versions through Ray, GPUs), then start its Ray
-    node bound to NODE_ADDR as service ray-worker and wait until it answers.
+    """Check this worker against the run's head (token, versions through Ray, room for one more worker,
+    shared storage, GPUs), then start its Ray node bound to NODE_ADDR as service ray-worker and wait
+    until it answers.
 
     \b
     Example:
@@ -44,12 +46,14 @@ def node_join():
     """
     cfg, lay = _ctx()
     pids, logs = _dirs(cfg, lay)
+    procs.refuse_running(SERVICE, pids, stop_with=LEAVE)  # before the head is asked anything
     cluster.join_checks(cfg, lay, _echo)
     _gpus(cfg)
     addr, base = cfg.NODE_ADDR, cfg.RAY_PORT
     ports = [(addr, base + off) for _, _, off in ray_ports.WORKER_BASED]
+    cluster.leave_marker(lay, addr).unlink(missing_ok=True)  # a removal by the head before this join is over
     rec = procs.start(SERVICE, [sys.executable, "-m", "pyhelpers.launch.node_agent"], pids_dir=pids, logs_dir=logs,
-                      needs_ports=ports)
+                      needs_ports=ports, stop_with=LEAVE)
     _echo(f"{SERVICE}: started (pid {rec.pid}, log {logs / (SERVICE + '.log')}); joining {cluster.gcs_address(cfg, head=False)}")
     took = ready.wait_service(pids, SERVICE, ready.tcp_probe(addr, base + 2), timeout=cfg.RAY_START_TIMEOUT,
                               backoff_max=cfg.READY_BACKOFF_MAX, knob="RAY_START_TIMEOUT")
@@ -71,30 +75,35 @@ def _gpus(cfg) -> None:
 
 @node.command("publish")
 def node_publish():
-    """On the head, once its Ray is up: store its versions and toolkit commit in Ray's GCS, where each
-    worker's `make join` compares its own with them (the train stage does this itself).
+    """On the head, once its Ray is up: store its storage record (fresh nonces, input hashes) and its
+    versions and toolkit commit in Ray's GCS, where each worker's `make join` compares its own with
+    them (the train stage does this itself).
 
     \b
     Example:
       pyhelpers node publish
     """
     cfg, lay = _ctx()
-    mine = cluster.publish_versions(cfg, lay)
-    _echo("published: " + ", ".join(f"{k} {mine.get(k)}" for k in cluster.COMPARED))
+    mine, rec = cluster.publish(cfg, lay)
+    _echo("published: " + ", ".join(f"{k} {mine.get(k)}" for k in cluster.COMPARED)
+          + f"; storage nonces under {' and '.join(rec['dirs'])}, {len(rec['hashes'])} input hash(es)")
 
 
 @node.command("check")
 def node_check():
-    """On the head: wait up to JOIN_TIMEOUT for the workers, then check shared storage on each (the
-    train stage does this itself after its Ray starts).
+    """On the head: wait up to JOIN_TIMEOUT for the workers, then check shared storage on each, naming
+    the first node that does not share it (the train stage does this itself after its Ray starts, and
+    removes such a node).
 
     \b
     Example:
       pyhelpers node check
     """
     cfg, lay = _ctx()
+    rec = cluster.publish_storage(cfg, lay)
     cluster.wait_for_workers(cfg, lay, _echo)
-    cluster.check_storage(cfg, lay, _echo)
+    for _, _, problem in cluster.check_storage(cfg, lay, _echo, rec)[:1]:
+        raise problem
 
 
 @node.command("leave")

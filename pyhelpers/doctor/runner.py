@@ -21,6 +21,7 @@ from pyhelpers.doctor import (
     gpus,
     models,
     nccl_net,
+    node_clocks,
     ray_ports,
     runfiles,
     shopsim,
@@ -51,6 +52,7 @@ CHECKS: tuple[tuple[str, tuple[str, ...], Check, tuple[str, ...]], ...] = (
     ("ray-ports", ("ray-ports",), ray_ports.check_ray_ports, ()),
     ("exposure", ("exposure",), shopsim.check_exposure, ()),
     ("nccl-net", ("nccl-net",), nccl_net.check_nccl_net, ()),
+    ("node-clocks", ("node-clocks",), node_clocks.check_node_clocks, ()),
 )
 # What `make rehearse`'s stand-ins replace on a CPU machine (architecture §9).
 REHEARSE_SKIPS = {

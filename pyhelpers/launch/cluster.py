@@ -4,20 +4,19 @@ interpreter (the versions compared are that env's; a Ray driver must run the clu
 with the run's token by path in its environment.
 
 Head (`make train`, NNODES > 1), after the ray-head service answers:
-  publish_versions()   the head's versions and toolkit commit into Ray's GCS (a worker compares with them)
+  publish()            into Ray's GCS: its storage record (fresh nonces under TRAIN_SAVE and the run dir,
+                       hashes of the read-only inputs: node_storage.py), then its versions and toolkit commit
   wait_for_workers()   up to JOIN_TIMEOUT for NNODES-1 workers of NUM_GPUS GPUs, printing who joined
-  check_storage()      fresh nonces under TRAIN_SAVE and the run dir, hashes of the read-only inputs,
-                       read back by a task pinned to each worker (NodeAffinitySchedulingStrategy)
-Worker (`make join`): join_checks() (token, head's versions, GPUs), then the ray-worker service
-(node_agent.py), supervised like every service under runs/<RUN>/nodes/<NODE_ADDR>/.
+  check_storage()      the record read back by a task pinned to each worker (NodeAffinitySchedulingStrategy);
+                       a node found wrong is removed (remove_node), not the run
+Worker (`make join`): join_checks() (token, head's versions, room in the cluster, storage), then the
+ray-worker service (node_agent.py), supervised like every service under runs/<RUN>/nodes/<NODE_ADDR>/.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import secrets
 import shlex
 import subprocess
 import time
@@ -29,15 +28,19 @@ from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
-from pyhelpers.launch import node_env, ray_auth, slime_args
+from pyhelpers.launch import node_env, node_storage, ray_auth, slime_args
 from pyhelpers.launch.node_probe import MARKER
+from pyhelpers.procs import procfs, ready
+from pyhelpers.run import events
 from pyhelpers.run import layout as run_layout
 from pyhelpers.run.layout import RunLayout
 
 PROBE = Path(__file__).with_name("node_probe.py")
 VERSIONS_KEY = "versions"
 COMPARED = ("toolkit", "python", "ray", "slime", "sglang", "megatron-core")
-NONCE_NAME = ".node-check"  # under TRAIN_SAVE/<RUN> and the run dir
+# NFS caches a file's absence for up to acdirmax (60 s by default): a worker that looked for the token
+# before the head wrote it may not see it for that long after the head's Ray came up
+TOKEN_LAG_S = 60.0
 
 
 def gcs_address(cfg, head: bool = True) -> str:
@@ -111,15 +114,26 @@ def differences(head: dict, mine: dict) -> list[str]:
             for name in COMPARED if head.get(name) != mine.get(name)]
 
 
-def publish_versions(cfg, lay: RunLayout) -> dict:
+def publish_storage(cfg, lay: RunLayout) -> dict:
+    """Fresh nonces and the inputs' hashes (node_storage.record), stored in the head's GCS for workers."""
+    rec = node_storage.record(cfg, lay)
+    probe(cfg, lay, "kv-put", gcs_address(cfg), node_storage.STORAGE_KEY, stdin=json.dumps(rec, sort_keys=True))
+    return rec
+
+
+def publish(cfg, lay: RunLayout) -> tuple[dict, dict]:
+    """What a joining worker compares with, into the head's GCS: the storage record first, then the
+    versions (a worker that finds the versions finds the record). Returns (versions, record)."""
+    rec = publish_storage(cfg, lay)
     mine = local_versions(cfg, lay)
     probe(cfg, lay, "kv-put", gcs_address(cfg), VERSIONS_KEY, stdin=json.dumps(mine, sort_keys=True))
-    return mine
+    return mine, rec
 
 
 def join_checks(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
-    """A worker's checks before it starts anything: settings, the token file, the head's versions
-    (read from the head's GCS: a wrong token is refused there, by Ray), GPUs."""
+    """A worker's checks before it enters the cluster: settings, the token file, the head's versions
+    (read from the head's GCS: a wrong token is refused there, by Ray), room for one more worker,
+    the head's storage seen here (node_storage.problems_here)."""
     if cfg.NNODES < 2:
         raise ToolkitError(f"NNODES={cfg.NNODES}: a one-node run has no workers", "NNODES",
                            "set NNODES to the number of machines (the head's value) in this worker's .env")
@@ -130,25 +144,77 @@ def join_checks(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
         raise ToolkitError(f"HEAD_ADDR={cfg.HEAD_ADDR} is this machine's NODE_ADDR", "HEAD_ADDR",
                            "run `make join` on a worker; the head runs `make train`")
     raw = _head_versions(cfg, lay, echo)
-    head, mine = json.loads(raw), local_versions(cfg, lay)
+    # one start of the slime env's interpreter for the rest (a loaded node takes seconds for each)
+    view = probe(cfg, lay, "joining", gcs_address(cfg, head=False), node_storage.STORAGE_KEY)
+    head, mine = json.loads(raw), {"toolkit": toolkit_commit(cfg.root), **view["versions"]}
     if diff := differences(head, mine):
         raise ToolkitError("this worker's versions differ from the head's: " + "; ".join(diff), "make join",
                            "install the head's versions here (the same toolkit commit: git checkout; the slime env: "
                            "the same system image or env/conda/slime.yml), then `make join` again")
     echo("versions match the head: " + ", ".join(f"{k} {mine.get(k)}" for k in COMPARED))
+    if "error" in view:
+        raise ToolkitError(f"Ray refused `joining`: {view['error']}", gcs_address(cfg, head=False),
+                           _refusal_fix(view["error"]))
+    _check_room(cfg, view["members"])
+    _check_storage_here(cfg, lay, echo, view["value"])
+
+
+def _check_room(cfg, members: list[dict]) -> None:
+    """Refused when the cluster already holds NNODES-1 live workers of NUM_GPUS GPUs (this machine's
+    own earlier node aside: Ray may list a lost node a while longer)."""
+    want = cfg.NNODES - 1
+    others = sorted(n["addr"] for n in members
+                    if not n["head"] and n["addr"] != cfg.NODE_ADDR and n["gpus"] >= cfg.NUM_GPUS)
+    if len(others) >= want:
+        raise ToolkitError(f"the run's cluster already has its {want} worker(s) ({', '.join(others)}) for "
+                           f"NNODES={cfg.NNODES}: this node would be one too many", "NNODES",
+                           "`make leave` on the worker this one replaces, or raise NNODES on every node and "
+                           "`make resume` on the head")
+
+
+def _check_storage_here(cfg, lay: RunLayout, echo: Callable[[str], None], raw: str | None, tries: int = 3) -> None:
+    """The head's storage record (`raw`, as read) against this node's view; a record the head
+    replaced meanwhile (it writes fresh nonces at each round's start) is read again."""
+    for _ in range(tries):
+        rec = json.loads(raw or '{"dirs": {}, "hashes": {}}')
+        found = node_storage.problems_here(cfg, lay, rec)
+        if not found:
+            echo(f"shared storage: this worker reads the head's nonces under TRAIN_SAVE and the run dir (both "
+                 f"writable here) and the same {len(rec['hashes'])} input file(s)")
+            return
+        again = probe(cfg, lay, "kv-get", gcs_address(cfg, head=False), node_storage.STORAGE_KEY)["value"]
+        if again == raw:
+            break
+        raw = again
+    raise found[0]
+
+
+NO_TOKEN_FIX = ("share RUNS_DIR with the head at the same path (the token is runs/<RUN>/ray/auth-token there), or "
+                "copy that file here (mode 0600) and name it with RAY_TOKEN_FILE; then `make join`")
 
 
 def _head_versions(cfg, lay: RunLayout, echo: Callable[[str], None], poll: float = 3.0) -> str:
     """The head's published versions, waiting up to JOIN_TIMEOUT for a head that is not up yet (a
-    worker may be started first); a refused token ends the wait at once (Ray's answer is final)."""
+    worker may be started first). Refused at once: a refused token (Ray's answer is final), a missing
+    RAY_TOKEN_FILE, and no token while the head's Ray answers (its token was written before it
+    started: this node does not see it; TOKEN_LAG_S when the head came up during the wait)."""
     addr, timeout = gcs_address(cfg, head=False), cfg.JOIN_TIMEOUT
     end, said = time.monotonic() + timeout, False
     tok = token_path(cfg, lay)
+    first, head_up = True, None  # head_up: when the head's GCS port first took a connection
     while True:
         raw, why = None, ""
         if not tok.is_file() or not tok.stat().st_size:
-            why = (f"no Ray token at {tok} yet: the head writes it when its Ray starts; a RUNS_DIR that is not "
-                   "shared needs a copy of it named by RAY_TOKEN_FILE")
+            if cfg.RAY_TOKEN_FILE:
+                raise ToolkitError(f"no Ray token at {tok} (RAY_TOKEN_FILE)", "RAY_TOKEN_FILE",
+                                   f"copy the head's runs/<RUN>/ray/auth-token to {tok} (mode 0600), or set "
+                                   "RAY_TOKEN_FILE to where the copy is; then `make join`")
+            if ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0]:
+                head_up = time.monotonic() if head_up is None else head_up
+                if first or time.monotonic() - head_up >= TOKEN_LAG_S:
+                    raise ToolkitError(f"no Ray token at {tok}, though the head's Ray answers at {addr}: this node "
+                                       "does not see the head's run dir", str(tok), NO_TOKEN_FIX)
+            why = "no token"
         elif tok.stat().st_mode & 0o077:
             raise ToolkitError(f"the Ray token {tok} is readable by others (mode {tok.stat().st_mode & 0o777:o})",
                                str(tok), f"chmod 600 {tok}")
@@ -161,6 +227,12 @@ def _head_versions(cfg, lay: RunLayout, echo: Callable[[str], None], poll: float
                 why = str(exc)
         if raw is not None:
             return raw
+        first = False
+        if time.monotonic() >= end and why == "no token":
+            raise ToolkitError(f"no Ray token at {tok} after JOIN_TIMEOUT={timeout:g} s, and "
+                               + (f"no head of this run answered at {addr}" if head_up is None else
+                                  f"the head's Ray answers at {addr}"), str(tok),
+                               "start the run on the head first (make train with NNODES>1); " + NO_TOKEN_FIX)
         if time.monotonic() >= end:
             raise ToolkitError(f"no head of this run answered at {addr} within JOIN_TIMEOUT={timeout:g} s"
                                + (f" ({why})" if why else " (its Ray is up but holds no versions of this run)"),
@@ -274,73 +346,109 @@ def ended_workers(lay: RunLayout) -> list[dict]:
 
 
 def head_ready(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
-    """The head's part once its Ray answers: versions published, workers waited for, storage checked."""
-    publish_versions(cfg, lay)
-    wait_for_workers(cfg, lay, echo)
-    check_storage(cfg, lay, echo)
+    """The head's part once its Ray answers: what workers compare with published, workers waited
+    for, storage checked on each. A node found wrong is removed and the wait starts again, for a
+    right one (it joined before a mount went away; `make join` refuses it now until it is fixed)."""
+    _, rec = publish(cfg, lay)
+    while True:
+        wait_for_workers(cfg, lay, echo)
+        wrong = check_storage(cfg, lay, echo, rec)
+        if not wrong:
+            return
+        for node_id, addr, problem in wrong:
+            remove_node(cfg, lay, addr, node_id, problem, echo)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def read_only_inputs(cfg) -> list[Path]:
-    """HF_MODEL's index and config and the task files: what every node must read the same bytes of."""
-    model = cfg.HF_MODEL
-    out = sorted(model.glob("*.index.json")) + [model / "config.json"]
-    out += [cfg.path(k) for k in ("TRAIN_TASKS", "VAL_TASKS") if cfg.get(k)]
-    return [p for p in out if p.is_file()]
-
-
-def check_storage(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
-    """TRAIN_SAVE and the run dir shared and writable, the inputs the same, on every worker: refused
-    naming the node and the path otherwise."""
-    nonces = {}
-    for root in (cfg.save_dir, lay.run_dir):
-        root.mkdir(parents=True, exist_ok=True)
-        path = root / NONCE_NAME
-        value = secrets.token_hex(16)
-        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-        tmp.write_text(value)
-        os.replace(tmp, path)
-        nonces[str(path)] = value
-    hashes = {str(p): _sha256(p) for p in read_only_inputs(cfg)}
+def check_storage(cfg, lay: RunLayout, echo: Callable[[str], None], rec: dict) -> list[tuple[str, str, ToolkitError]]:
+    """The head's storage record read back on every worker by a task pinned to it: (node id, address,
+    the first problem) of each node that does not see it, [] when all do."""
     seen = probe(cfg, lay, "storage", gcs_address(cfg),
-                 stdin=json.dumps({"nonces": sorted(nonces), "hashes": sorted(hashes)}))["seen"]
+                 stdin=json.dumps({"nonces": sorted(node_storage.nonce_paths(rec)), "hashes": sorted(rec["hashes"])}))["seen"]
+    wrong = []
     for node, got in sorted(seen.items()):
-        for path, value in nonces.items():
-            if got["nonces"].get(path) != value:
-                knob = "TRAIN_SAVE" if path.startswith(str(cfg.save_dir)) else "RUNS_DIR"
-                raise ToolkitError(f"node {node} does not share {knob}: it reads {path} as "
-                                   f"{_shown(got['nonces'].get(path))}, not the nonce the head just wrote",
-                                   path, f"mount the head's {knob} ({cfg.path(knob)}) at the same path on {node} "
-                                   "(NFS or similar, writable), then `make resume`")
-        for path, value in hashes.items():
-            if got["hashes"].get(path) != value:
-                raise ToolkitError(f"node {node} reads different bytes at {path} "
-                                   f"({_shown(got['hashes'].get(path))} against the head's sha256 {value[:12]}…)",
-                                   path, f"give {node} the head's file at the same path (a shared mount or a copy)")
-    echo(f"shared storage: {len(seen)} worker(s) read the head's nonces under TRAIN_SAVE and the run dir, and "
-         f"the same {len(hashes)} input file(s)")
+        found = node_storage.problems_seen(cfg, rec, node, got)
+        if found:
+            wrong.append((got.get("id"), node, found[0]))
+    if not wrong:
+        echo(f"shared storage: {len(seen)} worker(s) read the head's nonces under TRAIN_SAVE and the run dir, and "
+             f"the same {len(rec['hashes'])} input file(s)")
+    return wrong
 
 
-def _shown(got: str | None) -> str:
-    if got is None:
-        return "nothing"
-    return got if got.startswith("unreadable") else f"{got[:12]}…"
+def leave_marker(lay: RunLayout, addr: str) -> Path:
+    """Written by the head in a worker's own directory to remove it; its agent watches it, `make join` clears it."""
+    return node_dir(lay, addr) / "leave.json"
+
+
+def tell_to_leave(lay: RunLayout, addr: str, node_id: str | None, reason: str) -> None:
+    write_json_atomic(leave_marker(lay, addr), {"reason": reason, "node_id": node_id})
+
+
+def remove_node(cfg, lay: RunLayout, addr: str, node_id: str | None, problem: ToolkitError,
+                echo: Callable[[str], None], poll: float = 2.0) -> None:
+    """A joined node found wrong leaves the run, not the run itself: told to leave (the head cannot
+    signal another machine; its agent stops its Ray node), then awaited out of Ray's live nodes for
+    up to JOIN_TIMEOUT, so that no job is placed on it. Raises, naming the node and `make leave`,
+    when it stays."""
+    tell_to_leave(lay, addr, node_id, problem.what)
+    events.append(lay.run_dir, "node-removed", node=addr, node_id=node_id, reason=problem.what)
+    echo(f"node {addr} removed from the run: {problem.what}; its agent stops its Ray node (fix there: {problem.fix})")
+    end = time.monotonic() + cfg.JOIN_TIMEOUT
+    while any(n["id"] == node_id and n["alive"] for n in nodes(cfg, lay)):
+        if time.monotonic() >= end:
+            raise ToolkitError(f"{problem.what}; told to leave, it did not leave the cluster within "
+                               f"JOIN_TIMEOUT={cfg.JOIN_TIMEOUT:g} s (its agent does not see "
+                               f"{leave_marker(lay, addr)})", problem.where,
+                               f"`make leave` on {addr}; {problem.fix}; then `make resume`")
+        time.sleep(poll)
 
 
 STALE = 10.0  # seconds without a heartbeat after which a worker is shown as gone
+SEEN_NAME = "seen.json"  # beside a worker's node.json: when the head's driver saw its heartbeat change
 
 
-def node_rows(cfg, lay: RunLayout, now: float) -> list[dict]:
+def note_heartbeats(lay: RunLayout, now: float, here: str) -> None:
+    """The head's driver, every few seconds: for each worker, when its heartbeat last changed, by this
+    machine's clock (`here`: its hostname). The heartbeat is read as a value, never as a time: it is
+    the worker's clock, which need not agree with this one."""
+    for path, info in _worker_records(lay):
+        seen_path = path.with_name(SEEN_NAME)
+        seen = load_json_or_none(seen_path) or {}
+        same = seen.get("by") == here and seen.get("heartbeat") == info.get("heartbeat")
+        write_json_atomic(seen_path, {"by": here, "heartbeat": info.get("heartbeat"),
+                                      "changed": seen["changed"] if same else now, "looked": now})
+
+
+def watch_heartbeats(lay: RunLayout, stopped: Callable[[float], bool], here: str, every: float = 2.0) -> None:
+    """note_heartbeats until stopped(every) says so (the driver of a multi-node run, in a thread)."""
+    while True:
+        try:
+            note_heartbeats(lay, time.time(), here)
+        except OSError:  # a full disk or a lost mount: `make status` then shows the ages as unjudged or old
+            pass
+        if stopped(every):
+            return
+
+
+def heartbeat_age(info: dict, seen: dict, now: float, here: str) -> float | None:
+    """Seconds since a worker's heartbeat last changed, on one machine's clock; None when no single
+    clock tells: read on the worker's own machine, its heartbeat against this clock; read on the
+    head, when the head's driver last saw it change (seen.json), while the driver looks."""
+    if info.get("host") == here:
+        return now - info.get("heartbeat", 0)
+    if seen.get("by") != here:
+        return None
+    if seen.get("heartbeat") == info.get("heartbeat"):
+        return now - seen["changed"]
+    return 0.0 if now - seen.get("looked", 0) < STALE else None  # changed since the driver's last look
+
+
+def node_rows(cfg, lay: RunLayout, now: float, here: str | None = None) -> list[dict]:
     """The run's nodes as the shared run dir records them, for `make status` on any node: the head
     (runs/<RUN>/nodes.json, written once its workers joined) and each worker's node.json with the
-    age of its heartbeat. Read-only; [] for a run that never had a worker."""
+    age of its heartbeat (heartbeat_age; `here` is this machine's hostname). Read-only; [] for a run
+    that never had a worker."""
+    here = here or procfs.hostname()
     joined = load_json_or_none(lay.run_dir / "nodes.json") or {}
     workers = _worker_records(lay)
     if not joined and not workers:
@@ -349,8 +457,10 @@ def node_rows(cfg, lay: RunLayout, now: float) -> list[dict]:
     rows = [{"role": "head", "addr": head.get("addr") or cfg.HEAD_ADDR or cfg.NODE_ADDR,
              "gpus": head.get("gpus"), "state": "head"}]
     for path, info in workers:
-        age = now - info.get("heartbeat", 0)
+        age = heartbeat_age(info, load_json_or_none(path.with_name(SEEN_NAME)) or {}, now, here)
         state = (f"left (exit {info['exit']})" if "ended" in info else
+                 "heartbeat not judged (another machine's clock: make status on the head while the run runs, "
+                 "or on that worker)" if age is None else
                  f"no heartbeat for {age:.0f} s" if age >= STALE else
                  f"starting its Ray node (attempt {info.get('attempt')} of {info.get('attempts')})"
                  if "ray_started" in info and info["ray_started"] is None else "up")

@@ -4,7 +4,9 @@ Started by `pyhelpers node join` as the ray-worker service (own process group, p
 runs/<RUN>/nodes/<NODE_ADDR>/), it runs `ray start --block` (launch/slime_args.ray_worker) in its group,
 copies its output into its log, and watches two things every half second while it runs:
 - the run's stop marker (runs/<RUN>/stopped, in the shared run dir): `make stop` on the head writes it,
-  and the head cannot signal another machine's processes, so the worker stops its own Ray;
+  and the head cannot signal another machine's processes, so the worker stops its own Ray; the head's
+  leave marker for this node (nodes/<NODE_ADDR>/leave.json: a node the head found wrong, removed)
+  the same way (stop_watch);
 - its own heartbeat, runs/<RUN>/nodes/<NODE_ADDR>/node.json (rewritten every few seconds, with the
   start attempt and whether Ray said it started), which `make status` on any node reads.
 A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
@@ -26,13 +28,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from pyhelpers.config.load import load
-from pyhelpers.jsonfiles import write_json_atomic
+from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import cluster, node_env
-from pyhelpers.procs import groups
-from pyhelpers.run.layout import from_config
+from pyhelpers.procs import groups, procfs
+from pyhelpers.run.layout import RunLayout, from_config
 
 HEARTBEAT = 2.0
 START_ATTEMPTS = 3  # three misses of Ray's 30 s registration wait in a row: not load, something to read
@@ -120,14 +123,43 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
     return Ended(code, rc)
 
 
+def _version(path: Path) -> tuple | None:
+    """What tells one write of a file from the next (os.replace makes a new inode), or None when absent."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def stop_watch(lay: RunLayout, addr: str, left: list | None = None) -> Callable[[], str | None]:
+    """Why this worker's Ray node must stop now, or None: the run's stop marker (`make stop` on the
+    head) or the head's leave marker for this node (cluster.remove_node) written since this call, or
+    a TERM (`make leave`: `left` not empty). A marker is compared with what it was at the start, never
+    by its time: that is the clock of the machine that wrote it, which need not agree with this one."""
+    leave = cluster.leave_marker(lay, addr)
+    markers = {lay.stopped_marker: lambda: "the run was stopped",
+               leave: lambda: "the head removed this node: " + str((load_json_or_none(leave) or {}).get("reason"))}
+    before = {path: _version(path) for path in markers}
+
+    def reason() -> str | None:
+        for path, why in markers.items():
+            now = _version(path)
+            if now is not None and now != before[path]:
+                return why()
+        return "make leave" if left else None
+    return reason
+
+
 def main() -> int:
     cfg = load()
     lay = from_config(cfg)
     mine = cluster.node_dir(lay, cfg.NODE_ADDR)
+    left: list = []
+    stop_reason = stop_watch(lay, cfg.NODE_ADDR, left)
     started = time.time()
     dropped = {"RAY_AUTH_TOKEN", *node_env.dropped(cfg)}  # a shell's token would replace the run's; proxies
     env = {**{k: v for k, v in os.environ.items() if k not in dropped}, **cluster.worker_env(cfg, lay)}
-    left = []
 
     def on_term(signum, frame):
         left.append(signum)
@@ -135,13 +167,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
 
-    def stop_reason() -> str | None:
-        marker = lay.stopped_marker
-        if marker.exists() and marker.stat().st_mtime > started:
-            return "the run was stopped"
-        return "make leave" if left else None
-
-    info = {"addr": cfg.NODE_ADDR, "iface": cfg.NET_IFACE, "gpus": cfg.NUM_GPUS,
+    # host: `make status` compares the heartbeat with its own clock only on this machine
+    info = {"addr": cfg.NODE_ADDR, "iface": cfg.NET_IFACE, "gpus": cfg.NUM_GPUS, "host": procfs.hostname(),
             "head": cfg.HEAD_ADDR, "pid": os.getpid(), "started": started}
     last: dict = {}
 

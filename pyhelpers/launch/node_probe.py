@@ -4,7 +4,12 @@
     python3 node_probe.py kv-put ADDR KEY < JSON    store JSON in the cluster's GCS (the head's versions)
     python3 node_probe.py kv-get ADDR KEY           read it back (a worker, before it starts anything)
     python3 node_probe.py nodes ADDR                the cluster's nodes: id, address, alive, GPUs
+    python3 node_probe.py joining ADDR KEY          what a joining worker compares, in one start of this
+                                                    interpreter: this node's versions, KEY's value and the
+                                                    live nodes, from the GCS alone (no driver: the worker's
+                                                    own node does not exist yet)
     python3 node_probe.py storage ADDR < JSON       on each other node, a task pinned to it reads files back
+    python3 node_probe.py clocks ADDR               each other node's clock, read between two of this one's
 
 ADDR is the GCS (NODE_ADDR:RAY_PORT). Stdlib and ray only, no pyhelpers: it runs where only the slime
 env exists (versions must be the env's, and a Ray driver must run the cluster's own Python). The
@@ -19,6 +24,7 @@ import importlib.metadata as md
 import json
 import platform
 import sys
+import time
 
 MARKER = "SHOPSIMRL_NODE "
 NAMESPACE = b"shopsimrl"
@@ -54,6 +60,26 @@ def kv_put(addr: str, key: str, value: str) -> dict:
 def kv_get(addr: str, key: str) -> dict:
     raw = _gcs(addr).internal_kv_get(key.encode(), NAMESPACE)
     return {"value": None if raw is None else raw.decode()}
+
+
+def _members(addr: str) -> list[dict]:
+    from ray.core.generated import gcs_pb2  # local: ray exists only in the slime env this file runs in
+
+    infos = _gcs(addr).get_all_node_info(timeout=30)
+    return [{"id": nid.hex(), "addr": n.node_manager_address, "head": bool(n.is_head_node),
+             "gpus": dict(n.resources_total).get("GPU", 0)}
+            for nid, n in infos.items() if n.state == gcs_pb2.GcsNodeInfo.ALIVE]
+
+
+def joining(addr: str, key: str) -> dict:
+    """This node's versions first: a GCS of another Ray version may answer the rest with an error,
+    which is returned beside them (the versions' difference is the message to give)."""
+    out = {"versions": versions()}
+    try:
+        out.update(value=kv_get(addr, key)["value"], members=_members(addr))
+    except Exception as exc:  # noqa: BLE001 -- named by the caller after the versions compared equal
+        out["error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+    return out
 
 
 def _connect(addr: str):
@@ -95,16 +121,42 @@ def _read_back(nonces: dict, hashes: dict) -> dict:
             "hashes": {p: attempt(sha, p) for p in hashes}}
 
 
-def storage(addr: str, want: dict) -> dict:
-    ray = _connect(addr)
+def _others(ray) -> list[dict]:
+    """The live nodes other than this driver's."""
+    here = ray.get_runtime_context().get_node_id()
+    return [n for n in ray.nodes() if n["Alive"] and n["NodeID"] != here]
+
+
+def _pinned(ray, fn, node_id: str):
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # local: ray, slime env only
 
-    here = ray.get_runtime_context().get_node_id()
-    task = ray.remote(num_cpus=0)(_read_back)
-    refs = {n["NodeManagerAddress"]: task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-        n["NodeID"], soft=False)).remote(want["nonces"], want["hashes"])
-        for n in ray.nodes() if n["Alive"] and n["NodeID"] != here}
-    return {"seen": {node: ray.get(ref, timeout=want.get("timeout", 120)) for node, ref in refs.items()}}
+    return ray.remote(num_cpus=0)(fn).options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False))
+
+
+def storage(addr: str, want: dict) -> dict:
+    ray = _connect(addr)
+    refs = {n["NodeManagerAddress"]: (n["NodeID"], _pinned(ray, _read_back, n["NodeID"]).remote(want["nonces"], want["hashes"]))
+            for n in _others(ray)}
+    return {"seen": {node: {**ray.get(ref, timeout=want.get("timeout", 120)), "id": nid}
+                     for node, (nid, ref) in refs.items()}}
+
+
+def _now() -> float:
+    return time.time()
+
+
+def clocks(addr: str) -> dict:
+    """Each other node's time.time() and this node's just before and after it was read (a worker
+    process is made ready there first, so that its start is not inside the interval)."""
+    ray = _connect(addr)
+    out = {}
+    for n in _others(ray):
+        task = _pinned(ray, _now, n["NodeID"])
+        ray.get(task.remote(), timeout=120)
+        before = time.time()
+        theirs = ray.get(task.remote(), timeout=120)
+        out[n["NodeManagerAddress"]] = {"before": before, "theirs": theirs, "after": time.time()}
+    return {"clocks": out}
 
 
 def main(argv: list[str]) -> int:
@@ -118,8 +170,12 @@ def main(argv: list[str]) -> int:
             out = kv_get(rest[0], rest[1])
         elif cmd == "nodes":
             out = nodes(rest[0])
+        elif cmd == "joining":
+            out = joining(rest[0], rest[1])
         elif cmd == "storage":
             out = storage(rest[0], json.loads(sys.stdin.read()))
+        elif cmd == "clocks":
+            out = clocks(rest[0])
         else:
             raise SystemExit(f"unknown command {cmd!r}")
     except Exception as exc:  # every failure is one line for the toolkit to name (a refused token included)

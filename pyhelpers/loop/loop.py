@@ -35,10 +35,11 @@ from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results as eval_results
-from pyhelpers.launch import node_env, ray_nodes, services, slime_job
+from pyhelpers.launch import cluster, node_env, ray_nodes, services, slime_job
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
 from pyhelpers.procs import groups as procs
+from pyhelpers.procs import procfs
 from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import events
 from pyhelpers.run import stop as runstop
@@ -179,6 +180,10 @@ class Loop:
         if not first.finished:
             self.notifier.send("run-start", f"run started at round {first.round}, stage {first.stage} "
                                             f"({self.cfg.ROUNDS} rounds of {self.cfg.STEPS_PER_ROUND} steps)")
+        done = threading.Event()
+        if node_env.multinode(self.cfg):  # when each worker's heartbeat changes, by this machine's clock
+            threading.Thread(target=cluster.watch_heartbeats, args=(self.lay, done.wait, procfs.hostname()),
+                             daemon=True, name="heartbeats").start()
         try:
             end = self._stages(stop_before)
         except Stopped:
@@ -188,6 +193,7 @@ class Loop:
             self.notifier.send("run-failed", f"run FAILED: {exc.what}"[:1500])
             raise
         finally:
+            done.set()
             self.notifier.close()
         return end
 

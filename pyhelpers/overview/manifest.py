@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import platform
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from pyhelpers.config.load import Config, read_knobs
 from pyhelpers.errors import ToolkitError
-from pyhelpers.jsonfiles import load_json, write_json_atomic
+from pyhelpers.jsonfiles import load_json, load_json_or_none, write_json_atomic
 
 SCHEMA_VERSION = 1
 # An .env name that is no knob (nothing declares it): machine-specific by these endings, as a
@@ -115,3 +116,13 @@ def record_or_compare(cfg: Config, path: Path, rehearsal: bool = False) -> list[
         recorded["changes"] = recorded.get("changes", []) + [{"allowed": allowed}]
         write_json_atomic(path, recorded)
     return allowed
+
+
+def as_recorded(cfg: Config, path: Path) -> Config:
+    """This configuration with the run's own values from its run.json over it (`make resume` keeps
+    them current): what a reader needs of the run itself -- its ROUNDS -- and not of the reader's
+    configuration (a rehearsal profile's, another .env). Unchanged when there is no readable run.json."""
+    recorded = (load_json_or_none(path) or {}).get("config")
+    if not isinstance(recorded, dict):
+        return cfg
+    return replace(cfg, values={**cfg.values, **{k: str(v) for k, v in recorded.items()}})

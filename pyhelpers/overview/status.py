@@ -18,6 +18,7 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate.results import results
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import cluster, ray_nodes, rayjob
+from pyhelpers.overview import manifest
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
 from pyhelpers.rollout.metrics import last_record, read_jsonl
@@ -40,7 +41,8 @@ def bank_line(bank: dict) -> str:
 
 
 def summary_lines(cfg: Config, lay: RunLayout) -> list[str]:
-    out = [f"run {cfg.run_name}: {cfg.ROUNDS} round(s) of {cfg.STEPS_PER_ROUND} steps"]
+    rounds = manifest.as_recorded(cfg, lay.manifest).ROUNDS
+    out = [f"run {cfg.run_name}: {rounds} round(s) of {cfg.STEPS_PER_ROUND} steps"]
     out += [_result_line(row) for row in results(cfg, lay)]
     final = load_json_or_none(lay.final_bank)
     out.append(f"  final bank {lay.final_bank}: " + (bank_line(final) if final else "not written yet"))
@@ -107,13 +109,14 @@ def _job(lay: RunLayout, evs: list[dict]) -> dict | None:
     return job
 
 
-def _progress(cfg: Config, lay: RunLayout, pos: dict, evs: list[dict], running: bool) -> dict | None:
-    """Round r of R, the stage, step k/STEPS with the last step's figures (train) or the episodes
-    the driver published (evaluate), and the ETA while a driver runs (runprogress)."""
+def _progress(lay: RunLayout, pos: dict, evs: list[dict], running: bool, rounds: int) -> dict | None:
+    """Round r of R (the run's R: manifest.as_recorded), the stage, step k/STEPS with the last
+    step's figures (train) or the episodes the driver published (evaluate), and the ETA while a driver
+    runs (runprogress)."""
     r, stage = pos.get("round"), pos.get("stage")
     if stage is None or pos.get("error"):
         return None
-    rounds, steps = cfg.ROUNDS, lay.steps_per_round
+    steps = lay.steps_per_round
     out: dict = {"round": r, "rounds": rounds, "stage": stage}
     if stages.get(stage).stepped and r is not None:
         recs = read_jsonl(lay.rollout_metrics(r))
@@ -191,8 +194,9 @@ def _node_lines(nodes: dict) -> list[str]:
 
 
 def gather(cfg: Config, lay: RunLayout) -> dict:
+    rounds = manifest.as_recorded(cfg, lay.manifest).ROUNDS
     try:
-        pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL).as_dict()
+        pos = runstate.position(lay, rounds, cfg.BASELINE_VAL).as_dict()
     except ToolkitError as exc:
         pos = {"round": None, "stage": None, "detail": str(exc), "error": True}
     evs = events.read(lay.run_dir)
@@ -201,14 +205,14 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "run": cfg.run_name, "run_dir": str(lay.run_dir), "save_dir": str(lay.save_dir),
         "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
         "driver": driver, "position": pos, "step": _step(lay, pos.get("round")),
-        "progress": _progress(cfg, lay, pos=pos, evs=evs, running=driver["running"]),
+        "progress": _progress(lay, pos=pos, evs=evs, running=driver["running"], rounds=rounds),
         "gpus": gpu_now(evs, time.time(), running=driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
         "results": results(cfg, lay), "nodes": cluster.node_rows(cfg, lay, time.time()),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
                                                           "run-failed", "disk-low", "driver-lost",
-                                                          "job-end-unsupervised")],
+                                                          "job-end-unsupervised", "node-removed")],
         "last_event": evs[-1] if evs else None, "logs": str(lay.logs),
         "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
         else None,
@@ -324,12 +328,13 @@ def _render(st: dict) -> list[str]:
     out += [_result_line(row) for row in st["results"]]
     for e in st["restarts"][-5:]:
         what = {"run-failed": "stopped:", "disk-low": "warning:", "driver-lost": "killed:",
-                "job-end-unsupervised": "note:"}.get(e.get("kind"), "restart:")
+                "job-end-unsupervised": "note:", "node-removed": "removed:"}.get(e.get("kind"), "restart:")
         detail = e.get("reason") or e.get("detail") or " ".join(str(e[k]) for k in ("cause", "excerpt") if e.get(k))
         if e.get("kind") == "disk-low":
             detail = f"free {gb(e['free'])} < {gb(e['need'])} needed by the round's save"
-        out.append(f"{what} {e.get('at')} {e.get('kind')} round {e.get('round')} "
-                   f"{e.get('service') or e.get('stage') or ''} {detail}".rstrip())
+        where = "" if e.get("round") is None and e.get("node") else f" round {e.get('round')}"  # (a node's removal)
+        out.append(f"{what} {e.get('at')} {e.get('kind')}{where} "
+                   f"{e.get('service') or e.get('stage') or e.get('node') or ''} {detail}".rstrip())
     if st["last_event"]:
         e = st["last_event"]
         out.append(f"last event: {e.get('at')} {e.get('kind')} "

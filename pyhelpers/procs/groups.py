@@ -135,21 +135,31 @@ def _check_name(name: str) -> None:
 
 def start(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
           env: Mapping[str, str] | None = None, cwd: Path | None = None,
-          needs_ports: Iterable[tuple[str, int]] = (), stop_leader_first: bool = False) -> Record:
+          needs_ports: Iterable[tuple[str, int]] = (), stop_leader_first: bool = False,
+          stop_with: str = "make stop") -> Record:
     """Start argv as service `name`; return its record once the pidfile is written.
 
     Refuses when a live service is recorded under the same name, or when a port in needs_ports
-    cannot be bound (the error names the holder). env=None passes this process's environment.
+    cannot be bound (the error names the holder, and `stop_with`, the command that stops this
+    run's own services where the caller runs). env=None passes this process's environment.
     stop_leader_first: the service's own process ends its group (Record.stop_leader_first).
     """
     return spawn(name, argv, pids_dir=pids_dir, logs_dir=logs_dir, env=env, cwd=cwd, needs_ports=needs_ports,
-                 stop_leader_first=stop_leader_first)[0]
+                 stop_leader_first=stop_leader_first, stop_with=stop_with)[0]
+
+
+def refuse_running(name: str, pids_dir: Path, stop_with: str = "make stop") -> None:
+    """Refused, naming `stop_with`, when a live service is recorded as `name` in pids_dir."""
+    old = next((r for r in records(Path(pids_dir)) if r.name == name), None)
+    if old and state(old) == "alive":
+        raise ToolkitError(f"service {name!r} is already running", f"pid {old.pid} ({pidfile(Path(pids_dir), name)})",
+                           f"stop it first: `{stop_with}`, or pyhelpers proc stop --name {name}")
 
 
 def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
           env: Mapping[str, str] | None = None, cwd: Path | None = None,
-          needs_ports: Iterable[tuple[str, int]] = (), stop_leader_first: bool = False
-          ) -> tuple[Record, subprocess.Popen]:
+          needs_ports: Iterable[tuple[str, int]] = (), stop_leader_first: bool = False,
+          stop_with: str = "make stop") -> tuple[Record, subprocess.Popen]:
     """`start()`, also returning the Popen, for a caller that waits for the service itself."""
     _check_name(name)
     if not argv:
@@ -157,13 +167,10 @@ def spawn(name: str, argv: list[str], pids_dir: Path, logs_dir: Path, *,
     pids_dir, logs_dir = Path(pids_dir), Path(logs_dir)
     path = pidfile(pids_dir, name)
     existing = records(pids_dir)
-    old = next((r for r in existing if r.name == name), None)
-    if old and state(old) == "alive":
-        raise ToolkitError(f"service {name!r} is already running", f"pid {old.pid} ({path})",
-                           "stop it first: `make stop`, or pyhelpers proc stop --name " + name)
+    refuse_running(name, pids_dir, stop_with)
     ours = live_pids(pids_dir)
     for host, port in needs_ports:
-        ports.check_port(host, port, ours=ours)
+        ports.check_port(host, port, ours=ours, stop_with=stop_with)
     pids_dir.mkdir(parents=True, exist_ok=True)
     logs_dir.mkdir(parents=True, exist_ok=True)
     log_path = logs_dir / f"{name}.log"

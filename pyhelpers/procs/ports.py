@@ -70,9 +70,9 @@ def describe_holders(port: int, holders: list[PortHolder]) -> str:
     return f"port {port} is held by " + ", ".join(dict.fromkeys(parts))
 
 
-def check_port(host: str, port: int, ours: Iterable[int] = (), knob: str = "") -> None:
+def check_port(host: str, port: int, ours: Iterable[int] = (), knob: str = "", stop_with: str = "make stop") -> None:
     """Raise ToolkitError unless (host, port) can be bound. The message names the holder and
-    says whether it is one of `ours` (pids of groups we started)."""
+    says whether it is one of `ours` (pids of groups we started), which `stop_with` stops."""
     if port_free(host, port):
         return
     holders = who_holds_port(port)
@@ -81,7 +81,7 @@ def check_port(host: str, port: int, ours: Iterable[int] = (), knob: str = "") -
     text = describe_holders(port, holders)
     if mine:
         raise ToolkitError(f"{text}, one of this run's own services", f"{host}:{port}",
-                           "it is still running from before: stop it with `make stop`")
+                           f"it is still running from before: stop it with `{stop_with}`")
     change = f"set {knob} to a free port, or " if knob else ""
     raise ToolkitError(f"{text}, not ours", f"{host}:{port}" + (f" ({knob})" if knob else ""),
                        f"{change}stop that process yourself; it was not started by this run")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import wandb_records
 
-from pyhelpers.launch.cluster import NONCE_NAME
+from pyhelpers.launch.node_storage import NONCE_NAME
 from pyhelpers.procs import netns, procfs
 from support.rehearsal import Run, outcome
 
@@ -23,7 +23,7 @@ PROXIES = {"http_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:
 
 
 def two_node_outcome(run: Run) -> dict:
-    """outcome() without the head's shared-storage nonce (cluster.NONCE_NAME), which only a multi-node
+    """outcome() without the head's shared-storage nonce (node_storage.NONCE_NAME), which only a multi-node
     run leaves under TRAIN_SAVE."""
     out = outcome(run)
     out["weights"] = {k: v for k, v in out["weights"].items() if k != NONCE_NAME}
