@@ -109,7 +109,7 @@ def _job(lay: RunLayout, evs: list[dict]) -> dict | None:
     return job
 
 
-def _progress(lay: RunLayout, pos: dict, evs: list[dict], running: bool, rounds: int) -> dict | None:
+def _progress(lay: RunLayout, pos: dict, evs: list[dict], running: bool, rounds: int, wandb: bool) -> dict | None:
     """Round r of R (the run's R: manifest.as_recorded), the stage, step k/STEPS with the last
     step's figures (train) or the episodes the driver published (evaluate), and the ETA while a driver
     runs (runprogress)."""
@@ -129,7 +129,7 @@ def _progress(lay: RunLayout, pos: dict, evs: list[dict], running: bool, rounds:
         out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
     if running:
         eta = runprogress.estimate(evs, stages.ROUND, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage,
-                                   steps_done=out.get("steps_done", 0), wandb=cfg.WANDB_MODE != "disabled")
+                                   steps_done=out.get("steps_done", 0), wandb=wandb)
         out.update(eta=eta.words(), eta_round_s=eta.round_s, eta_run_s=eta.run_s, step_s=eta.step_s)
     return out
 
@@ -205,7 +205,8 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "run": cfg.run_name, "run_dir": str(lay.run_dir), "save_dir": str(lay.save_dir),
         "exists": lay.manifest.is_file(), "rehearsal": bool((load_json_or_none(lay.manifest) or {}).get("rehearsal")),
         "driver": driver, "position": pos, "step": _step(lay, pos.get("round")),
-        "progress": _progress(lay, pos=pos, evs=evs, running=driver["running"], rounds=rounds),
+        "progress": _progress(lay, pos=pos, evs=evs, running=driver["running"], rounds=rounds,
+                              wandb=cfg.WANDB_MODE != "disabled"),
         "gpus": gpu_now(evs, time.time(), running=driver["running"]),
         "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
