@@ -30,7 +30,8 @@ taken (pack_api.py:98, :109, :116-118); its `instruction` is "Instruction: " + t
 (random per start), and a request naming another instance is refused with its error before the pool
 sees it. tests/fakes/procs.py starts the fake with it (a simulator as the toolkit serves it).
 
-Test-only extensions (not in pack_api): GET /debug/slots (pool and request counters),
+Test-only extensions (not in pack_api): GET /debug/slots (pool and request counters, and how many
+requests wait for a free slot now),
 --inject-error-rate R (a deterministic share of interacts answers result.error, state unchanged),
 --fail-reset-once IDX,... (the first reset of each listed task fails after the pop, as an
 exception inside env.reset would).
@@ -273,6 +274,7 @@ class Pool:
         self.lock = threading.Lock()
         self.counts = {"reset": 0, "reset_error": 0, "interact": 0, "release_one": 0, "release_all": 0,
                        "no_slot": 0, "bad_slot": 0, "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
+        self.waiting = 0  # requests now waiting for a free slot (a test waits for this, not for time)
 
     def handle(self, data) -> dict:
         if not isinstance(data, dict):
@@ -295,14 +297,7 @@ class Pool:
                 return {"error": NO_INDEX}
         try:
             if env_idx is None:
-                got = None
-                for _attempt in range(self.retries):
-                    with self.lock:
-                        if self.free:
-                            got = min(self.free)
-                            self.free.discard(got)
-                            break
-                    time.sleep(self.delay)  # upstream: check, sleep, MAX_RETRIES times, then error
+                got = self._pop()
                 if got is None:
                     with self.lock:
                         self.counts["no_slot"] += 1
@@ -321,6 +316,23 @@ class Pool:
             return result
         except Exception as exc:  # upstream: {'result': {'error': str(e)}}
             return {"error": str(exc)}
+
+    def _pop(self) -> int | None:
+        """A free slot, waiting retries x delay for one (upstream: check, sleep, MAX_RETRIES times)."""
+        with self.lock:
+            self.waiting += 1
+        try:
+            for _attempt in range(self.retries):
+                with self.lock:
+                    if self.free:
+                        got = min(self.free)
+                        self.free.discard(got)
+                        return got
+                time.sleep(self.delay)
+            return None
+        finally:
+            with self.lock:
+                self.waiting -= 1
 
     def _run(self, env: Env, env_idx: int, action, data) -> dict:
         if action == "reset":
@@ -361,7 +373,8 @@ class Pool:
         with self.lock:
             free = sorted(self.free)
             taken = sorted(set(range(len(self.envs))) - self.free)
-            return {"max": len(self.envs), "free": len(free), "taken": taken, "counts": dict(self.counts)}
+            return {"max": len(self.envs), "free": len(free), "taken": taken, "waiting": self.waiting,
+                    "counts": dict(self.counts)}
 
 
 def _unit(*parts) -> float:
