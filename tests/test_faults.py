@@ -154,21 +154,27 @@ def test_killed_while_val_plays_beside_compile_resumes_without_replaying(tmp_pat
     analyst model); the driver is killed there, the resume replays no episode and no compile twice
     and ends with the run finished; the gate always came after compiled.json. One round: round 0's
     val and compile are the same pair as any later round's (the kill matrix above covers round 1)."""
-    # 2 s per analyst request: the drain outlasts the export, under ANALYST_DRAIN_TIMEOUT
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_ANALYST_DELAY_S="2", ANALYST_DRAIN_TIMEOUT="300",
+    # The analyst's model answers nothing until the gate file exists: compile waits for its drain
+    # until the test has seen val play beside it, however long a loaded machine takes to start the
+    # eval server (no request or drain deadline ends the hold first). After the kill, 2 s per
+    # request: the resumed drain still outlasts the export.
+    gate_file = tmp_path / "analyst-may-answer"
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_ANALYST_HOLD_UNTIL=gate_file,
+                       FAKE_ANALYST_DELAY_S="2", ANALYST_TIMEOUT="900", ANALYST_DRAIN_TIMEOUT="900",
                        FAKE_SGLANG_LATENCY_MS="30")
     run = Run(tmp_path / "runs")
     val = run.round_dir(0) / "val" / "episodes.jsonl"
 
     def val_beside_compile():
         return (val.is_file() and val.read_text().count("\n") >= 1
-                and event_seen(run, "stage-start", round=0, stage="compile")
-                and not event_seen(run, "stage-end", round=0, stage="compile"))
+                and event_seen(run, "stage-start", round=0, stage="compile"))
     proc, log = start(env)
     wait_for("round 0's val to play while compile waits", val_beside_compile, proc=proc, log=log)
+    assert not event_seen(run, "stage-end", round=0, stage="compile")  # held: it cannot have ended
     orphans = _kill_and_check(run, proc, min_ckpt=1)
     assert "eval-server" in orphans and not (run.round_dir(0) / "compiled.json").exists()
     played = val.read_text().count("\n")
+    gate_file.touch()  # the resumed run's analyst model answers
 
     res = rehearse(env, "--resume")
     assert res.returncode == 0, res.stdout[-5000:]
