@@ -18,6 +18,7 @@ from conftest import ROOT
 from support.rehearsal import (
     Run,
     event_seen,
+    frozen,
     group_alive,
     in_rehearsal,
     outcome,
@@ -109,14 +110,28 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
 
 
 def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, JOB_START_TIMEOUT=6, FAKE_SLIME_EXTRA_GPUS=1)
-    res = rehearse(env, timeout=600)
-    assert res.returncode == 1
-    assert "did not start training within 6 s (JOB_START_TIMEOUT)" in res.stdout
-    assert "fewer GPUs than NUM_GPUS are free" in res.stdout
-    assert "Waiting for placement group of 5 GPUs" in (tmp_path / "runs" / "rehearsal" / "logs" /
-                                                      "slime-log.log").read_text()
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, JOB_START_TIMEOUT=15, FAKE_SLIME_EXTRA_GPUS=1)
     run = Run(tmp_path / "runs")
+    copy = run.run_dir / "logs" / "slime-log.log"
+    proc, log = start(env)
+    # The deadline is wall time from the submission; the job's Python may take longer than that to
+    # reach its placement on a loaded machine. So the driver is held (stopped) from the moment its
+    # copy of the job's log runs -- just before its deadline starts -- until that copy shows the
+    # job waiting for its GPUs; then the deadline must stop the job.
+    def copy_runs() -> bool:
+        pidfile = run.run_dir / "pids" / "slime-log.json"  # written before the driver lets it exec tail
+        pid = json.loads(pidfile.read_text())["pid"] if pidfile.is_file() else None
+        stat = procfs.read_stat(pid) if pid is not None else None
+        return stat is not None and stat.comm == "tail"
+    wait_for("the copy of the job's log to run", copy_runs, proc=proc, log=log)
+    with frozen({"driver": os.getpgid(run.lock_holder()["pid"])}):
+        assert not run.events("job-end"), "the deadline fired before the test could hold the driver"
+        wait_for("the job to wait for its GPUs", lambda: "Waiting for placement group of 5 GPUs" in copy.read_text(),
+                 proc=proc, log=log)
+    assert proc.wait(timeout=600) == 1, log.read_text()[-4000:]
+    out = log.read_text()
+    assert "did not start training within 15 s (JOB_START_TIMEOUT)" in out
+    assert "fewer GPUs than NUM_GPUS are free" in out
     assert recorded_groups(run) == {}  # the driver stopped everything on its way out
     job = json.loads((run.run_dir / "slime-job.json").read_text())
     assert event_seen(run, "job-end", round=0, job_id=job["submission_id"], status="START_TIMEOUT")
