@@ -28,6 +28,7 @@ from support.rehearsal import (
     recorded_groups,
     rehearse,
     rehearse_env,
+    running,
     start,
     wait_for,
 )
@@ -118,12 +119,7 @@ def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, r
     # reach its placement on a loaded machine. So the driver is held (stopped) from the moment its
     # copy of the job's log runs -- just before its deadline starts -- until that copy shows the
     # job waiting for its GPUs; then the deadline must stop the job.
-    def copy_runs() -> bool:
-        pidfile = run.run_dir / "pids" / "slime-log.json"  # written before the driver lets it exec tail
-        pid = json.loads(pidfile.read_text())["pid"] if pidfile.is_file() else None
-        stat = procfs.read_stat(pid) if pid is not None else None
-        return stat is not None and stat.comm == "tail"
-    wait_for("the copy of the job's log to run", copy_runs, proc=proc, log=log)
+    wait_for("the copy of the job's log to run", lambda: running(run, "slime-log", "tail"), proc=proc, log=log)
     with frozen({"driver": os.getpgid(run.lock_holder()["pid"])}):
         assert not run.events("job-end"), "the deadline fired before the test could hold the driver"
         wait_for("the job to wait for its GPUs", lambda: "Waiting for placement group of 5 GPUs" in copy.read_text(),
