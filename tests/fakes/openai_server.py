@@ -164,7 +164,7 @@ class FakeOpenAI:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def wait_for_requests(self, n: int, timeout: float = 20.0) -> bool:
+    def wait_for_requests(self, n: int, timeout: float = 300.0) -> bool:  # (a bound on a hang)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if len(self.requests) >= n:
