@@ -210,6 +210,10 @@ async def _until(cond, what: str, bound_s: float = 120.0) -> None:
 def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_dir):
     tasks = fixture_dir["tasks"]
 
+    cancelled = [n for n in range(200) if n % 7 == 0 and n % 5]
+    parked: list[int] = []  # episodes holding a slot, mid-episode, until cancelled
+    all_parked = asyncio.Event()
+
     async def episode(c, n):
         t = tasks[n % len(tasks)]
         async with c.episode_slot(t["idx"]) as slot:
@@ -217,7 +221,10 @@ def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_
             if n % 5 == 0:
                 raise ValueError("injected policy error")
             if n % 7 == 0:
-                await asyncio.sleep(10)  # cancelled below
+                parked.append(n)
+                if len(parked) == len(cancelled):
+                    all_parked.set()
+                await asyncio.Event().wait()  # until cancelled below
             await slot.interact(actions.format_response("点", "click", t["asin"]))
             await slot.interact(actions.format_response("选", "click", t["options"][0]))
             return (await slot.interact(actions.format_response("买", "click", "buy now"))).scores.success
@@ -225,10 +232,9 @@ def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_
     async def go():
         async with ShopSimClient(shop.url, max_slots=48) as c:
             jobs = [asyncio.ensure_future(episode(c, n)) for n in range(200)]
-            await asyncio.sleep(1.0)
-            for n, j in enumerate(jobs):
-                if n % 7 == 0 and n % 5:
-                    j.cancel()
+            await all_parked.wait()  # each one to be cancelled holds its slot, mid-episode
+            for n in cancelled:
+                jobs[n].cancel()
             results = await asyncio.gather(*jobs, return_exceptions=True)
             assert await c.drain() == 0
             return results
