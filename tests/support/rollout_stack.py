@@ -48,7 +48,7 @@ def fresh_slime_singletons() -> None:
 def _start(argv: list[str], env: dict, log: Path) -> tuple[subprocess.Popen, str]:
     fh = open(log, "w+")
     proc = subprocess.Popen([sys.executable, *argv], env=env, stdout=fh, stderr=fh, start_new_session=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # a bound on a hang: a loaded machine starts it late
     while time.monotonic() < deadline:
         text = log.read_text()
         m = re.search(r"http://127\.0\.0\.1:(\d+)", text)
