@@ -226,8 +226,9 @@ def test_a_second_start_leaves_a_live_rehearsal_alone_and_every_hint_names_the_r
     """Issue 27 items 2, 4 and 14: a second `make rehearse` / `make train` touches nothing of the live
     rehearsal before the lock refuses it; `make stop`, the refusal, `make status REHEARSAL=1` and
     the preflight's fixes speak of the rehearsal; a requested stop is not an error."""
-    # Steps long enough that every check below happens during training, whatever the machine's load.
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY=30)
+    # Training held after its first step until the stop below: every check happens during training,
+    # however slow a loaded machine runs them (30 s steps were not enough for that).
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_HOLD_BEFORE=f"1:{tmp_path / 'never'}")
     run = Run(tmp_path / "runs")
     log = tmp_path / "first.log"
     with open(log, "w") as fh:
