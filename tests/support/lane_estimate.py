@@ -73,8 +73,8 @@ def estimate(lane: str, workers: int, last: dict | None, load_now: float, cpus: 
     differs = [f"{last['workers']} workers" if last.get("workers") != workers else "",
                f"{last['cpus']} CPUs" if last.get("cpus") != cpus else "",
                "with failures" if not last.get("passed", True) else ""]
-    differs = [d for d in differs if d]
-    then += f" ({', '.join(differs)}; {last['at']})" if differs else f" ({last['at']})"
+    said = "; ".join(x for x in (", ".join(d for d in differs if d), last.get("at")) if x)
+    then += f" ({said})" if said else ""
     if load_now >= last["load"] + LOAD_STEP:
         now += ": expect longer"
     elif load_now <= last["load"] - LOAD_STEP:
