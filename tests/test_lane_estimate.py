@@ -64,7 +64,8 @@ def _session(tmp_path, lane: str | None, workers: int) -> dict | None:
     a user runs some tests (unset); one test passes, one fails. Returns the lanes in its cache."""
     tmp_path.mkdir()
     (tmp_path / "test_some.py").write_text("def test_passes():\n    pass\n\n\ndef test_fails():\n    assert False\n")
-    env = {k: v for k, v in os.environ.items() if k != le.LANE_ENV}
+    # not this worker's xdist variables: the session's controller would take itself for a worker
+    env = {k: v for k, v in os.environ.items() if k != le.LANE_ENV and not k.startswith("PYTEST_XDIST")}
     env.update({"PYTHONPATH": str(ROOT / "tests"), **({le.LANE_ENV: lane} if lane else {})})
     res = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-q", "-n", str(workers), "--rootdir",
                           str(tmp_path), str(tmp_path / "test_some.py")], cwd=tmp_path, env=env, capture_output=True,
