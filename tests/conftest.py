@@ -6,9 +6,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from support.lane_estimate import LANE_ENV, LANES_KEY, lane_record
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKES = ROOT / "tests" / "fakes"
@@ -28,6 +30,13 @@ FAST_TIMEOUT_S, HEAVY_TIMEOUT_S = 120, 900
 def pytest_configure(config):
     config.addinivalue_line("markers", "heavy: starts a rehearsal, Ray or service processes "
                             "(make test runs it, make test-fast does not)")
+    if os.environ.get(LANE_ENV) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        # bin/test runs a whole lane: its time and the load as it began (before the workers start)
+        # are the next run's estimate (support/lane_estimate.py)
+        _lane_run.update(t0=time.monotonic(), load=os.getloadavg()[0])
+
+
+_lane_run: dict[str, float] = {}
 
 
 def _uses_a_module_fixture(item) -> bool:
@@ -79,7 +88,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (-units[unit(item)], first[unit(item)]))
 
 
-HEAVY_KEY = "shopsimrl/heavy"  # the heavy lane's test ids (support/lane_estimate.py)
+HEAVY_KEY = "shopsimrl/heavy"  # the heavy lane's test ids (support/lane_estimate.py save)
 _heavy: set[str] = set()
 
 
@@ -91,13 +100,19 @@ def pytest_runtest_logreport(report):
         _heavy.add(test_id)
 
 
-def pytest_sessionfinish(session):
-    """Remember the durations for the next run's order and `make test`'s estimate."""
+def pytest_sessionfinish(session, exitstatus):
+    """Remember the durations for the next run's order, and a whole lane's run (every test ran,
+    passed or failed: not interrupted) for `make test`'s estimate."""
     cache = getattr(session.config, "cache", None)
     if os.environ.get("PYTEST_XDIST_WORKER") or not cache or not _durations:
         return
     cache.set(DURATIONS_KEY, {**cache.get(DURATIONS_KEY, {}), **_durations})
     cache.set(HEAVY_KEY, sorted(set(cache.get(HEAVY_KEY, [])) | _heavy))
+    if _lane_run and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        run = lane_record(time.monotonic() - _lane_run["t0"], _lane_run["load"],
+                          session.config.getoption("numprocesses", None), len(os.sched_getaffinity(0)),
+                          passed=exitstatus == pytest.ExitCode.OK)
+        cache.set(LANES_KEY, {**cache.get(LANES_KEY, {}), os.environ[LANE_ENV]: run})
 
 
 def _knob_names() -> list[str]:

@@ -19,6 +19,7 @@ from fakes.openai_server import (
     slow,
 )
 from support.analyst import KEY, add_records, assert_exactly_once, candidate_files, ledger_events, make_round
+from support.rehearsal import wait_for
 
 from pyhelpers.analyst import prompt, sidecar
 from pyhelpers.analyst.ledger import batch_id
@@ -32,8 +33,10 @@ def srv():
 
 
 def settings(rdir, srv, **over) -> sidecar.Settings:
+    # timeout and drain_timeout bound a hang only (a loaded machine answers late); the tests of
+    # timeouts and deadlines set their own
     base = dict(round_dir=rdir, round=0, base_url=srv.base_url, model="qwen-plus", batch_size=3, max_rpm=0,
-                max_calls=100, timeout=2.0, drain_timeout=20.0, poll_interval=0.05, retries=4, backoff=0.01,
+                max_calls=100, timeout=60.0, drain_timeout=300.0, poll_interval=0.05, retries=4, backoff=0.01,
                 backoff_max=0.05)
     return sidecar.Settings(**{**base, **over})
 
@@ -52,11 +55,8 @@ def test_watch_then_drain_writes_each_record_once(tmp_path, srv):
     box = {}
     t = threading.Thread(target=lambda: box.update(out=sidecar.run(settings(rdir, srv), KEY, stop, drain=False)))
     t.start()
-    assert srv.wait_for_requests(2)
-    for _ in range(200):  # the loop sends full batches only: 2 of 3 records, the 7th waits
-        if len(candidate_files(rdir)) == 2:
-            break
-        stop.wait(0.02)
+    # the loop sends full batches only: 2 of 3 records, the 7th waits
+    wait_for("the two full batches written", lambda: len(candidate_files(rdir)) == 2)
     stop.set()
     t.join(10)
     assert box["out"].code == sidecar.EXIT_OK and box["out"].why == "stopped" and box["out"].left == 1
@@ -265,7 +265,13 @@ def test_unexpected_error_in_one_batch_does_not_stop_the_others(tmp_path, srv, m
         return real(records)
 
     monkeypatch.setattr(sidecar.prompt, "build_messages", flaky)
-    out = drain(settings(rdir, srv, drain_timeout=0.5))
+    stop, box = threading.Event(), {}  # the drain tries the failing batch again until stopped
+    t = threading.Thread(target=lambda: box.update(out=sidecar.run(settings(rdir, srv), KEY, stop, drain=True)))
+    t.start()
+    wait_for("the other batch written", lambda: candidate_files(rdir))
+    stop.set()
+    t.join()
+    out = box["out"]
     assert (out.code, out.left) == (sidecar.EXIT_LEFT, 3)
     assert len(candidate_files(rdir)) == 1 and stats(rdir)["errors"]["unexpected"] >= 1
 

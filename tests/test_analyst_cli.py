@@ -8,12 +8,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 from conftest import ROOT, run_pyhelpers
 from fakes.openai_server import FakeOpenAI, derive, error, slow
 from support.analyst import KEY, assert_exactly_once, candidate_files, ledger_events, make_round, spool_record
+from support.rehearsal import wait_for
 
 from pyhelpers.analyst.budget import Clock
 from pyhelpers.analyst.ledger import RoundLock
@@ -55,10 +55,7 @@ def test_sigkill_mid_batch_then_drain_writes_each_record_once(tmp_path, srv, env
         proc = start(rdir, {**env, "ANALYST_CONCURRENCY": str(concurrency)}, log)
         try:
             assert srv.wait_for_requests(1 + slow_ones), (tmp_path / "analyst.log").read_text()
-            for _ in range(500):  # the quick batch is written
-                if candidate_files(rdir):
-                    break
-                time.sleep(0.02)
+            wait_for("the quick batch written", lambda: candidate_files(rdir))
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from support.rehearsal import (
     Run,
@@ -47,10 +48,10 @@ def _kill_and_check(run: Run, proc, min_ckpt: int) -> dict[str, int]:
     return {name: pgid for name, pgid in groups.items() if group_alive(pgid)}
 
 
-def _status_names_the_orphans_and_the_report_shows_the_kill(env, run: Run) -> str:
+def _status_names_the_orphans_and_the_report_shows_the_kill(env, run: Run, job_held: Path) -> str:
     """Right after the driver's kill in round 1's training: `make status` names every orphan and the
-    job that still runs; once that job ends on its own, the report (before any resume) shows the
-    kill. Returns the job's id."""
+    job that still runs (held until the gate file `job_held` exists); once that job ends on its
+    own, the report (before any resume) shows the kill. Returns the job's id."""
     st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert st.returncode == 0, st.stderr
     out = st.stdout
@@ -66,6 +67,7 @@ def _status_names_the_orphans_and_the_report_shows_the_kill(env, run: Run) -> st
     assert "make resume" not in out  # a rehearsal's hints name the rehearsal's commands
 
     job_id = run.events("job-submitted")[-1]["job_id"]
+    job_held.touch()
     wait_for("the orphaned job to end", lambda: "succeeded" in in_rehearsal(
         env, *pyhelpers_cmd("run", "status")).stdout, timeout=300)
     rep = in_rehearsal(env, *pyhelpers_cmd("run", "report"))
@@ -89,9 +91,11 @@ def _resume_and_kill_at(env, run: Run, orphans: dict[str, int], what: str, cond,
 
 
 def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_path, rehearsal_world, reference):
-    # Steps of 2 s: the job outlives the driver's kill long enough for `make status` to see it.
-    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY="2", FAKE_CONVERT_DELAY="3",
-                       FAKE_SGLANG_LATENCY_MS="30")
+    # Round 1's job holds before its last step (rollout 3) until the gate file exists: it outlives
+    # the driver's kill until `make status` has seen it, however slow a loaded machine runs that.
+    job_held = tmp_path / "job-may-go-on"
+    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_HOLD_BEFORE=f"3:{job_held}", FAKE_SLIME_STEP_DELAY="2",
+                       FAKE_CONVERT_DELAY="3", FAKE_SGLANG_LATENCY_MS="30")
     run = Run(tmp_path / "runs")
 
     # 1. mid-train: round 1's job has started training.
@@ -99,7 +103,7 @@ def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_
     wait_for("round 1 training", lambda: (run.round_dir(1) / "plugin.started").is_file(), proc=proc, log=log)
     orphans = _kill_and_check(run, proc, min_ckpt=1)
     assert {"shopsim", "ray-head", "analyst"} <= set(orphans)
-    job_id = _status_names_the_orphans_and_the_report_shows_the_kill(env, run)
+    job_id = _status_names_the_orphans_and_the_report_shows_the_kill(env, run, job_held)
 
     # 2. between stages: round 1's training just ended (next: rotate, export). On a loaded machine
     # the orphaned job may finish its last step before the resume stops it; the resume then starts
@@ -154,21 +158,27 @@ def test_killed_while_val_plays_beside_compile_resumes_without_replaying(tmp_pat
     analyst model); the driver is killed there, the resume replays no episode and no compile twice
     and ends with the run finished; the gate always came after compiled.json. One round: round 0's
     val and compile are the same pair as any later round's (the kill matrix above covers round 1)."""
-    # 2 s per analyst request: the drain outlasts the export, under ANALYST_DRAIN_TIMEOUT
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_ANALYST_DELAY_S="2", ANALYST_DRAIN_TIMEOUT="300",
+    # The analyst's model answers nothing until the gate file exists: compile waits for its drain
+    # until the test has seen val play beside it, however long a loaded machine takes to start the
+    # eval server (no request or drain deadline ends the hold first). After the kill, 2 s per
+    # request: the resumed drain still outlasts the export.
+    gate_file = tmp_path / "analyst-may-answer"
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_ANALYST_HOLD_UNTIL=gate_file,
+                       FAKE_ANALYST_DELAY_S="2", ANALYST_TIMEOUT="900", ANALYST_DRAIN_TIMEOUT="900",
                        FAKE_SGLANG_LATENCY_MS="30")
     run = Run(tmp_path / "runs")
     val = run.round_dir(0) / "val" / "episodes.jsonl"
 
     def val_beside_compile():
         return (val.is_file() and val.read_text().count("\n") >= 1
-                and event_seen(run, "stage-start", round=0, stage="compile")
-                and not event_seen(run, "stage-end", round=0, stage="compile"))
+                and event_seen(run, "stage-start", round=0, stage="compile"))
     proc, log = start(env)
     wait_for("round 0's val to play while compile waits", val_beside_compile, proc=proc, log=log)
+    assert not event_seen(run, "stage-end", round=0, stage="compile")  # held: it cannot have ended
     orphans = _kill_and_check(run, proc, min_ckpt=1)
     assert "eval-server" in orphans and not (run.round_dir(0) / "compiled.json").exists()
     played = val.read_text().count("\n")
+    gate_file.touch()  # the resumed run's analyst model answers
 
     res = rehearse(env, "--resume")
     assert res.returncode == 0, res.stdout[-5000:]

@@ -75,7 +75,7 @@ def start(run_dir, env, name, *cmd, extra=()) -> subprocess.CompletedProcess:
                  "--name", name, *extra, "--", *cmd], env)
 
 
-def until(cond, timeout=10.0):
+def until(cond, timeout=300.0):  # a bound on a hang: a loaded machine starts processes late
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, "condition not reached"

@@ -318,3 +318,14 @@ def test_a_transient_router_error_is_retried_not_an_infra_error(tmp_path):
         assert [s.metadata["shopsim"]["termination"] for s in out if s.remove_sample] == []
     finally:
         st.close()
+
+
+def test_a_stack_whose_engine_cannot_start_leaves_none_of_its_parts_running(tmp_path):
+    """The rollout stack of these tests starts ShopSimulator, the engine, the router in turn: when
+    one cannot start, the parts already started end with it (they outlived the test before)."""
+    from pyhelpers.procs import procfs
+
+    fx = write_shop_fixture(tmp_path / "shop", n_tasks=4, n_eval=0)
+    with pytest.raises(RuntimeError, match="fake_sglang.py did not start"):
+        Stack(tmp_path, fixture=fx, tokenizer=tmp_path / "no-tokenizer-here")
+    assert procfs.marker_matches(tmp_path) == {}

@@ -18,6 +18,7 @@ from conftest import ROOT
 from support.rehearsal import (
     Run,
     event_seen,
+    frozen,
     group_alive,
     in_rehearsal,
     outcome,
@@ -27,6 +28,7 @@ from support.rehearsal import (
     recorded_groups,
     rehearse,
     rehearse_env,
+    running,
     start,
     wait_for,
 )
@@ -112,14 +114,23 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
 
 
 def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, JOB_START_TIMEOUT=6, FAKE_SLIME_EXTRA_GPUS=1)
-    res = rehearse(env, timeout=600)
-    assert res.returncode == 1
-    assert "did not start training within 6 s (JOB_START_TIMEOUT)" in res.stdout
-    assert "fewer GPUs than NUM_GPUS are free" in res.stdout
-    assert "Waiting for placement group of 5 GPUs" in (tmp_path / "runs" / "rehearsal" / "logs" /
-                                                      "slime-log.log").read_text()
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, JOB_START_TIMEOUT=15, FAKE_SLIME_EXTRA_GPUS=1)
     run = Run(tmp_path / "runs")
+    copy = run.run_dir / "logs" / "slime-log.log"
+    proc, log = start(env)
+    # The deadline is wall time from the submission; the job's Python may take longer than that to
+    # reach its placement on a loaded machine. So the driver is held (stopped) from the moment its
+    # copy of the job's log runs -- just before its deadline starts -- until that copy shows the
+    # job waiting for its GPUs; then the deadline must stop the job.
+    wait_for("the copy of the job's log to run", lambda: running(run, "slime-log", "tail"), proc=proc, log=log)
+    with frozen({"driver": os.getpgid(run.lock_holder()["pid"])}):
+        assert not run.events("job-end"), "the deadline fired before the test could hold the driver"
+        wait_for("the job to wait for its GPUs", lambda: "Waiting for placement group of 5 GPUs" in copy.read_text(),
+                 proc=proc, log=log)
+    assert proc.wait(timeout=600) == 1, log.read_text()[-4000:]
+    out = log.read_text()
+    assert "did not start training within 15 s (JOB_START_TIMEOUT)" in out
+    assert "fewer GPUs than NUM_GPUS are free" in out
     assert recorded_groups(run) == {}  # the driver stopped everything on its way out
     job = json.loads((run.run_dir / "slime-job.json").read_text())
     assert event_seen(run, "job-end", round=0, job_id=job["submission_id"], status="START_TIMEOUT")
@@ -218,8 +229,9 @@ def test_a_second_start_leaves_a_live_rehearsal_alone_and_every_hint_names_the_r
     """Issue 27 items 2, 4 and 14: a second `make rehearse` / `make train` touches nothing of the live
     rehearsal before the lock refuses it; `make stop`, the refusal, `make status REHEARSAL=1` and
     the preflight's fixes speak of the rehearsal; a requested stop is not an error."""
-    # Steps long enough that every check below happens during training, whatever the machine's load.
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY=30)
+    # Training held after its first step until the stop below: every check happens during training,
+    # however slow a loaded machine runs them (30 s steps were not enough for that).
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_HOLD_BEFORE=f"1:{tmp_path / 'never'}")
     run = Run(tmp_path / "runs")
     log = tmp_path / "first.log"
     with open(log, "w") as fh:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from support.rehearsal import (
     Run,
     assert_stopped,
     event_seen,
+    frozen,
     in_rehearsal,
     outcome,
     pyhelpers_cmd,
@@ -22,6 +24,7 @@ from support.rehearsal import (
     rehearse,
     rehearse_env,
     rows,
+    running,
     start,
     wait_for,
 )
@@ -159,6 +162,26 @@ def test_a_crash_repeating_at_the_same_step_stops_the_run(tmp_path, rehearsal_wo
     assert [e["attempt"] for e in run.events("run-restart")] == [1]
     assert event_seen(run, "run-failed", round=0, stage="train", cause="nccl")
     assert run.lock_holder() is None and not list((run.run_dir / "pids").glob("*.json"))
+
+
+def test_a_crash_is_read_from_its_last_lines_however_late_the_log_copy_runs(tmp_path, rehearsal_world):
+    """The restart rules read the job's log as copied into logs/slime-log.log. Its copier (tail) is
+    held here until 2 s after the driver saw the job fail, as a loaded machine may run it that late
+    (the driver used to give it 0.2 s): the crash is still read as the transient NCCL error it is,
+    and the run restarts and finishes. (The 2 s is the fault injected, not a wait for an event: the
+    driver waits for the copy itself, up to train.COPY_WAIT_S.)"""
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
+                       FAKE_SLIME_CRASH_KIND="nccl", FAKE_SLIME_CRASH_ONCE=str(tmp_path / "crashed-once"))
+    run = Run(tmp_path / "runs")
+    proc, log = start(env)
+    copier = wait_for("the copy of the job's log to run", lambda: running(run, "slime-log", "tail"), proc=proc,
+                      log=log)
+    with frozen({"slime-log": copier}):
+        wait_for("the job to fail", lambda: event_seen(run, "job-end", round=0, status="FAILED"), proc=proc, log=log)
+        time.sleep(2.0)
+    assert proc.wait(timeout=600) == 0, log.read_text()[-5000:]
+    assert [(e["stage"], e["round"], e["step"], e["cause"]) for e in run.events("run-restart")] == [
+        ("train", 0, 1, "nccl")]
 
 
 def test_a_permanent_failure_is_not_restarted(tmp_path, rehearsal_world):

@@ -221,9 +221,12 @@ def test_a_slot_once_freed_cannot_be_stepped_again(shop):
     assert slots(shop)["counts"]["interact"] == before
 
 
-@pytest.mark.heavy  # a fake ShopSimulator process
+@pytest.mark.heavy  # fake ShopSimulator processes
 def test_pool_exhaustion_gives_no_slot_error_and_cancelled_reset_still_releases(fixture_dir):
     small = start_fake_shopsim(fixture_dir["server_file"], slots=1, seed=1, retries=3, delay=0.05)
+    # The same pool, waiting for a slot longer than any test runs: the cancelled reset below must
+    # still be waiting when the holder's release arrives, however late a loaded machine sends it.
+    patient = start_fake_shopsim(fixture_dir["server_file"], slots=1, seed=1, retries=100_000, delay=0.05)
     try:
         async def go():
             async with ShopSimClient(small.url) as c:
@@ -233,23 +236,38 @@ def test_pool_exhaustion_gives_no_slot_error_and_cancelled_reset_still_releases(
                     assert _free(small) == 0
                 assert _free(small) == 1
             # A reset cancelled while the server waits for a slot may still get one later.
-            async with ShopSimClient(small.url) as c:
+            async with ShopSimClient(patient.url) as c:
                 holder = await c.reset(0)
                 waiting = asyncio.ensure_future(c.episode_slot(1).__aenter__())
-                await asyncio.sleep(0.05)
+                await _until(lambda: slots(patient)["waiting"] == 1, "the second reset waits for a slot, server-side")
                 waiting.cancel()
                 await c.release_one(holder.env_idx)  # the waiting reset now pops it, server-side
-                assert await c.drain(5) == 0
-            assert _free(small) == 1
-            assert slots(small)["counts"]["reset"] == 3  # the cancelled reset did get a slot
+                assert await c.drain() == 0  # its release, once the server's answer came
+            assert _free(patient) == 1
+            assert slots(patient)["counts"]["reset"] == 2  # the cancelled reset did get a slot
         run(go())
     finally:
         stop(small)
+        stop(patient)
+
+
+async def _until(cond, what: str, bound_s: float = 120.0) -> None:
+    """Wait for cond() (a blocking call: asked off the event loop, which must go on serving the
+    client); the bound only stops a test that would otherwise hang."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + bound_s
+    while not await asyncio.to_thread(cond):
+        assert loop.time() < end, f"never happened: {what}"
+        await asyncio.sleep(0.01)
 
 
 @pytest.mark.heavy  # a fake ShopSimulator process
 def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_dir):
     tasks = fixture_dir["tasks"]
+
+    cancelled = [n for n in range(200) if n % 7 == 0 and n % 5]
+    parked: list[int] = []  # episodes holding a slot, mid-episode, until cancelled
+    all_parked = asyncio.Event()
 
     async def episode(c, n):
         t = tasks[n % len(tasks)]
@@ -258,7 +276,10 @@ def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_
             if n % 5 == 0:
                 raise ValueError("injected policy error")
             if n % 7 == 0:
-                await asyncio.sleep(10)  # cancelled below
+                parked.append(n)
+                if len(parked) == len(cancelled):
+                    all_parked.set()
+                await asyncio.Event().wait()  # until cancelled below
             await slot.interact(actions.format_response("点", "click", t["asin"]))
             await slot.interact(actions.format_response("选", "click", t["options"][0]))
             return (await slot.interact(actions.format_response("买", "click", "buy now"))).scores.success
@@ -266,10 +287,9 @@ def test_200_concurrent_episodes_share_one_client_without_leaking(shop, fixture_
     async def go():
         async with ShopSimClient(shop.url, max_slots=48) as c:
             jobs = [asyncio.ensure_future(episode(c, n)) for n in range(200)]
-            await asyncio.sleep(1.0)
-            for n, j in enumerate(jobs):
-                if n % 7 == 0 and n % 5:
-                    j.cancel()
+            await all_parked.wait()  # each one to be cancelled holds its slot, mid-episode
+            for n in cancelled:
+                jobs[n].cancel()
             results = await asyncio.gather(*jobs, return_exceptions=True)
             assert await c.drain() == 0
             return results
@@ -549,7 +569,7 @@ def test_a_poisoned_free_list_is_named_as_the_pools_not_the_tasks(fixture_dir):
     index beyond the goal list gives. Task 1 exists: the client must not call it a bad task."""
     from fakes.procs import _post
 
-    shop = start_fake_shopsim(fixture_dir["server_file"], slots=2, seed=1, retries=200, delay=0.05)
+    shop = start_fake_shopsim(fixture_dir["server_file"], slots=2, seed=1, retries=100_000, delay=0.05)
     api = shop.url + p.API_PATH
     try:
         held = [_post(api, {"action": "reset", "idx": 0})["result"]["env_idx"] for _ in range(2)]  # another user

@@ -82,8 +82,9 @@ def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_only_the_too
 def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world):
     from support.tmux import Pane
 
-    # Steps long enough that the watch sees training in progress, whatever the machine's load.
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_STEP_DELAY="30")
+    # Training held after its first step until the run is stopped below: the watch sees it in
+    # progress however late a loaded machine starts it (30 s steps were not enough for that).
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_HOLD_BEFORE=f"1:{tmp_path / 'never'}")
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     pane = None
@@ -96,7 +97,7 @@ def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world)
                          flags=re.M), screen
         assert re.search(r"ETA round \d+:\d\d, run \d+:\d\d", screen) and "driver: running" in screen
         later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300  # a bound on a hang: a loaded machine refreshes late
         while later.group(1) == first.group(1) and time.monotonic() < deadline:
             time.sleep(0.3)
             later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)

@@ -162,8 +162,34 @@ def watch(loop: StageContext, r: int, job_id: str) -> rayjob.JobOutcome:
     events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
                   exit_code=outcome.exit_code)
     _note_checkpoint(lay, r)
-    time.sleep(0.2)  # let slime-log copy the job's last lines before it is stopped
+    _await_log_copy(lay, rayjob.driver_log(cfg.ray_temp_dir, job_id))
     return outcome
+
+
+COPY_WAIT_S = 30.0  # a guard on a stuck copier only: the copy catches up within milliseconds
+
+
+def _await_log_copy(lay: RunLayout, source: Path, wait_s: float = COPY_WAIT_S) -> None:
+    """Wait until logs/slime-log.log ends as the job's own log (Ray's driver log) does, or until
+    its copier is gone: the job's last lines -- a crash's error -- are what the restart rules, the
+    stage's error and the step watcher read, and the copier is stopped next. (A fixed 0.2 s here
+    lost them whenever a loaded machine ran the copier later than that.)"""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and services.alive(lay, "slime-log"):
+        end = _last_bytes(source, 4096)
+        if not end or _last_bytes(lay.logs / LOG, len(end)) == end:
+            return
+        time.sleep(0.05)
+
+
+def _last_bytes(path: Path, n: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - n))
+            return fh.read()
+    except OSError:
+        return b""
 
 
 def _note_checkpoint(lay: RunLayout, r: int) -> None:

@@ -33,7 +33,8 @@ error before the pool sees it; an answer whose request popped a slot carries X-S
 again) is refused the same way. tests/fakes/procs.py starts the fake with it (a simulator as the
 toolkit serves it).
 
-Test-only extensions (not in pack_api): GET /debug/slots (pool and request counters),
+Test-only extensions (not in pack_api): GET /debug/slots (pool and request counters, and how many
+requests wait for a free slot now),
 --inject-error-rate R (a deterministic share of interacts answers result.error, state unchanged),
 --fail-reset-once IDX,... (the first reset of each listed task fails after the pop, as an
 exception inside env.reset would), --fail-over-once IDX,... (the first interact of each listed task
@@ -282,6 +283,7 @@ class Pool:
         self.lock = threading.Lock()
         self.counts = {"reset": 0, "reset_error": 0, "interact": 0, "release_one": 0, "release_all": 0,
                        "no_slot": 0, "bad_slot": 0, "already_free": 0, "auto_release": 0, "probe": 0, "injected": 0}
+        self.waiting = 0  # requests now waiting for a free slot (a test waits for this, not for time)
 
     def holds(self, lease: str) -> bool:
         """The fence's test: is the slot of `lease` ("SLOT:n") still held by its n-th pop?"""
@@ -313,18 +315,7 @@ class Pool:
                 return {"error": NO_INDEX}
         try:
             if env_idx is None:
-                got = None
-                for _attempt in range(self.retries):
-                    with self.lock:
-                        if self.free:
-                            got = min(self.free)
-                            self.free.discard(got)
-                            self.pops += 1
-                            self.latest[got] = self.pops
-                            if popped is not None:
-                                popped.append(f"{got}:{self.pops}")
-                            break
-                    time.sleep(self.delay)  # upstream: check, sleep, MAX_RETRIES times, then error
+                got = self._pop(popped)
                 if got is None:
                     with self.lock:
                         self.counts["no_slot"] += 1
@@ -346,6 +337,28 @@ class Pool:
             return result
         except Exception as exc:  # upstream: {'result': {'error': str(e)}}
             return {"error": str(exc)}
+
+    def _pop(self, popped: list | None) -> int | None:
+        """A free slot, waiting retries x delay for one (upstream: check, sleep, MAX_RETRIES times);
+        its lease ("SLOT:n", the n-th pop) is appended to `popped`."""
+        with self.lock:
+            self.waiting += 1
+        try:
+            for _attempt in range(self.retries):
+                with self.lock:
+                    if self.free:
+                        got = min(self.free)
+                        self.free.discard(got)
+                        self.pops += 1
+                        self.latest[got] = self.pops
+                        if popped is not None:
+                            popped.append(f"{got}:{self.pops}")
+                        return got
+                time.sleep(self.delay)
+            return None
+        finally:
+            with self.lock:
+                self.waiting -= 1
 
     def _run(self, env: Env, env_idx: int, action, data) -> dict:
         if action == "reset":
@@ -386,7 +399,8 @@ class Pool:
         with self.lock:
             free = sorted(self.free)
             taken = sorted(set(range(len(self.envs))) - self.free)
-            return {"max": len(self.envs), "free": len(free), "taken": taken, "counts": dict(self.counts)}
+            return {"max": len(self.envs), "free": len(free), "taken": taken, "waiting": self.waiting,
+                    "counts": dict(self.counts)}
 
 
 class _Unserialisable:

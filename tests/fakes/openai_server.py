@@ -10,6 +10,7 @@ takes the next behaviour from `script` (a queue), then falls back to `default`. 
     error(status, code=..., retry_after=...)   429 with Retry-After, 500, 401, 400 ...
     malformed()               HTTP 200 whose body is not JSON
     slow(seconds, then)       wait, then behave like `then` (a stop() cuts the wait short)
+    held(gate, then)          wait until the file `gate` exists, then behave like `then` (likewise)
     drop()                    read the request, close the connection without a reply
 
 Every request is recorded (path, headers, parsed body, monotonic arrival time), so tests can
@@ -64,6 +65,10 @@ def malformed() -> Behaviour:
 
 def slow(seconds: float, then: Behaviour | None = None) -> Behaviour:
     return Behaviour("slow", {"seconds": seconds, "then": then or derive()})
+
+
+def held(gate: Path, then: Behaviour | None = None) -> Behaviour:
+    return Behaviour("held", {"gate": Path(gate), "then": then or derive()})
 
 
 def drop() -> Behaviour:
@@ -159,7 +164,7 @@ class FakeOpenAI:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def wait_for_requests(self, n: int, timeout: float = 20.0) -> bool:
+    def wait_for_requests(self, n: int, timeout: float = 300.0) -> bool:  # (a bound on a hang)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if len(self.requests) >= n:
@@ -196,6 +201,10 @@ class FakeOpenAI:
         p = b.params
         if b.kind == "slow":
             self._stopping.wait(p["seconds"])
+            return self._behave(h, p["then"], body)
+        if b.kind == "held":
+            while not p["gate"].exists() and not self._stopping.wait(0.05):
+                pass
             return self._behave(h, p["then"], body)
         if b.kind == "drop":
             h.close_connection = True
@@ -255,9 +264,13 @@ def main() -> None:
     args = ap.parse_args()
     expect = _knob(args.expect_key_knob) if args.expect_key_knob else None
     # Test-only: FAKE_ANALYST_DELAY_S=<s> answers every request <s> s late (a slow model, so the
-    # analyst's end-of-round drain outlasts the export, as a real DashScope drain can).
+    # analyst's end-of-round drain outlasts the export, as a real DashScope drain can);
+    # FAKE_ANALYST_HOLD_UNTIL=<file> answers none before <file> exists (a test holds the drain, and
+    # so compile, at a point it must see, and lets it go on: the kill matrix's gate).
     delay = float(os.environ.get("FAKE_ANALYST_DELAY_S", "0") or 0)
-    srv = FakeOpenAI(default=slow(delay) if delay > 0 else None, expect_key=expect).start(args.port)
+    behaviour = slow(delay) if delay > 0 else derive()
+    gate = os.environ.get("FAKE_ANALYST_HOLD_UNTIL")
+    srv = FakeOpenAI(default=held(Path(gate), behaviour) if gate else behaviour, expect_key=expect).start(args.port)
     if args.port_file:
         args.port_file.write_text(f"{srv.port}\n")
     done = threading.Event()

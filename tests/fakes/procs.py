@@ -55,6 +55,7 @@ def _post(url: str, body: dict, timeout: float = 2.0):
 
 
 def _wait(proc: subprocess.Popen, log, ready, timeout: float) -> None:
+    """Until ready(); `timeout` bounds a hang only (a stand-in that dies fails at once)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -71,7 +72,7 @@ def _wait(proc: subprocess.Popen, log, ready, timeout: float) -> None:
 
 
 def start_fake_shopsim(catalog: Path, *, slots: int = 48, seed: int = 1, retries: int = 5, delay: float = 5.0,
-                       args: list[str] | None = None, port: int | None = None, timeout: float = 20.0,
+                       args: list[str] | None = None, port: int | None = None, timeout: float = 300.0,
                        fence: bool = True) -> Proc:
     """The fake as the toolkit serves ShopSimulator: behind the launcher's fence unless fence=False."""
     port = port or free_port()
@@ -90,7 +91,7 @@ def start_fake_shopsim(catalog: Path, *, slots: int = 48, seed: int = 1, retries
 
 
 def start_fake_sglang(model_path: Path, *, policy: Path | None = None, seed: int = 0, latency_ms: float = 0,
-                      context_length: int = 32768, args: list[str] | None = None, timeout: float = 20.0) -> Proc:
+                      context_length: int = 32768, args: list[str] | None = None, timeout: float = 300.0) -> Proc:
     port = free_port()
     cmd = [sys.executable, str(FAKES / "fake_sglang.py"), "--model-path", str(model_path), "--tp-size", "1",
            "--dp-size", "1", "--host", "127.0.0.1", "--port", str(port), "--context-length", str(context_length),

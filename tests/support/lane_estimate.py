@@ -1,28 +1,41 @@
-"""The line `make test` / `make test-fast` print before pytest starts: which lane, how many
-workers, and roughly how long, from the last run's test times on this machine (tests/conftest.py
-keeps them in .pytest_cache) or, on a first run, from the figures measured on a 2-core machine.
+"""The line `make test` / `make test-fast` print before pytest starts: the lane, its workers, and
+an estimate that says what it rests on, beside the load now.
 
     python tests/support/lane_estimate.py full|fast WORKERS
     python tests/support/lane_estimate.py save     # this machine's last full run -> tests/durations.json
 
-tests/durations.json (checked in) is what a fresh clone starts from: the order the workers take
-tests in (longest first) and this estimate. Save it again after a `make test` on a quiet 2-core
-machine when tests were added or got slower.
+The estimate is this checkout's last complete run of the lane: pytest's wall time, its workers and
+the load average as it began (the 1-minute figure, before its workers started: the same measure
+as the load now). tests/conftest.py records it at the end of every run bin/test starts for a whole
+lane (LANE_ENV), in .pytest_cache (never in git). A busier machine than then takes longer: the
+line says so. With no run recorded here (a fresh clone, CI), it gives the figure measured on a
+quiet 2-core machine (QUIET: README "Tests" and bin/test's Summary line state the same) and says so.
+
+tests/durations.json (checked in) is what a fresh clone orders its tests by (longest first). Save
+it again after a `make test` on a quiet 2-core machine when tests were added or got slower.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".pytest_cache" / "v" / "shopsimrl"
 CHECKED_IN = ROOT / "tests" / "durations.json"
-# Measured with `make test` / `make test-fast` on a quiet 2-core machine (README "Tests").
-FIRST_RUN = {"full": "about 10 min on 2 cores", "fast": "under a minute on 2 cores"}
+LANES_KEY = "shopsimrl/lanes"  # in .pytest_cache: {lane: one run's record (lane_record)}
+LANE_ENV = "SHOPSIMRL_TEST_LANE"  # bin/test sets it to the lane when it runs the whole lane
+# Measured with `make test` / `make test-fast` on a quiet 2-core machine (README "Tests", bin/test's
+# and bin/test-fast's Summary lines; docs/architecture.md §10 has the dates).
+QUIET = {"full": "about 10 min", "fast": "under a minute"}
+QUIET_MACHINE = "on a quiet 2-core machine"
 WHAT = {"full": "every test, the rehearsals, Ray and fault tests included",
         "fast": "the unit and component tests (no rehearsal, Ray or service process)"}
+# A load this much above (below) the last run's, a whole CPU's worth of other work: expect longer (shorter).
+LOAD_STEP = 1.0
 
 
 def _load(path: Path):
@@ -32,14 +45,41 @@ def _load(path: Path):
         return None
 
 
-def estimate(lane: str, workers: int) -> str:
-    durations, heavy = _load(CACHE / "durations"), set(_load(CACHE / "heavy") or [])
-    if not durations or (lane == "full" and not heavy):  # never a whole run here yet
-        return FIRST_RUN[lane]
-    lane_times = [s for t, s in durations.items() if lane == "full" or t not in heavy]
-    # The longest test bounds the wall time from below, whatever the workers.
-    wall = max(sum(lane_times) / max(workers, 1), max(lane_times, default=0))
-    return f"about {max(1, round(wall / 60))} min here (the last run's test times over {workers} workers)"
+def lane_record(wall_s: float, load: float, workers: int | None, cpus: int, passed: bool) -> dict:
+    """What conftest keeps of one whole-lane run: the estimate's basis."""
+    return {"wall_s": round(wall_s, 1), "load": round(load, 2), "workers": workers, "cpus": cpus,
+            "passed": passed, "at": time.strftime("%Y-%m-%d %H:%M")}
+
+
+def clock(seconds: float) -> str:
+    """8:46, or 1:02:03 past an hour."""
+    m, s = divmod(round(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _roughly(seconds: float) -> str:
+    return f"{round(seconds)} s" if seconds < 90 else f"{round(seconds / 60)} min"
+
+
+def estimate(lane: str, workers: int, last: dict | None, load_now: float, cpus: int) -> str:
+    """The estimate of a lane's pytest run: the last run recorded here (`last`, a lane_record, or
+    None) and what it rests on, then the load now."""
+    now = f"load now {load_now:.1f} on {cpus} CPUs"
+    if not last:  # a quiet machine's load: about 0
+        return (f"est. {QUIET[lane]} {QUIET_MACHINE} (no {lane} run recorded here yet, so the committed "
+                f"figure); {now}{': expect longer' if load_now >= LOAD_STEP else ''}")
+    then = f"last {lane} run here {clock(last['wall_s'])} at load {last['load']:.1f}"
+    differs = [f"{last['workers']} workers" if last.get("workers") != workers else "",
+               f"{last['cpus']} CPUs" if last.get("cpus") != cpus else "",
+               "with failures" if not last.get("passed", True) else ""]
+    said = "; ".join(x for x in (", ".join(d for d in differs if d), last.get("at")) if x)
+    then += f" ({said})" if said else ""
+    if load_now >= last["load"] + LOAD_STEP:
+        now += ": expect longer"
+    elif load_now <= last["load"] - LOAD_STEP:
+        now += ": expect shorter"
+    return f"est. {_roughly(last['wall_s'])}: {then}; {now}"
 
 
 def save() -> int:
@@ -56,7 +96,12 @@ def main() -> int:
     if sys.argv[1:] == ["save"]:
         return save()
     lane, workers = sys.argv[1], int(sys.argv[2])
-    print(f"lane {lane}: {WHAT[lane]}; {estimate(lane, workers)}")
+    last = (_load(CACHE / "lanes") or {}).get(lane)
+    if not (isinstance(last, dict) and isinstance(last.get("wall_s"), (int, float))
+            and isinstance(last.get("load"), (int, float))):
+        last = None  # none, or written by another version of this file: the committed figure
+    text = estimate(lane, workers, last, os.getloadavg()[0], len(os.sched_getaffinity(0)))
+    print(f"lane {lane}: {WHAT[lane]}; {workers} workers; {text}")
     return 0
 
 

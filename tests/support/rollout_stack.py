@@ -48,7 +48,7 @@ def fresh_slime_singletons() -> None:
 def _start(argv: list[str], env: dict, log: Path) -> tuple[subprocess.Popen, str]:
     fh = open(log, "w+")
     proc = subprocess.Popen([sys.executable, *argv], env=env, stdout=fh, stderr=fh, start_new_session=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 300  # a bound on a hang: a loaded machine starts it late
     while time.monotonic() < deadline:
         text = log.read_text()
         m = re.search(r"http://127\.0\.0\.1:(\d+)", text)
@@ -57,7 +57,16 @@ def _start(argv: list[str], env: dict, log: Path) -> tuple[subprocess.Popen, str
         if proc.poll() is not None:
             break
         time.sleep(0.05)
+    _end(proc)  # it must not come up after the test gave up on it
     raise RuntimeError(f"{argv[0]} did not start: {log.read_text()[-2000:]}")
+
+
+def _end(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
 
 
 class Stack:
@@ -69,22 +78,27 @@ class Stack:
         self.procs: list[subprocess.Popen] = []
         env = {**os.environ, "SHOPSIM_ENV_MAX_NUM": str(slots), "SHOPSIM_RESET_RETRIES": str(reset_retries),
                "SHOPSIM_RESET_DELAY": str(reset_delay)}
-        p, self.shopsim_url = _start([str(FAKES / "fake_shopsim.py"), "--host", "127.0.0.1", "--port", "0",
-                                      "--seed", str(seed), "--tasks", str(fixture["server_file"]),
-                                      "--inject-error-rate", str(error_rate)], env, self.tmp / "shopsim.log")
-        self.procs.append(p)
-        p, self.engine_url = _start([str(FAKES / "fake_sglang.py"), "--model-path", str(tokenizer),
-                                     "--host", "127.0.0.1", "--port", str(free_port()), "--context-length", "32768",
-                                     "--fake-policy", str(fixture["policy"]), "--latency-ms", str(engine_latency_ms),
-                                     "--fake-sampling", sampling],
-                                    env, self.tmp / "sglang.log")
-        self.procs.append(p)
-        p, self.router_url = _start([str(FAKES / "fake_router.py"), "--host", "127.0.0.1", "--port", "0",
-                                     "--worker", self.engine_url, "--slow-share", str(slow_share),
-                                     "--slow-s", str(slow_s), "--seed", str(seed),
-                                     "--fail-first", str(router_fail_first),
-                                     *(["--slow-after-abort"] if slow_after_abort else [])], env, self.tmp / "router.log")
-        self.procs.append(p)
+        try:  # a failed start leaves none of the parts already started running
+            p, self.shopsim_url = _start([str(FAKES / "fake_shopsim.py"), "--host", "127.0.0.1", "--port", "0",
+                                          "--seed", str(seed), "--tasks", str(fixture["server_file"]),
+                                          "--inject-error-rate", str(error_rate)], env, self.tmp / "shopsim.log")
+            self.procs.append(p)
+            p, self.engine_url = _start([str(FAKES / "fake_sglang.py"), "--model-path", str(tokenizer),
+                                         "--host", "127.0.0.1", "--port", str(free_port()), "--context-length",
+                                         "32768", "--fake-policy", str(fixture["policy"]), "--latency-ms",
+                                         str(engine_latency_ms), "--fake-sampling", sampling],
+                                        env, self.tmp / "sglang.log")
+            self.procs.append(p)
+            p, self.router_url = _start([str(FAKES / "fake_router.py"), "--host", "127.0.0.1", "--port", "0",
+                                         "--worker", self.engine_url, "--slow-share", str(slow_share),
+                                         "--slow-s", str(slow_s), "--seed", str(seed),
+                                         "--fail-first", str(router_fail_first),
+                                         *(["--slow-after-abort"] if slow_after_abort else [])], env,
+                                        self.tmp / "router.log")
+            self.procs.append(p)
+        except BaseException:
+            self.close()
+            raise
         self.slots = slots
 
     def close(self) -> None:

@@ -45,7 +45,9 @@ Test-only environment: FAKE_SLIME_CRASH_AT=<rollout id> (with FAKE_SLIME_CRASH_K
 flag, and FAKE_SLIME_CRASH_ONCE=<marker file>: crash only while the marker is absent, then create
 it) exits 1 after printing the failure's real signature -- with FAKE_SLIME_CRASH_AFTER_S=<s>, <s> s
 into that rollout while the actor plays it; FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id> exits 137
-between a save's tracker and its data state; FAKE_SLIME_STEP_DELAY=<s> sleeps per
+between a save's tracker and its data state; FAKE_SLIME_HOLD_BEFORE=<id>:<file> waits before
+rollout <id> until <file> exists (a test's gate: training held mid-run, however slow the test's own
+steps); FAKE_SLIME_STEP_DELAY=<s> sleeps per
 step; FAKE_SLIME_START_DELAY=<s> sleeps once placed, before the engines start (Megatron's init and
 checkpoint load), FAKE_SLIME_SAVE_DELAY=<s> inside each save before its tracker is written,
 FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines
@@ -183,6 +185,15 @@ def load_start(args: Namespace) -> int:
         sys.exit(f"fake slime: --ref-load {ref} is not a converted torch_dist model (no release/)")
     log(f"no checkpoint in --load; initial weights from --ref-load {ref}")
     return args.start_rollout_id or 0
+
+
+def hold_before(rollout_id: int) -> None:
+    """Test-only: FAKE_SLIME_HOLD_BEFORE=<id>:<file> waits before rollout <id> until <file> exists."""
+    at, _, gate = os.environ.get("FAKE_SLIME_HOLD_BEFORE", "").partition(":")
+    if at and int(at) == rollout_id:
+        log(f"holding before rollout {rollout_id} until {gate} exists (FAKE_SLIME_HOLD_BEFORE)")
+        while not Path(gate).exists():
+            time.sleep(0.1)
 
 
 def place(args: Namespace):
@@ -604,6 +615,7 @@ def main(argv: list[str]) -> int:
     delay = float(os.environ.get("FAKE_SLIME_STEP_DELAY", "0") or 0)
     try:
         for rollout_id in range(start, args.num_rollout):
+            hold_before(rollout_id)
             if not os.environ.get("FAKE_SLIME_CRASH_AFTER_S"):
                 maybe_crash(rollout_id)
             pending = manager.generate.remote(rollout_id)
