@@ -104,7 +104,7 @@ def _clocks(monkeypatch, cfg, answer: dict):
         asked.append(args)
         return answer
     monkeypatch.setattr(cluster, "probe", probe)
-    got = runner.run_one(Context(cfg, os.environ), "node-clocks", node_clocks.check_node_clocks)
+    got = runner.run_one(Context(cfg, os.environ, cfg.DOCTOR_PROFILE), "node-clocks", node_clocks.check_node_clocks)
     assert asked == [("clocks", cluster.gcs_address(cfg))], asked
     return {r.name: r for r in got}["node-clocks"]
 
