@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pyhelpers.config.load import read_knobs
+from pyhelpers.config.declarations import read_knobs
 from pyhelpers.doctor.base import wrap
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,11 +9,12 @@ from click.testing import CliRunner
 from conftest import ROOT, run_pyhelpers
 
 from pyhelpers.cli import main
+from pyhelpers.config import declarations, handed
 from pyhelpers.config import load as config
 
 
 def test_every_knob_has_a_doc_and_a_section():
-    for knob in config.read_knobs().values():
+    for knob in declarations.read_knobs().values():
         assert knob.doc, f"{knob.name} has no comment above it in env/defaults.env"
         assert knob.section, knob.name
 
@@ -178,8 +179,8 @@ def test_export_gives_bash_only_what_bash_reads(toolkit_env, tmp_path):
     assert "ROLLOUT_MAX_CONTEXT_LEN" not in exported and "TP_SIZE" not in exported
     for kept in ("RUN_DIR", "SAVE_DIR", "WANDB_DIR", "MODEL_ARGS_SCRIPT", "CONDA_ROOT", "HTTPS_PROXY"):
         assert kept in exported, kept
-    handed = json.loads(shlex.split(exported[config.HANDED_VAR])[0])
-    assert handed["layered"]["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and handed["layered"]["TP_SIZE"] == "2"
+    files = json.loads(shlex.split(exported[handed.HANDED_VAR])[0])
+    assert files["layered"]["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and files["layered"]["TP_SIZE"] == "2"
     cfg = config.load()
     env = cfg.process_env()  # what `run loop` hands its children: every value, as bash's export did
     assert env["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and env["RUN_DIR"] == str(cfg.run_dir)
@@ -250,15 +251,15 @@ def test_a_configuration_handed_on_is_what_a_resolution_gives_without_a_secret(t
 
     (tmp_path / ".env").write_text("WANDB_API_KEY=wk-SECRET-123\nROUNDS=7\nHTTPS_PROXY=http://127.0.0.1:3128\n"
                                    "NOTE=${WANDB_API_KEY}\n")
-    cfg, handed = config.start()
-    assert "wk-SECRET-123" not in handed and cfg.ROUNDS == 7
-    monkeypatch.setattr(config, "_read", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
+    cfg, text = config.start()
+    assert "wk-SECRET-123" not in text and cfg.ROUNDS == 7
+    monkeypatch.setattr(handed, "read_files", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
     for environ in ({**os.environ}, {**os.environ, "ROUNDS": "9", "ANALYST_BASE_URL": "http://127.0.0.1:9/v1"},
                     {**os.environ, "WANDB_API_KEY": "wk-other"}, {k: v for k, v in os.environ.items() if k != "RUNS_DIR"}):
-        got = config.load({**environ, config.HANDED_VAR: handed})
+        got = config.load({**environ, handed.HANDED_VAR: text})
         monkeypatch.undo()
         want = config.load(environ)
-        monkeypatch.setattr(config, "_read", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
+        monkeypatch.setattr(handed, "read_files", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
         assert (got.values, got.sources, got.undeclared, got.env_file, got.make_vars) == (
             want.values, want.sources, want.undeclared, want.env_file, want.make_vars)
     assert got.WANDB_API_KEY == "wk-SECRET-123" and got.public()["WANDB_API_KEY"] == "***"

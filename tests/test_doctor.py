@@ -26,6 +26,7 @@ from support.rehearsal import own_ports
 from support.tokenizer import CONFIG as HF_CONFIG
 
 from pyhelpers.capacity import diskplan
+from pyhelpers.config import declarations
 from pyhelpers.config import load as config
 from pyhelpers.doctor import arch, flags, runner
 from pyhelpers.doctor.base import FAIL, PASS, Context
@@ -463,7 +464,7 @@ def test_secrets_wandb_and_dashscope(machine, tmp_path):
 
 
 def test_example_env_names_only_declared_knobs():
-    knobs = config.read_knobs()
+    knobs = declarations.read_knobs()
     lines = (ROOT / "env/example.env").read_text().splitlines()
     names = [ln.lstrip("# ").split("=", 1)[0] for ln in lines if "=" in ln and ln.lstrip("# ")[:1].isupper()]
     names = [n for n in names if n.isupper() and " " not in n]

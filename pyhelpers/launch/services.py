@@ -71,7 +71,8 @@ class Spec:
 def _shopsim_probe(url: str, token: Callable[[], str] = lambda: "") -> ready.Probe:
     def probe() -> tuple[bool, str]:
         # local: shopsim.client imports httpx (~70 ms), needed only when ShopSimulator is probed
-        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, unusable_server
+        from pyhelpers.shopsim.answers import unusable_server
+        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError
         from pyhelpers.shopsim.protocol import UnusableServer
 
         async def ask() -> bool:

@@ -56,23 +56,13 @@ from typing import Any
 
 import httpx
 
-from pyhelpers.errors import ToolkitError
-from pyhelpers.shopsim import actions
+from pyhelpers.shopsim import actions, answers
 from pyhelpers.shopsim import protocol as p
 from pyhelpers.shopsim.protocol import NoSlotError, ShopSimError, TransportError  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
 RELEASE_TRIES = 3
-NOT_SHOPSIM_FIX = ("another program answers there (`make doctor` names the holder of SHOPSIM_PORT): stop it, or "
-                   "point SHOPSIM_HOST/SHOPSIM_PORT (or --shopsim) at ShopSimulator")
-
-
-def unusable_server(exc: p.UnusableServer, url: str) -> ToolkitError:
-    """The error for a probe answered by a server that will not serve this client (another program,
-    or ShopSimulator answering with an error): waiting for it to become ready
-    (SHOPSIM_START_TIMEOUT) would only delay the same answer."""
-    return ToolkitError(str(exc), url, exc.fix)
 
 
 class ShopSimClient:
@@ -243,29 +233,12 @@ class ShopSimClient:
         except p.HTTPStatusError as exc:  # an answer, so a server; pack_api itself always says 200
             if exc.status == 401:  # the run's gate (multi-node), refusing this client's token: say so
                 raise
-            if exc.from_shopsim:  # its Flask's error page (or the fence's header): the simulator's own
-                raise p.ShopSimRefused(f"ShopSimulator answered with an error: {exc.detail}",
-                                       fix=p.refused_fix(exc.status), action="probe") from None
-            raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator "
-                               f"(no {p.API_PATH})", fix=NOT_SHOPSIM_FIX, action="probe") from None
+            raise answers.unusable_error_answer(exc) from None
         except TransportError:
             return False
         except p.ProtocolError as exc:  # HTTP 200 that is not JSON
-            raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator",
-                               fix=NOT_SHOPSIM_FIX, action="probe") from None
-        try:
-            p.result_of(body, "probe")
-        except p.ProbeOK:
-            return True
-        except ShopSimError as exc:
-            if exc.server_message is None:  # no pack_api `result`
-                raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator",
-                                   fix=NOT_SHOPSIM_FIX, action="probe") from None
-            raise p.ShopSimRefused(f"ShopSimulator answered with an error: {exc.detail}",
-                                   fix=p.refused_fix(200, exc.server_message), action="probe",
-                                   server_message=exc.server_message) from None
-        raise p.NotShopSim(f"an answer that is not pack_api's to its probe: {str(body)[:200]}", fix=NOT_SHOPSIM_FIX,
-                           action="probe")
+            raise answers.not_shopsim(exc) from None
+        return answers.probe_answered(body)
 
     # ------------------------------------------------------------------ slots
     async def free_unknown(self) -> int:
@@ -350,7 +323,7 @@ class EpisodeSlot:
             self._mark_over()  # restarted or freed since: the number may be someone else's, never release it
             raise
         except p.HTTPStatusError as exc:
-            self.maybe_freed = self.lease is None and _may_have_freed(exc)
+            self.maybe_freed = self.lease is None and answers.may_have_freed(exc)
             raise
         if step.over:
             self._mark_over()
@@ -392,7 +365,7 @@ class EpisodeSlot:
                 answer = inflight.result() if failure is None else None
             if reset_failed:
                 if answer is None:
-                    if not _refused(inflight):
+                    if not answers.refused(inflight):
                         self.client.unknown_slots += 1  # the server may have popped a slot first
                     return
                 # The reset was cancelled but the server still handed us a slot.
@@ -401,7 +374,7 @@ class EpisodeSlot:
                 self._mark_over()
             if self.over or self.released or self.env_idx is None:
                 return
-            if self.maybe_freed or (self.lease is None and _may_have_freed(failure)):
+            if self.maybe_freed or (self.lease is None and answers.may_have_freed(failure)):
                 # no fence to ask: releasing might free another episode's slot, keeping it leaks one
                 self.maybe_freed = True
                 self.client.unknown_slots += 1
@@ -424,14 +397,3 @@ class EpisodeSlot:
                 self._sem_held = False
                 self.client._slots.release()
 
-
-def _may_have_freed(exc: BaseException | None) -> bool:
-    """An interact answered by a server error may have freed its slot first: pack_api frees on
-    `over` (pack_api.py:112-113) before the answer can fail (:120), and a gate's 502 may hide it."""
-    return isinstance(exc, p.HTTPStatusError) and exc.status >= 500
-
-
-def _refused(request: asyncio.Task | None) -> bool:
-    """The reset was answered "no free slot": the one failure that certainly took no slot."""
-    return request is not None and request.done() and not request.cancelled() \
-        and isinstance(request.exception(), NoSlotError)
