@@ -4,6 +4,7 @@ under its own name (each kept renaming with its reason in tests/renamed_imports.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from conftest import ROOT
@@ -26,4 +27,52 @@ def test_no_module_is_longer_than_the_house_allows():
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
             and str(p.relative_to(ROOT)) not in LONG_MODULES]
     assert not long, f"modules over {MAX_LINES} lines (split each by purpose):\n" + "\n".join(long)
+
+
+# "Is this a multi-node run?" has one answer, the Config's derived `multinode` (config/load.py: a
+# derived value, as run_dir is, so every layer asks it, config/ray_ports.py and the rollout plugin's
+# settings included, which sit below launch/). Modules that may compare NNODES with 1 or 2 themselves:
+MULTINODE_ASKED_INLINE = {
+    "pyhelpers/config/load.py": "where the answer is defined",
+    "pyhelpers/config/check.py": "validates NNODES itself, from the raw values, before a Config's typed read is safe",
+    "pyhelpers/launch/cluster.py": "being split on its own branch (issue 43): its `cfg.NNODES < 2` is to become "
+                                   "`not cfg.multinode`; remove this line when it lands",
+}
+
+
+def _is_nnodes(node: ast.AST) -> bool:
+    """cfg.NNODES, cfg.int("NNODES"), or a local named nnodes."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "NNODES"
+    if isinstance(node, ast.Name):
+        return node.id == "nnodes"
+    return isinstance(node, ast.Call) and any(isinstance(a, ast.Constant) and a.value == "NNODES" for a in node.args)
+
+
+def inline_multinode_tests(path: Path, root: Path = ROOT) -> list[str]:
+    """Each comparison of NNODES with 1 or 2 in a module: a re-implementation of `cfg.multinode`."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_is_nnodes(s) for s in sides) and any(isinstance(s, ast.Constant) and s.value in (1, 2)
+                                                          for s in sides):
+                out.append(f"{path.relative_to(root)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return out
+
+
+def test_a_multinode_run_is_recognised_one_way():
+    inline = [hit for p in _modules() if str(p.relative_to(ROOT)) not in MULTINODE_ASKED_INLINE
+              for hit in inline_multinode_tests(p)]
+    assert not inline, "NNODES compared inline (ask `cfg.multinode`, config/load.py):\n" + "\n".join(inline)
+
+
+def test_the_inline_test_finder_finds_each_spelling(tmp_path):
+    """The finder above is what makes the rule hold: it must see every spelling the code used."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("a = cfg.NNODES > 1\nb = cfg.int('NNODES') > 1\nnnodes = cfg.NNODES\nc = nnodes == 1\n"
+                     "d = cfg.NNODES < 2\ne = cfg.multinode\nf = len(up) < nnodes\n")
+    hits = [h.split(":")[1] for h in inline_multinode_tests(probe, tmp_path)]
+    assert hits == ["1", "2", "4", "5"], hits
 

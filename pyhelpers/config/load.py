@@ -127,6 +127,11 @@ class Config(Knobs):
         return f"/tmp/ray-{digest}"
 
     @property
+    def multinode(self) -> bool:
+        """A run across machines (NNODES > 1; docs/multinode.md): asked here only (tests/test_house_rules.py)."""
+        return self.NNODES > 1
+
+    @property
     def cuda_visible_devices(self) -> str:
         return ",".join(str(i) for i in range(max(self.int("NUM_GPUS"), 0)))
 

@@ -218,7 +218,7 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
         else None,
     }
-    if cfg.NNODES > 1:  # a one-node run's status stays as it was
+    if cfg.multinode:  # a one-node run's status stays as it was
         st["ray_nodes"] = _nodes(cfg, lay, st)
     return st
 

@@ -35,7 +35,7 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate.builders import builder_for
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import cluster, node_env, ray_lost, rayjob, secret_env, services, slime_job
+from pyhelpers.launch import cluster, ray_lost, rayjob, secret_env, services, slime_job
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups as procs
 from pyhelpers.procs import procfs
@@ -65,7 +65,7 @@ def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInpu
 
 
 def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
-    multi = node_env.multinode(cfg)
+    multi = cfg.multinode
     out = [services.plan_line(cfg, lay, "shopsim"),
            *([services.plan_line(cfg, lay, "shopsim-gate", "the simulator for the other nodes: NODE_ADDR, "
                                  "the run's token")] if multi else []),
@@ -229,14 +229,14 @@ def run(loop: StageContext, r: int) -> None:
 
     prepare(loop, r)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
-    if node_env.multinode(cfg):  # the plugin may run on a worker: it reaches the simulator through the gate
+    if cfg.multinode:  # the plugin may run on a worker: it reaches the simulator through the gate
         echo(services.ensure(cfg, lay, "shopsim-gate", round_=r, progress=echo))
     # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
     # job's driver is gone: wait for that process before freeing the slots it may still take.
     _wait_for_old_plugin(lay, r, timeout=cfg.STOP_GRACE + 30.0, echo=echo)
     echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='train', round_=r)}")  # a killed job's slots too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
-    if cfg.NNODES > 1:  # the workers joined, with the head's versions and its storage (docs/multinode.md §4)
+    if cfg.multinode:  # the workers joined, with the head's versions and its storage (docs/multinode.md §4)
         cluster.head_ready(cfg, lay, echo)
     stop, gave_up = threading.Event(), []
 
