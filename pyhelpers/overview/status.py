@@ -27,6 +27,7 @@ from pyhelpers.run import events, gpu_time, hints
 from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.skills.bank import status_line
+from pyhelpers.stages import eval_session
 from pyhelpers.stages import position as runstate
 from pyhelpers.stages import progress as runprogress
 from pyhelpers.stages.progress import duration, step_words
@@ -125,7 +126,8 @@ def _progress(lay: RunLayout, pos: dict, evs: list[dict], running: bool, rounds:
             out["last_step"] = step_words(recs[max(recs)].get("metrics") or {})
     start = next((e["t"] for e in reversed(evs) if e.get("kind") == "stage-start" and e.get("stage") == stage), None)
     pub = runprogress.published(lay.run_dir)
-    if stage in ("evaluate", "baseline") and pub and start and pub.get("t", 0) >= start:
+    # a stage on the eval server (its log is the server's: eval_session) publishes its episodes
+    if stages.get(stage).log == eval_session.SERVER_LOG and pub and start and pub.get("t", 0) >= start:
         out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
     if running:
         eta = runprogress.estimate(evs, stages.ROUND, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage,
