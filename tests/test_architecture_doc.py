@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import test_architecture
+import test_house_rules
 import test_knob_declaration
 import test_stage_registry
 from conftest import ROOT
@@ -221,3 +222,7 @@ def test_the_registrys_readers_name_no_stage():
                         and (rel, node.value) not in NOT_A_STAGE:
                     found.append(f"{rel}:{node.lineno}: {node.value!r}")
     assert not found, "stage names written where the document says none is (read stages.*):\n" + "\n".join(found)
+
+
+def test_the_line_limit_said_is_the_one_tested():
+    assert int(said(r"a module holds at most (\d+) lines").group(1)) == test_house_rules.MAX_LINES

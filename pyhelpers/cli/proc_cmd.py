@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from pyhelpers.config import load as config
+from pyhelpers.config import load
 from pyhelpers.procs import family, groups, ports, ready
 from pyhelpers.run import lock as runlock
 
@@ -23,7 +23,7 @@ def _knob(value: float | None, name: str) -> float:
     if value is not None:
         return value
 
-    return config.load().float(name)
+    return load.load().float(name)
 
 
 @click.group()

@@ -11,9 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyhelpers.config import facts
-from pyhelpers.config import knobs as generated
-from pyhelpers.config import types as knob_types
+from pyhelpers.config import facts, types
+from pyhelpers.config.knobs import DECLARED, SOURCE_SHA256
 from pyhelpers.config.types import KnobType
 from pyhelpers.errors import ToolkitError
 
@@ -62,7 +61,7 @@ def declarations(path: Path) -> tuple[str, dict[str, Knob]]:
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _PARSED:
         sha = digest(path)
-        _PARSED[key] = (sha, generated_knobs() if sha == generated.SOURCE_SHA256 else parse_knobs(path))
+        _PARSED[key] = (sha, generated_knobs() if sha == SOURCE_SHA256 else parse_knobs(path))
     return _PARSED[key]
 
 
@@ -74,8 +73,8 @@ def digest(path: Path) -> str:
 def generated_knobs() -> dict[str, Knob]:
     """The declarations knobs.py holds (those of env/defaults.env when it was generated)."""
     return {name: Knob(name, default, doc=doc, section=section, brief=brief, facts=frozenset(declared),
-                       type=knob_types.parse(spec, f"env/defaults.env: {name}") if spec is not None else None)
-            for name, default, doc, section, spec, declared, brief in generated.DECLARED}
+                       type=types.parse(spec, f"env/defaults.env: {name}") if spec is not None else None)
+            for name, default, doc, section, spec, declared, brief in DECLARED}
 
 
 def parse_knobs(path: Path) -> dict[str, Knob]:
@@ -108,8 +107,8 @@ def parse_knobs(path: Path) -> dict[str, Knob]:
 
 def _spec(text: str, where: str) -> KnobType:
     try:
-        return knob_types.parse(text, where)
-    except knob_types.SpecError as exc:
+        return types.parse(text, where)
+    except types.SpecError as exc:
         raise ToolkitError(str(exc), where, "write the type as its module doc says (pyhelpers/config/types.py)") from None
 
 

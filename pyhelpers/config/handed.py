@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyhelpers.config import knobs as generated
 from pyhelpers.config.declarations import declarations, read_env_file
+from pyhelpers.config.knobs import SOURCE_SHA256
 
 # A start's configuration as read from its files (JSON, no secret value), handed to the processes
 # of that start in their environment: bin/ scripts export what `config export` prints (load.start).
@@ -71,7 +71,7 @@ def received(environ: Mapping[str, str], root: Path) -> Files | None:
         return None
     env_file = env_file_path(root, environ)
     if not isinstance(doc, dict) or (doc.get("declared"), doc.get("root"), doc.get("env_file")) != (
-            generated.SOURCE_SHA256, str(root), str(env_file)):
+            SOURCE_SHA256, str(root), str(env_file)):
         return None
     layered = doc["layered"]
     if missing := [n for n in doc["secrets_in_env_file"] if n not in environ]:

@@ -38,8 +38,7 @@ from pyhelpers.evaluate import results as eval_results
 from pyhelpers.launch import cluster, ray_nodes, services, slime_job
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs
+from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import events
 from pyhelpers.run import stop as runstop
@@ -232,7 +231,7 @@ class Loop:
     def _failed(self, r: int, stage: str, exc: Exception) -> None:
         """Restart after a transient failure (returns), or raise ToolkitError with the reason."""
         log = stages.get(stage).log
-        tail = "\n".join(procs.log_tail(self.lay.logs / log, 40)) if log else ""
+        tail = "\n".join(groups.log_tail(self.lay.logs / log, 40)) if log else ""
         failure = supervisor.classify_exception(stage, r, step=self._step(r, stage), exc=exc, log_text=tail)
         lost = self._lost_nodes() if failure.cause not in ("node-lost", "ray-lost", "bug", "config", "flag") else []
         if lost:  # the job died of it, whatever its last line says (an actor's death may be read first)

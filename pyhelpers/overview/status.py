@@ -19,8 +19,7 @@ from pyhelpers.evaluate.results import results
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import cluster, ray_nodes, rayjob
 from pyhelpers.overview import manifest
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs
+from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.metrics import last_record, read_jsonl
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run import events, gpu_time, hints
@@ -81,11 +80,11 @@ def _services(cfg: Config, lay: RunLayout) -> list[dict]:
     knob's port when they hold it), never what this shell's configuration says now: .env may
     have changed since the run started, and a rehearsal's shell is not the run's."""
     rows = []
-    groups = {r.name: r.pgid for r in procs.records(lay.pids)}
-    for row in procs.status(lay.pids):
+    pgids = {r.name: r.pgid for r in groups.records(lay.pids)}
+    for row in groups.status(lay.pids):
         _, port_knob = PORTS.get(row["name"], (None, None))
         if port_knob and row["state"] == "alive":
-            held = _held(groups[row["name"]])
+            held = _held(pgids[row["name"]])
             wanted = [a for a in held if str(a[1]) == cfg[port_knob]] or held  # else each port it holds
             if wanted:
                 row["address"] = ", ".join(f"{addr}:{port}" for addr, port in wanted)

@@ -37,8 +37,7 @@ from pyhelpers.evaluate.builders import builder_for
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import cluster, ray_lost, rayjob, secret_env, services, slime_job
 from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs
+from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.flags import plugin_flags
 from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
 from pyhelpers.run import checkpoints as ck
@@ -149,7 +148,7 @@ def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
     rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source))
     events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
-    procs.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], pids_dir=lay.pids, logs_dir=lay.logs)
+    groups.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], pids_dir=lay.pids, logs_dir=lay.logs)
     return job_id
 
 
@@ -262,7 +261,7 @@ def run(loop: StageContext, r: int) -> None:
     ok = False
     try:
         if analyst:
-            procs.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs,
+            groups.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs,
                         env=secret_env.for_user(cfg, "analyst"))
         job_id = submit(cfg, lay, r=r, model_args=loop.model_args)
         _warm_eval_builder(loop)
@@ -270,7 +269,7 @@ def run(loop: StageContext, r: int) -> None:
              f"(output: logs/slime-log.log)")
         outcome = watch(loop, r, job_id)
         if not outcome.ok:
-            tail = "\n".join(procs.log_tail(lay.logs / "slime-log.log", 30))
+            tail = "\n".join(groups.log_tail(lay.logs / "slime-log.log", 30))
             echo(f"--- last lines of the slime job ({lay.logs / 'slime-log.log'}) ---\n{tail}\n---")
             why = f"; {gave_up[0]}" if gave_up else ""
             raise ToolkitError(f"slime job {job_id} {outcome.status} (exit code {outcome.exit_code}): "
