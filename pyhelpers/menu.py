@@ -3,7 +3,7 @@
 rbenv-style: the targets and their groups (`## --- name ---` lines) are the Makefile's rules, in
 its order; each target's text is the `# Summary:` header of bin/<target>, the verb it runs (the one
 place a target's help is written). Knobs come from their declarations in env/defaults.env (the one
-place defaults live, read by config/load.py), each with its brief: its description up to the first
+place defaults live, read by config/declarations.py), each with its brief: its description up to the first
 comment line that ends a sentence (never cut mid-sentence; the README has the whole text).
 
 The width is COLUMNS when set, else the terminal's, else 80 (a pipe). An entry that fits is one
@@ -22,7 +22,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pyhelpers.config.load import read_knobs
+from pyhelpers.config.declarations import read_knobs
 from pyhelpers.doctor.base import wrap
 
 ROOT = Path(__file__).resolve().parents[1]

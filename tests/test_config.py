@@ -9,18 +9,18 @@ from click.testing import CliRunner
 from conftest import ROOT, run_pyhelpers
 
 from pyhelpers.cli import main
-from pyhelpers.config import load as config
+from pyhelpers.config import declarations, handed, load
 
 
 def test_every_knob_has_a_doc_and_a_section():
-    for knob in config.read_knobs().values():
+    for knob in declarations.read_knobs().values():
         assert knob.doc, f"{knob.name} has no comment above it in env/defaults.env"
         assert knob.section, knob.name
 
 
 def test_precedence_environment_over_dotenv_over_defaults(toolkit_env, tmp_path):
     (tmp_path / ".env").write_text("NUM_GPUS=2\nTP_SIZE=1\nMODELS_DIR=/data/m\n")
-    cfg = config.load({**toolkit_env, "NUM_GPUS": "1"})
+    cfg = load.load({**toolkit_env, "NUM_GPUS": "1"})
     assert cfg["NUM_GPUS"] == "1" and cfg.sources["NUM_GPUS"] == "environment"
     assert cfg["TP_SIZE"] == "1" and cfg.sources["TP_SIZE"].endswith(".env")
     assert cfg["ROUNDS"] == "5" and cfg.sources["ROUNDS"] == "env/defaults.env"
@@ -29,7 +29,7 @@ def test_precedence_environment_over_dotenv_over_defaults(toolkit_env, tmp_path)
 
 
 def test_derived_values(toolkit_env):
-    cfg = config.load({**toolkit_env, "NUM_GPUS": "3"})
+    cfg = load.load({**toolkit_env, "NUM_GPUS": "3"})
     assert cfg.cuda_visible_devices == "0,1,2"
     assert cfg.run_name == "qwen35-4b-train-100"
     assert len(cfg.ray_temp_dir) <= 40 and cfg.ray_temp_dir.startswith("/tmp/ray-")
@@ -178,9 +178,9 @@ def test_export_gives_bash_only_what_bash_reads(toolkit_env, tmp_path):
     assert "ROLLOUT_MAX_CONTEXT_LEN" not in exported and "TP_SIZE" not in exported
     for kept in ("RUN_DIR", "SAVE_DIR", "WANDB_DIR", "MODEL_ARGS_SCRIPT", "CONDA_ROOT", "HTTPS_PROXY"):
         assert kept in exported, kept
-    handed = json.loads(shlex.split(exported[config.HANDED_VAR])[0])
-    assert handed["layered"]["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and handed["layered"]["TP_SIZE"] == "2"
-    cfg = config.load()
+    files = json.loads(shlex.split(exported[handed.HANDED_VAR])[0])
+    assert files["layered"]["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and files["layered"]["TP_SIZE"] == "2"
+    cfg = load.load()
     env = cfg.process_env()  # what `run loop` hands its children: every value, as bash's export did
     assert env["ROLLOUT_MAX_CONTEXT_LEN"] == "12345" and env["RUN_DIR"] == str(cfg.run_dir)
 
@@ -250,15 +250,15 @@ def test_a_configuration_handed_on_is_what_a_resolution_gives_without_a_secret(t
 
     (tmp_path / ".env").write_text("WANDB_API_KEY=wk-SECRET-123\nROUNDS=7\nHTTPS_PROXY=http://127.0.0.1:3128\n"
                                    "NOTE=${WANDB_API_KEY}\n")
-    cfg, handed = config.start()
-    assert "wk-SECRET-123" not in handed and cfg.ROUNDS == 7
-    monkeypatch.setattr(config, "_read", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
+    cfg, text = load.start()
+    assert "wk-SECRET-123" not in text and cfg.ROUNDS == 7
+    monkeypatch.setattr(handed, "read_files", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
     for environ in ({**os.environ}, {**os.environ, "ROUNDS": "9", "ANALYST_BASE_URL": "http://127.0.0.1:9/v1"},
                     {**os.environ, "WANDB_API_KEY": "wk-other"}, {k: v for k, v in os.environ.items() if k != "RUNS_DIR"}):
-        got = config.load({**environ, config.HANDED_VAR: handed})
+        got = load.load({**environ, handed.HANDED_VAR: text})
         monkeypatch.undo()
-        want = config.load(environ)
-        monkeypatch.setattr(config, "_read", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
+        want = load.load(environ)
+        monkeypatch.setattr(handed, "read_files", lambda *a: (_ for _ in ()).throw(AssertionError("read the files again")))
         assert (got.values, got.sources, got.undeclared, got.env_file, got.make_vars) == (
             want.values, want.sources, want.undeclared, want.env_file, want.make_vars)
     assert got.WANDB_API_KEY == "wk-SECRET-123" and got.public()["WANDB_API_KEY"] == "***"

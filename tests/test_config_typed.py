@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from pyhelpers.config.load import read_knobs
+from pyhelpers.config.declarations import read_knobs
 
 PACKAGE = ROOT / "pyhelpers"
 CONFIG = PACKAGE / "config"
@@ -113,7 +113,7 @@ def test_the_generated_knobs_module_matches_defaults_env():
     """pyhelpers/config/knobs.py is generated from env/defaults.env (`make config-knobs`): one source
     for each knob's name, type and doc. A knob added without regenerating fails here."""
     from pyhelpers.config import generate
-    from pyhelpers.config.load import DEFAULTS_FILE, digest, parse_knobs
+    from pyhelpers.config.declarations import DEFAULTS_FILE, digest, parse_knobs
 
     module = CONFIG / "knobs.py"
     assert module.is_file(), "pyhelpers/config/knobs.py is missing: run `make readme-knobs`"
@@ -169,7 +169,7 @@ def test_one_command_parses_defaults_env_once(toolkit_env, tmp_path):
 def test_an_edited_defaults_file_is_parsed_not_taken_from_the_generated_module(tmp_path):
     """knobs.py's declarations stand for env/defaults.env only while the file has their digest: a
     changed default (a developer who has not regenerated yet) is read from the file itself."""
-    from pyhelpers.config.load import DEFAULTS_FILE
+    from pyhelpers.config.declarations import DEFAULTS_FILE
 
     edited = tmp_path / "defaults.env"
     edited.write_text(DEFAULTS_FILE.read_text().replace("\nROUNDS=5\n", "\nROUNDS=7\n"))

@@ -26,7 +26,7 @@ from support.rehearsal import own_ports
 from support.tokenizer import CONFIG as HF_CONFIG
 
 from pyhelpers.capacity import diskplan
-from pyhelpers.config import load as config
+from pyhelpers.config import declarations, load
 from pyhelpers.doctor import arch, flags, runner
 from pyhelpers.doctor.base import FAIL, PASS, Context
 from pyhelpers.doctor.lockfile import matches, read_lock
@@ -92,12 +92,12 @@ def machine(toolkit_env, tmp_path) -> dict[str, str]:
 
 
 def results(env, profile="full") -> dict:
-    return {r.name: r for r in runner.run_checks(config.load(env), env, profile)}
+    return {r.name: r for r in runner.run_checks(load.load(env), env, profile)}
 
 
 def one(env, fn) -> dict:
     """Run one check family (through the runner's crash guard) and index its results by name."""
-    cfg = config.load(env)
+    cfg = load.load(env)
     ctx = Context(cfg, env, cfg.DOCTOR_PROFILE)
     family = fn.__name__.removeprefix("check_").replace("_", "-")
     return {r.name: r for r in runner.run_one(ctx, family, fn)}
@@ -463,7 +463,7 @@ def test_secrets_wandb_and_dashscope(machine, tmp_path):
 
 
 def test_example_env_names_only_declared_knobs():
-    knobs = config.read_knobs()
+    knobs = declarations.read_knobs()
     lines = (ROOT / "env/example.env").read_text().splitlines()
     names = [ln.lstrip("# ").split("=", 1)[0] for ln in lines if "=" in ln and ln.lstrip("# ")[:1].isupper()]
     names = [n for n in names if n.isupper() and " " not in n]
@@ -577,13 +577,12 @@ def test_exposure_says_who_holds_shopsim_port_when_our_simulator_runs(machine):
     """The run's own ShopSimulator holds SHOPSIM_PORT: the exposure line says so (it said 'free')."""
     import time
 
-    from pyhelpers.procs import groups as procs
-    from pyhelpers.procs import ports
+    from pyhelpers.procs import groups, ports
 
-    cfg = config.load(machine)
+    cfg = load.load(machine)
     port = int(machine["SHOPSIM_PORT"])
     holder = f"import socket, time; s = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(); time.sleep(60)"
-    rec = procs.start("shopsim", [sys.executable, "-c", holder], cfg.run_dir / "pids", cfg.run_dir / "logs")
+    rec = groups.start("shopsim", [sys.executable, "-c", holder], cfg.run_dir / "pids", cfg.run_dir / "logs")
     try:
         for _ in range(400):
             if not ports.port_free("127.0.0.1", port):
@@ -594,14 +593,14 @@ def test_exposure_says_who_holds_shopsim_port_when_our_simulator_runs(machine):
         assert "this run's ShopSimulator" in line and "free" not in line, line
         assert got.status == "PASS"
     finally:
-        procs.stop(rec, 5.0, pids_dir=cfg.run_dir / "pids")
+        groups.stop(rec, 5.0, pids_dir=cfg.run_dir / "pids")
     line = next(d for d in one(machine, runner.shopsim.check_exposure)["exposure"].details
                 if d.startswith("ShopSimulator:"))
     assert line.endswith("free"), line
 
 
 def test_child_processes_never_get_a_secret(machine):
-    cfg = config.load(machine)
+    cfg = load.load(machine)
     env = Context(cfg, {"PATH": "/bin", "HOME": "/h", "WANDB_API_KEY": WANDB_KEY, "SOME_TOKEN": "t0k"},
                   cfg.DOCTOR_PROFILE).child_env()
     assert env == {"PATH": "/bin", "HOME": "/h"}

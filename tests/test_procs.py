@@ -20,8 +20,7 @@ from conftest import ROOT
 from fakes.procs import free_port
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import ports, procfs
+from pyhelpers.procs import family, groups, ports, procfs
 from pyhelpers.run import lock as runlock
 
 pytestmark = pytest.mark.heavy  # real process groups, stopped and killed
@@ -60,9 +59,9 @@ class Groups:
 def procs_env(toolkit_env, tmp_path):
     run_dir = tmp_path / "runs" / "r"
     env = {**toolkit_env, "RUN_DIR": str(run_dir), "STOP_GRACE": "1", "READY_BACKOFF_MAX": "0.2"}
-    groups = Groups(run_dir / "pids")
-    yield env, run_dir, groups
-    groups.cleanup()
+    children = Groups(run_dir / "pids")
+    yield env, run_dir, children
+    children.cleanup()
 
 
 def proc(args, env, timeout=30) -> subprocess.CompletedProcess:
@@ -159,23 +158,23 @@ def test_a_service_that_stops_its_own_children_is_stopped_through_its_leader(pro
     env, run_dir, _ = procs_env
     pids, logs = run_dir / "pids", run_dir / "logs"
     for name in ("orderly", "grouped"):
-        procs.start(name, ["bash", "-c", ORDERLY, str(tmp_path / f"{name}.ack")], pids, logs,
+        groups.start(name, ["bash", "-c", ORDERLY, str(tmp_path / f"{name}.ack")], pids, logs,
                     stop_leader_first=(name == "orderly"))
         res = proc(["wait", "--pids-dir", str(pids), "--name", name, "--timeout", "30", "--backoff-max", "0.1",
                     "--cmd", "--", "grep", "-q", "armed", str(logs / f"{name}.log")], env)
         assert res.returncode == 0, res.stderr
-        assert json.loads(procs.pidfile(pids, name).read_text())["stop_leader_first"] is (name == "orderly")
+        assert json.loads(groups.pidfile(pids, name).read_text())["stop_leader_first"] is (name == "orderly")
     # (a grace far above what it needs, for a loaded machine: the stop returns once the group is gone)
-    orderly = procs.stop(procs.find(pids, "orderly"), 60, pids_dir=pids)
+    orderly = groups.stop(groups.find(pids, "orderly"), 60, pids_dir=pids)
     assert orderly.outcome == "stopped" and "killed" not in orderly.message, orderly
     assert (tmp_path / "orderly.ack").exists()  # its child was asked, and answered, before it ended
-    grouped = procs.stop(procs.find(pids, "grouped"), 0.5, pids_dir=pids)
+    grouped = groups.stop(groups.find(pids, "grouped"), 0.5, pids_dir=pids)
     assert grouped.outcome == "killed" and "killed after 0.5 s" in grouped.message, grouped  # the group TERM's hang
 
 
 def test_reused_pid_and_other_host_are_left_alone(procs_env):
-    env, run_dir, groups = procs_env
-    other = groups.popen(["sleep", "300"])  # not ours: same pid as the pidfile, other start time
+    env, run_dir, children = procs_env
+    other = children.popen(["sleep", "300"])  # not ours: same pid as the pidfile, other start time
     pids = run_dir / "pids"
     pids.mkdir(parents=True)
     fake = {"name": "old", "pid": other.pid, "start_ticks": procfs.start_ticks(other.pid) - 1,
@@ -192,8 +191,8 @@ def test_reused_pid_and_other_host_are_left_alone(procs_env):
     assert not (pids / "old.json").exists() and (pids / "far.json").exists()
 
 
-def _driver(groups, env, mode):
-    return groups.popen(["bash", str(DRIVER), mode], env=env, stdout=subprocess.DEVNULL,
+def _driver(children, env, mode):
+    return children.popen(["bash", str(DRIVER), mode], env=env, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
 
 
@@ -202,8 +201,8 @@ def _take(env):
 
 
 def test_lock_refuses_second_holder_and_survives_sigkill_of_driver(procs_env):
-    env, run_dir, groups = procs_env
-    driver = _driver(groups, env, "hold")
+    env, run_dir, children = procs_env
+    driver = _driver(children, env, "hold")
     until(lambda: (run_dir / "hold.ready").exists())
     res = _take(env)
     assert res.returncode == 1
@@ -211,13 +210,13 @@ def test_lock_refuses_second_holder_and_survives_sigkill_of_driver(procs_env):
     assert f"is held by pid {driver.pid} on host {socket.gethostname()} since " in res.stderr
     assert "tests/support/proc_driver.sh hold" in res.stderr and "make stop" in res.stderr
 
-    svc = procs.find(run_dir / "pids", "svc")
+    svc = groups.find(run_dir / "pids", "svc")
     lock = run_dir / "lock"
     holders = procfs.pids_with_file_open(lock)  # only the driver's lock coprocess, not the service or child
     assert len(holders) == 1 and procfs.read_stat(holders[0]).ppid == driver.pid
     driver.send_signal(signal.SIGKILL)
     driver.wait(timeout=10)
-    assert procs.state(svc) == "alive"
+    assert groups.state(svc) == "alive"
     assert procfs.group_members(driver.pid)  # the foreground child lives on, orphaned
     res = _take(env)
     assert res.returncode == 0, res.stderr
@@ -229,8 +228,8 @@ def test_lock_refuses_second_holder_and_survives_sigkill_of_driver(procs_env):
 
 
 def test_no_child_of_a_killed_driver_keeps_the_lock(procs_env):
-    env, run_dir, groups = procs_env
-    driver = _driver(groups, env, "leak")
+    env, run_dir, children = procs_env
+    driver = _driver(children, env, "leak")
     until(lambda: (run_dir / "leak.ready").exists())
     children = [p for p in procfs.group_members(driver.pid) if p != driver.pid]
     driver.send_signal(signal.SIGKILL)
@@ -307,22 +306,22 @@ def test_http_ready_and_port_holders_named(procs_env):
 
 
 def test_sweep_stops_processes_referencing_marker_only(procs_env, tmp_path):
-    env, _, groups = procs_env
+    env, _, children = procs_env
     marker = tmp_path / "ray-ab"
     (marker / "logs").mkdir(parents=True)
     sleeper = [sys.executable, "-c", "import time; time.sleep(300)"]
     with open(marker / "logs" / "worker.out", "wb") as out:
-        worker = groups.popen(["sleep", "300"], stdout=out)  # like ray::IDLE: only its stdout tells
-    by_argv = groups.popen([*sleeper, f"--temp-dir={marker}"])
-    by_env = groups.popen(sleeper, env={**os.environ, "SESSION": f"{marker}/session_1"})
-    decoy = groups.popen([*sleeper, f"--temp-dir={marker}c"])  # /tmp/.../ray-abc is not ray-ab
+        worker = children.popen(["sleep", "300"], stdout=out)  # like ray::IDLE: only its stdout tells
+    by_argv = children.popen([*sleeper, f"--temp-dir={marker}"])
+    by_env = children.popen(sleeper, env={**os.environ, "SESSION": f"{marker}/session_1"})
+    decoy = children.popen([*sleeper, f"--temp-dir={marker}c"])  # /tmp/.../ray-abc is not ray-ab
     until(lambda: b"--temp-dir" in Path(f"/proc/{decoy.pid}/cmdline").read_bytes())
 
-    dry = "\n".join(r.message for r in procs.stop_marked(marker, 2, dry_run=True))
+    dry = "\n".join(r.message for r in family.stop_marked(marker, 2, dry_run=True))
     assert dry.count("would stop") == 3, dry
     assert procfs.is_alive(worker.pid)
 
-    stopped = procs.stop_marked(marker, 2)
+    stopped = family.stop_marked(marker, 2)
     assert not any(r.outcome == "stuck" for r in stopped)
     res_stdout = "\n".join(r.message for r in stopped)
     assert f"pid {worker.pid} (sleep 300): stopped after TERM — fd 1 -> {marker}/logs/worker.out" in res_stdout
@@ -365,4 +364,4 @@ def test_a_driver_killed_before_the_pidfile_leaves_no_unrecorded_service(tmp_pat
         assert not gated_child(), "the gated child never exited"
         assert not marker.exists(), "a service no pidfile names ran after its driver died"
     finally:
-        procs.stop_marked(marker, grace=0)  # the service, if it ran (its command line names the marker)
+        family.stop_marked(marker, grace=0)  # the service, if it ran (its command line names the marker)

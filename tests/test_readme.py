@@ -82,7 +82,7 @@ def test_the_quick_start_rehearses_then_creates_env_for_the_real_run():
 def test_the_quick_start_lists_what_a_real_run_needs_by_its_knobs():
     """What a real run needs before `make train` (the conda envs, the models, the checkouts, the
     task files, a data disk), each with the knob that points at it."""
-    from pyhelpers.config.load import read_knobs
+    from pyhelpers.config.declarations import read_knobs
 
     quick, knobs = _quick_start(), read_knobs()
     needs = quick.split("A real run needs", 1)[1]

@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 from support.rehearsal import own_ports
 
-from pyhelpers.config.load import read_knobs
+from pyhelpers.config.declarations import read_knobs
 
 # A process whose port draws are scripted: random.SystemRandom replaced by one drawing from a seed,
 # so two processes draw the same ports in the same order, as two unlucky workers would.

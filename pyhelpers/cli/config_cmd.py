@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from pyhelpers.config import load as config_mod
+from pyhelpers.config import declarations, handed, load
 from pyhelpers.config.check import check
 from pyhelpers.config.load import Config
 from pyhelpers.doctor.base import TERMINAL, WIDTH, wrap
@@ -56,7 +56,7 @@ def config_show(as_json):
       pyhelpers config show
       NUM_GPUS=1 pyhelpers config show --json
     """
-    cfg = config_mod.load()
+    cfg = load.load()
     public = cfg.public()
     if as_json:
         click.echo(json.dumps({"values": public, "sources": cfg.sources}, indent=2, sort_keys=True))
@@ -74,7 +74,7 @@ def config_check():
     Example:
       NUM_GPUS=3 TP_SIZE=2 pyhelpers config check
     """
-    cfg = config_mod.load()
+    cfg = load.load()
     _problems_or_exit(cfg)
     click.echo(f"config ok: run {cfg.run_name}, {cfg.NUM_GPUS} GPU(s), TP={cfg.TP_SIZE}")
 
@@ -84,7 +84,7 @@ def _for_bash(cfg: Config, with_secrets: bool) -> dict[str, str]:
     declared `bash` (facts.py: bin/train, bin/rehearse, bin/lib.sh, bin/in-env, bin/install-hooks
     read them) and, when asked, the secrets. Every other knob reaches the processes bash starts in
     the configuration handed on (HANDED_VAR), not as a variable of its own."""
-    secrets, knobs = cfg.secret_names, config_mod.read_knobs()
+    secrets, knobs = cfg.secret_names, declarations.read_knobs()
     return {name: value for name, value in cfg.process_env(secrets=with_secrets).items()
             if name not in knobs or knobs[name].has("bash") or name in secrets}
 
@@ -97,7 +97,7 @@ def config_export(with_secrets):
     """Print a validated `export NAME='value'` block for bash to eval (no re-parsing in bash): the
     derived values (RUN_DIR, SAVE_DIR, ...), .env's extra entries, the knobs bash reads (declared
     `bash`), and SHOPSIMRL_CONFIG: what env/defaults.env and .env hold, read once for the processes
-    bash starts, which take it from there instead of reading the files again (config/load.py start).
+    bash starts, which take it from there instead of reading the files again (config/handed.py).
 
     Secrets are left out unless --with-secrets; their values then travel only through the pipe
     into the shell's environment, never through argv or a file. The run's scripts leave them out:
@@ -108,10 +108,10 @@ def config_export(with_secrets):
     Example:
       eval "$(pyhelpers config export)"
     """
-    cfg, handed_on = config_mod.start()
+    cfg, handed_on = load.start()
     _problems_or_exit(cfg)
     lines = [f"export {name}={shlex.quote(value)}" for name, value in _for_bash(cfg, with_secrets).items()]
-    lines.append(f"export {config_mod.HANDED_VAR}={shlex.quote(handed_on)}")
+    lines.append(f"export {handed.HANDED_VAR}={shlex.quote(handed_on)}")
     sys.stdout.write("\n".join(lines) + "\n")
 
 
@@ -124,7 +124,7 @@ def config_docs():
       pyhelpers config docs
     """
     section = None
-    for knob in config_mod.read_knobs().values():
+    for knob in declarations.read_knobs().values():
         if knob.section != section:
             section = knob.section
             click.echo(f"\n**{section}**\n\n| knob | default | type and range | what |\n|---|---|---|---|")
@@ -143,4 +143,5 @@ def config_knobs_module():
     """
     from pyhelpers.config import generate  # local: only this maintenance command needs the generator
 
-    sys.stdout.write(generate.source(config_mod.parse_knobs(config_mod.DEFAULTS_FILE), config_mod.digest(config_mod.DEFAULTS_FILE)))
+    sys.stdout.write(generate.source(declarations.parse_knobs(declarations.DEFAULTS_FILE),
+                                     declarations.digest(declarations.DEFAULTS_FILE)))

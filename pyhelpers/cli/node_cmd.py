@@ -17,8 +17,7 @@ from pyhelpers.doctor.base import FAIL, SKIP, Context
 from pyhelpers.doctor.gpus import check_gpus
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import cluster, twonode
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import netns, ready
+from pyhelpers.procs import family, groups, netns, ready
 
 SERVICE = cluster.WORKER_SERVICE
 LEAVE = "make leave"  # what stops this worker's own Ray node (`make stop` is the head's)
@@ -46,13 +45,13 @@ def node_join():
     """
     cfg, lay = _ctx()
     pids, logs = _dirs(cfg, lay)
-    procs.refuse_running(SERVICE, pids, stop_with=LEAVE)  # before the head is asked anything
+    groups.refuse_running(SERVICE, pids, stop_with=LEAVE)  # before the head is asked anything
     cluster.join_checks(cfg, lay, _echo)
     _gpus(cfg)
     addr, base = cfg.NODE_ADDR, cfg.RAY_PORT
     ports = [(addr, base + off) for _, _, off in ray_ports.WORKER_BASED]
     cluster.leave_marker(lay, addr).unlink(missing_ok=True)  # a removal by the head before this join is over
-    rec = procs.start(SERVICE, [sys.executable, "-m", "pyhelpers.launch.node_agent"], pids_dir=pids, logs_dir=logs,
+    rec = groups.start(SERVICE, [sys.executable, "-m", "pyhelpers.launch.node_agent"], pids_dir=pids, logs_dir=logs,
                       needs_ports=ports, stop_with=LEAVE)
     _echo(f"{SERVICE}: started (pid {rec.pid}, log {logs / (SERVICE + '.log')}); joining {cluster.gcs_address(cfg, head=False)}")
     took = ready.wait_service(pids, SERVICE, ready.tcp_probe(addr, base + 2), timeout=cfg.RAY_START_TIMEOUT,
@@ -121,9 +120,9 @@ def node_leave():
                            "NODE_ADDR", "set it to the address this worker joined with: `make status` on the head "
                            "lists the nodes")
     pids, _ = _dirs(cfg, lay)
-    for r in procs.stop_all(pids, cfg.STOP_GRACE, names=[SERVICE], missing_ok=True):
+    for r in groups.stop_all(pids, cfg.STOP_GRACE, names=[SERVICE], missing_ok=True):
         _echo(r.message)
-    for r in procs.stop_marked(cluster.worker_temp_dir(cfg), cfg.STOP_GRACE):
+    for r in family.stop_marked(cluster.worker_temp_dir(cfg), cfg.STOP_GRACE):
         _echo(r.message)
     _echo(f"this worker ({cfg.NODE_ADDR}) left the run")
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import click
 
-from pyhelpers.config import load as config
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import ports, ready
+from pyhelpers.config import load
+from pyhelpers.procs import family, groups, ports, ready
 from pyhelpers.run import lock as runlock
 
 _dir = click.Path(file_okay=False, path_type=Path)
@@ -24,7 +23,7 @@ def _knob(value: float | None, name: str) -> float:
     if value is not None:
         return value
 
-    return config.load().float(name)
+    return load.load().float(name)
 
 
 @click.group()
@@ -48,7 +47,7 @@ def proc_start(pids_dir, logs_dir, name, needs, command):
         --needs-port 127.0.0.1:5700 -- python -m shop_env.pack_api
     """
     addrs = [ports.parse_hostport(a, "--needs-port") for a in needs]
-    rec = procs.start(name, list(command), pids_dir=pids_dir, logs_dir=logs_dir, needs_ports=addrs)
+    rec = groups.start(name, list(command), pids_dir=pids_dir, logs_dir=logs_dir, needs_ports=addrs)
     click.echo(rec.pid)
 
 
@@ -71,7 +70,7 @@ def proc_stop(pids_dir, names, all_, grace, dry_run, missing_ok):
     """
     if bool(names) == all_:
         raise click.UsageError("give --name NAME (repeatable) or --all")
-    results = procs.stop_all(pids_dir, _knob(grace, "STOP_GRACE"), names=None if all_ else names, dry_run=dry_run, missing_ok=missing_ok)
+    results = groups.stop_all(pids_dir, _knob(grace, "STOP_GRACE"), names=None if all_ else names, dry_run=dry_run, missing_ok=missing_ok)
     for r in results:
         click.echo(r.message)
     if not results:
@@ -90,7 +89,7 @@ def proc_status(pids_dir, as_json):
     Example:
       pyhelpers proc status --pids-dir runs/r/pids
     """
-    rows = procs.status(pids_dir)
+    rows = groups.status(pids_dir)
     if as_json:
         click.echo(json.dumps(rows, indent=1))
         return
@@ -154,7 +153,7 @@ def proc_hold_lock(lock_path, holder_pid):
       coproc LOCK { exec pyhelpers proc hold-lock --lock runs/r/lock --holder-pid $$; }
     """
 
-    procs.die_with_parent()
+    family.die_with_parent()
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: done.set())

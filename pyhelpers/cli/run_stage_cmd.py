@@ -18,8 +18,7 @@ from pyhelpers.loop import loop as driver
 from pyhelpers.loop.console import Console
 from pyhelpers.overview import rehearsal
 from pyhelpers.overview import status as runstatus
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs, ready
+from pyhelpers.procs import family, procfs, ready
 from pyhelpers.run import events, hints
 from pyhelpers.stages import NAMES as STAGES
 from pyhelpers.stages import progress as runprogress
@@ -44,7 +43,7 @@ def run_loop(stop_before, model_args):
     Example:
       pyhelpers run loop -- "${MODEL_ARGS[@]}"
     """
-    procs.die_with_parent()
+    family.die_with_parent()
     driver.install_signal_handlers()
     cfg, lay = _ctx()
     os.environ.update(cfg.process_env())  # what bin/train's shell exported before: for the children

@@ -11,7 +11,8 @@ from pyhelpers.errors import ToolkitError
 
 async def _call(url: str, what: str):
     # lazy: shopsim.client (httpx, ~70 ms) only for the shopsim commands
-    from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, unusable_server
+    from pyhelpers.shopsim.answers import unusable_server
+    from pyhelpers.shopsim.client import ShopSimClient, ShopSimError
     from pyhelpers.shopsim.protocol import UnusableServer
 
     try:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyhelpers.config import ray_ports
-from pyhelpers.config.load import Config, read_knobs
+from pyhelpers.config.declarations import read_knobs
+from pyhelpers.config.load import Config
 from pyhelpers.procs import netif
 
 PORTS = ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT")

@@ -13,7 +13,7 @@
 
 A knob without `fixed` or `machine` is recorded in run.json, and a resume that changes it records
 the change. Each place that needs one of these facts derives it from the declarations
-(load.read_knobs), so adding a knob is its lines in env/defaults.env and `make readme-knobs`.
+(declarations.read_knobs), so adding a knob is its lines in env/defaults.env and `make readme-knobs`.
 """
 
 from __future__ import annotations

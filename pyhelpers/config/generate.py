@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 
-from pyhelpers.config.load import Knob
+from pyhelpers.config.declarations import Knob
 
 # `#:` kind -> (the attribute's annotation, the Config method that converts the raw string).
 # A path `or empty` is None when empty (the knob is off), every other string kind stays str
@@ -91,7 +91,7 @@ def _plugin_fields(knobs: Mapping[str, Knob]) -> str:
 DECLARED_HEADER = """
 
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
-# read_knobs (load.py) takes them from here while env/defaults.env still has that digest, so the
+# read_knobs (declarations.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
 """
 

@@ -939,7 +939,7 @@ class PluginKnobs:
 
 
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
-# read_knobs (load.py) takes them from here while env/defaults.env still has that digest, so the
+# read_knobs (declarations.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
 SOURCE_SHA256 = 'b44013ac33e0b19f4f89f2faf5368e71766ef8b99484c30618d3c5ace7fb6489'
 # (name, default, doc, section, the type of the `#:` line or None, its facts, the menu's brief)

@@ -1,10 +1,10 @@
 """Resolved configuration: env/defaults.env < the project's .env < the process environment.
 
-One parser (python-dotenv) reads both files; ``${NAME}`` references are expanded after the
-precedence is applied, so an override of MODELS_DIR in .env moves HF_MODEL with it. The result
-is a plain value object that the rest of the code receives; nothing deeper reads os.environ. The
-files are read once per start: `config export` hands what they hold to every process the start
-runs (HANDED_VAR, start below), and a process handed them resolves from that, never a secret in it.
+One parser (python-dotenv) reads both files (declarations.py); ``${NAME}`` references are expanded
+after the precedence is applied, so an override of MODELS_DIR in .env moves HF_MODEL with it. The
+result is a plain value object that the rest of the code receives; nothing deeper reads os.environ.
+The files are read once per start: `config export` hands what they hold to every process the start
+runs (handed.py, start below), and a process handed them resolves from that, never a secret in it.
 """
 
 from __future__ import annotations
@@ -18,156 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyhelpers.config import facts
-from pyhelpers.config import knobs as generated
-from pyhelpers.config import types as knob_types
+from pyhelpers.config import handed
+from pyhelpers.config.declarations import PROJECT_ROOT, Knob, is_secret, read_knobs
 from pyhelpers.config.knobs import Knobs
-from pyhelpers.config.types import KnobType
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run.layout import wandb_dir
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-DEFAULTS_FILE = PROJECT_ROOT / "env" / "defaults.env"
-SECRET_SUFFIXES = facts.SECRET_SUFFIXES
 _REF = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
-_SENTENCE_ENDS = (".", "?", ":", ".)")
-
-
-@dataclass(frozen=True)
-class Knob:
-    """One declared knob: its name, raw default, doc comment, section, its type and range (the
-    `#:` line above it; None when the file lacks one, which tests/test_config_knobs.py refuses),
-    the facts after the type (facts.py) and its brief (the doc up to the first comment line that
-    ends a sentence: the menu's text)."""
-
-    name: str
-    default: str
-    doc: str
-    section: str
-    type: KnobType | None = None
-    facts: frozenset[str] = frozenset()
-    brief: str = ""
-
-    def has(self, fact: str) -> bool:
-        """Whether the declaration says `fact` (one of facts.FACTS: a misspelt one is a bug)."""
-        assert fact in facts.FACTS, fact
-        return fact in self.facts
-
-
-_PARSED: dict[tuple[str, int, int], tuple[str, dict[str, Knob]]] = {}
-
-
-def read_knobs(path: Path = DEFAULTS_FILE) -> dict[str, Knob]:
-    """Declared knobs, in file order, with the comment lines above each as its doc and the `#:`
-    line as its type and facts. A `#:` line that is not a type stops here, naming file and line.
-
-    The file is parsed when the declarations generated from it into knobs.py are not its own
-    (another file, or it changed since `make readme-knobs`: their digests differ), and then once
-    per process and version of the file."""
-    return dict(_declarations(Path(path))[1])
-
-
-def _declarations(path: Path) -> tuple[str, dict[str, Knob]]:
-    """(the file's digest, its knobs), once per process and version of the file."""
-    st = path.stat()
-    key = (str(path), st.st_mtime_ns, st.st_size)
-    if key not in _PARSED:
-        sha = digest(path)
-        _PARSED[key] = (sha, generated_knobs() if sha == generated.SOURCE_SHA256 else parse_knobs(path))
-    return _PARSED[key]
-
-
-def digest(path: Path) -> str:
-    """sha256 of a declarations file: which file knobs.py was generated from."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def generated_knobs() -> dict[str, Knob]:
-    """The declarations knobs.py holds (those of env/defaults.env when it was generated)."""
-    return {name: Knob(name, default, doc=doc, section=section, brief=brief, facts=frozenset(declared),
-                       type=knob_types.parse(spec, f"env/defaults.env: {name}") if spec is not None else None)
-            for name, default, doc, section, spec, declared, brief in generated.DECLARED}
-
-
-def parse_knobs(path: Path) -> dict[str, Knob]:
-    """Parse a declarations file (read_knobs, and the generator that writes knobs.py)."""
-    if log := os.environ.get("SHOPSIMRL_PARSE_LOG"):  # test-only: count the parses (tests/fakes/README.md)
-        with open(log, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()} {path}\n")
-    values, errors = read_env_file(path)
-    if errors:
-        raise ToolkitError("the knob declarations cannot be parsed", errors[0], "fix env/defaults.env")
-    knobs: dict[str, Knob] = {}
-    section, doc, spec, declared = "", [], None, ("", "")
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.startswith("## "):
-            section, doc, spec = line[3:].strip(), [], None
-        elif line.startswith("#:"):
-            type_text, _, facts_text = line[2:].partition(";")
-            spec, declared = _spec(type_text, f"{path}:{n}"), (facts_text, f"{path}:{n}")
-        elif line.startswith("#"):
-            doc.append(line.lstrip("#").strip())
-        elif "=" in line and not line.startswith(" "):
-            name = line.split("=", 1)[0].strip()
-            knobs[name] = Knob(name, values.get(name) or "", doc=" ".join(doc), section=section, type=spec,
-                               facts=_facts(name, *declared) if spec is not None else frozenset(), brief=_brief(doc))
-            doc, spec, declared = [], None, ("", "")
-        else:
-            doc, spec = [], None
-    return knobs
-
-
-def _spec(text: str, where: str) -> KnobType:
-    try:
-        return knob_types.parse(text, where)
-    except knob_types.SpecError as exc:
-        raise ToolkitError(str(exc), where, "write the type as its module doc says (pyhelpers/config/types.py)") from None
-
-
-def _facts(name: str, text: str, where: str) -> frozenset[str]:
-    try:
-        return facts.parse(text, name, where)
-    except facts.FactError as exc:
-        raise ToolkitError(str(exc), where, "write the facts as pyhelpers/config/facts.py says") from None
-
-
-def _brief(doc: list[str]) -> str:
-    """The doc's lines up to the first that ends a sentence (never cut mid-sentence)."""
-    end = next((i for i, line in enumerate(doc) if line.endswith(_SENTENCE_ENDS)), len(doc) - 1)
-    return " ".join(doc[:end + 1])
-
-
-_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.]*)\s*=")
-
-
-def read_env_file(path: Path) -> tuple[dict[str, str], tuple[str, ...]]:
-    """(values, errors) of a dotenv file, parsed by python-dotenv's own parser. Each statement it
-    cannot parse (an unterminated quote, a line without `=`) is an error `<file>:<line>: ...`;
-    python-dotenv itself would drop the key with a warning that names neither file nor key. The
-    error shows the key, never the value (it may be a secret)."""
-    from dotenv.parser import parse_stream  # local: python-dotenv, read only when a .env exists
-
-    values: dict[str, str] = {}
-    errors: list[str] = []
-    with path.open(encoding="utf-8") as f:
-        for b in parse_stream(f):
-            if b.error:
-                key = _KEY.match(b.original.string)
-                what = f"the value of {key.group(1)}" if key else "a line that is not NAME=value"
-                errors.append(f"{path}:{b.original.line}: cannot parse {what} (an unterminated quote? "
-                              "write NAME=value, NAME='value' or NAME=\"value\")")
-            elif b.key is not None:
-                values[b.key] = b.value or ""
-    return values, tuple(errors)
-
-
-def is_secret(name: str, extra: frozenset[str] = frozenset()) -> bool:
-    """A knob declared secret, a name by the naming rule of architecture §3 (a knob so named must be
-    declared secret: facts.py), or one listed in SECRET_VARS."""
-    if name.endswith(SECRET_SUFFIXES) or name in extra:
-        return True
-    knob = _declarations(DEFAULTS_FILE)[1].get(name)
-    return knob is not None and knob.has("secret")
 
 
 @dataclass(frozen=True)
@@ -270,6 +127,11 @@ class Config(Knobs):
         return f"/tmp/ray-{digest}"
 
     @property
+    def multinode(self) -> bool:
+        """A run across machines (NNODES > 1; docs/multinode.md): asked here only (tests/test_house_rules.py)."""
+        return self.NNODES > 1
+
+    @property
     def cuda_visible_devices(self) -> str:
         return ",".join(str(i) for i in range(max(self.int("NUM_GPUS"), 0)))
 
@@ -323,42 +185,7 @@ def make_command_line_names(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(a.split("=", 1)[0] for a in assignments if re.match(r"[A-Za-z_][A-Za-z0-9_]*=", a))
 
 
-def env_file_path(root: Path, environ: Mapping[str, str]) -> Path:
-    """The project's .env (SHOPSIMRL_ENV_FILE points elsewhere, for tests and rehearsals)."""
-    return Path(environ.get("SHOPSIMRL_ENV_FILE") or root / ".env")
-
-
-# A start's configuration as read from its files (JSON, no secret value), handed to the processes
-# of that start in their environment: bin/ scripts export what `config export` prints (start below).
-HANDED_VAR = "SHOPSIMRL_CONFIG"
-
-
-@dataclass(frozen=True)
-class _Files:
-    """What a resolution reads from the files: each value before the environment and ${NAME}
-    expansion (env/defaults.env < .env) and where it came from; .env's names that are no knob and
-    the statements it cannot parse; the declarations' digest."""
-
-    declared: str
-    env_file: Path
-    layered: dict[str, str]
-    sources: dict[str, str]
-    undeclared: tuple[str, ...]
-    env_errors: tuple[str, ...]
-
-
-def _read(root: Path, environ: Mapping[str, str], defaults_file: Path | None) -> _Files:
-    declared, knobs = _declarations(Path(defaults_file or root / "env" / "defaults.env"))
-    env_file = env_file_path(root, environ)
-    dotenv, env_errors = read_env_file(env_file) if env_file.is_file() else ({}, ())
-    layered = {name: knob.default for name, knob in knobs.items()}
-    sources = dict.fromkeys(layered, "env/defaults.env")
-    for name, value in dotenv.items():
-        layered[name], sources[name] = value, str(env_file)
-    return _Files(declared, env_file, layered, sources, tuple(sorted(set(dotenv) - set(knobs))), env_errors)
-
-
-def _resolve(files: _Files, root: Path, environ: Mapping[str, str]) -> Config:
+def _resolve(files: handed.Files, root: Path, environ: Mapping[str, str]) -> Config:
     """The environment over the files, then ${NAME} expansion. Every .env entry is kept (it may hold
     extra secrets or proxies); the environment gives only the values of names the files have."""
     values, sources = dict(files.layered), dict(files.sources)
@@ -372,11 +199,11 @@ def _resolve(files: _Files, root: Path, environ: Mapping[str, str]) -> Config:
 def load(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT,
          defaults_file: Path | None = None) -> Config:
     """Resolve the configuration: env/defaults.env < .env < `environ`. The files are read once per
-    start: a process handed what they held (HANDED_VAR: `config export` of a bin/ script) takes it
+    start: a process handed what they held (handed.py: `config export` of a bin/ script) takes it
     from there, and applies its own environment to it as a reading of the files would."""
     environ = os.environ if environ is None else environ
-    files = _handed(environ, root) if defaults_file is None else None
-    cfg = _resolve(files or _read(root, environ, defaults_file), root, environ)
+    files = handed.received(environ, root) if defaults_file is None else None
+    cfg = _resolve(files or handed.read_files(root, environ, defaults_file), root, environ)
     _note(cfg, "handed" if files else "resolved")
     return cfg
 
@@ -386,39 +213,14 @@ def start(environ: Mapping[str, str] | None = None, root: Path = PROJECT_ROOT) -
     the files held, each secret left out (a process that needs one reads it where it lives, .env or
     the environment). A text handed to this process is handed on as it is."""
     environ = os.environ if environ is None else environ
-    if (files := _handed(environ, root)) is not None:
+    if (files := handed.received(environ, root)) is not None:
         cfg = _resolve(files, root, environ)
         _note(cfg, "handed")
-        return cfg, environ[HANDED_VAR]
-    files = _read(root, environ, None)
+        return cfg, environ[handed.HANDED_VAR]
+    files = handed.read_files(root, environ, None)
     cfg = _resolve(files, root, environ)
     _note(cfg, "resolved")
-    secrets = sorted(n for n, where in files.sources.items() if where == str(files.env_file) and cfg.is_secret(n))
-    return cfg, json.dumps({
-        "declared": files.declared, "root": str(root), "env_file": str(files.env_file),
-        "layered": {n: "" if n in secrets else v for n, v in files.layered.items()}, "sources": files.sources,
-        "secrets_in_env_file": secrets, "undeclared": files.undeclared, "env_errors": files.env_errors,
-    }, separators=(",", ":"))
-
-
-def _handed(environ: Mapping[str, str], root: Path) -> _Files | None:
-    """The files' contents handed in HANDED_VAR, when they are this process's: the same root, .env
-    and declarations (those of knobs.py). A secret .env held is read from .env, unless the
-    environment gives it anyway."""
-    try:
-        doc = json.loads(environ.get(HANDED_VAR) or "null")
-    except ValueError:
-        return None
-    env_file = env_file_path(root, environ)
-    if not isinstance(doc, dict) or (doc.get("declared"), doc.get("root"), doc.get("env_file")) != (
-            generated.SOURCE_SHA256, str(root), str(env_file)):
-        return None
-    layered = doc["layered"]
-    if missing := [n for n in doc["secrets_in_env_file"] if n not in environ]:
-        dotenv = read_env_file(env_file)[0] if env_file.is_file() else {}
-        layered.update({n: dotenv.get(n, "") for n in missing})
-    return _Files(doc["declared"], env_file, layered, doc["sources"], tuple(doc["undeclared"]),
-                  tuple(doc["env_errors"]))
+    return cfg, handed.hand_on(files, root, cfg.is_secret)
 
 
 def _note(cfg: Config, how: str) -> None:

@@ -89,7 +89,7 @@ def env(cfg) -> dict[str, str]:
     every listener binds it; what it also turns off, joining other nodes to the cluster
     (scripts.py:1169), a one-machine run never does."""
     out = {p.setting: str(p.port) for p in ports(cfg) if not p.setting.startswith("--")}
-    if cfg.int("NNODES") > 1:
+    if cfg.multinode:
         return {**out, **multinode_env()}
     return {**out, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 

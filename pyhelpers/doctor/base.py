@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyhelpers.config.load import Config, is_secret
+from pyhelpers.config.declarations import is_secret
+from pyhelpers.config.load import Config
 
 PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
 STATUSES = (PASS, WARN, FAIL, SKIP)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pyhelpers.config.load import PROJECT_ROOT
+from pyhelpers.config.declarations import PROJECT_ROOT
 from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
 from pyhelpers.doctor.conda import env_prefix, slime_probe
 from pyhelpers.doctor.slime_probe import CUDNN_DISTS

@@ -11,7 +11,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyhelpers.config.load import PROJECT_ROOT, Config
+from pyhelpers.config.declarations import PROJECT_ROOT
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 
 HOOK = "cudnn_ldpath.sh"

@@ -46,7 +46,7 @@ def _forced_sockets(environ) -> tuple[str, str]:
 
 def check_nccl_net(ctx: Context) -> list[Result]:
     nnodes = ctx.cfg.NNODES
-    if nnodes == 1:
+    if not ctx.cfg.multinode:
         return [result("nccl-net", PASS, "one node (NNODES=1): NCCL stays inside this machine; its transport "
                                           "between nodes is checked when NNODES > 1")]
     ports = ib_ports(IB_ROOT)

@@ -11,7 +11,7 @@ reading against the midpoint, known to within half the interval.
 from __future__ import annotations
 
 from pyhelpers.doctor.base import PASS, SKIP, WARN, Context, Result, result
-from pyhelpers.launch import cluster, node_env, services
+from pyhelpers.launch import cluster, services
 from pyhelpers.run.layout import from_config
 
 SKEW_S = 2.0  # beyond the measuring interval: "a few seconds" is already more than NTP leaves
@@ -25,7 +25,7 @@ def offsets(clocks: dict) -> dict[str, tuple[float, float]]:
 
 def check_node_clocks(ctx: Context) -> list[Result]:
     cfg = ctx.cfg
-    if not node_env.multinode(cfg):
+    if not cfg.multinode:
         return [result("node-clocks", PASS, "one node (NNODES=1): no other clock to compare")]
     if cfg.HEAD_ADDR and cfg.HEAD_ADDR != cfg.NODE_ADDR:
         return [result("node-clocks", SKIP, "on a worker: the head compares every node's clock with its own",

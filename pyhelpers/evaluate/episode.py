@@ -55,7 +55,8 @@ from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder
 from pyhelpers.policy.sglang_client import GenerateResult, SGLangClient, SGLangError, SGLangUnavailable
 from pyhelpers.policy.system_prompt import PROMPT_VERSION
 from pyhelpers.policy.turns import TurnLimits, play_turns
-from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient, unusable_server
+from pyhelpers.shopsim.answers import unusable_server
+from pyhelpers.shopsim.client import EpisodeSlot, ShopSimClient
 from pyhelpers.shopsim.protocol import (
     BadTaskIndex,
     NoSlotError,

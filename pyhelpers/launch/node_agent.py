@@ -34,7 +34,7 @@ from typing import IO
 from pyhelpers.config.load import load
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import cluster, node_env
-from pyhelpers.procs import groups, procfs
+from pyhelpers.procs import family, procfs
 from pyhelpers.run.layout import RunLayout, from_config
 
 HEARTBEAT = 2.0
@@ -88,7 +88,7 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
     ports against the next start or `make join`, Ray's dashboard and runtime-env agents ignore TERM,
     Ray's workers run in groups of their own. This process is made their subreaper, so that even a
     process whose parent died and that made itself a new session is still found as a descendant."""
-    groups.become_subreaper()
+    family.become_subreaper()
     reason, rc = None, 0
     for attempt in range(1, attempts + 1):
         state = {"attempt": attempt, "attempts": attempts, "ray_started": None}
@@ -98,9 +98,9 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         try:
             reason = _run_once(child, state, stop_reason=stop_reason, beat=beat, heartbeat=heartbeat)
         finally:
-            ended = groups.stop_rest_of_my_family(grace, f"started by `ray start` (attempt {attempt})")
+            ended = family.stop_rest_of_my_family(grace, f"started by `ray start` (attempt {attempt})")
             rc = child.wait()
-            groups.reap_adopted()
+            family.reap_adopted()
         copier.join(timeout=2)  # its last lines first (nothing holds its pipe open any more)
         for r in ended:
             print(r.message, flush=True)

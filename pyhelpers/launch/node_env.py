@@ -42,15 +42,11 @@ def job_env_vars() -> dict[str, str]:
     return {v: "" for v in PROXY_VARS}
 
 
-def multinode(cfg) -> bool:
-    return cfg.NNODES > 1
-
-
 def of_this_node(cfg) -> dict[str, str]:
     """Added to the environment of this node's `ray start` (head or worker); nothing on one node."""
-    return raylet_env(cfg.NODE_ADDR, cfg.NET_IFACE) if multinode(cfg) else {}
+    return raylet_env(cfg.NODE_ADDR, cfg.NET_IFACE) if cfg.multinode else {}
 
 
 def dropped(cfg) -> tuple[str, ...]:
     """Taken out of the environment of this node's `ray start`; nothing on one node."""
-    return PROXY_VARS if multinode(cfg) else ()
+    return PROXY_VARS if cfg.multinode else ()

@@ -34,8 +34,7 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_lost, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs, ready
+from pyhelpers.procs import groups, procfs, ready
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.shopsim.gate import read_token
@@ -71,7 +70,8 @@ class Spec:
 def _shopsim_probe(url: str, token: Callable[[], str] = lambda: "") -> ready.Probe:
     def probe() -> tuple[bool, str]:
         # local: shopsim.client imports httpx (~70 ms), needed only when ShopSimulator is probed
-        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError, unusable_server
+        from pyhelpers.shopsim.answers import unusable_server
+        from pyhelpers.shopsim.client import ShopSimClient, ShopSimError
         from pyhelpers.shopsim.protocol import UnusableServer
 
         async def ask() -> bool:
@@ -160,19 +160,19 @@ def _ray_head_whole(cfg: Config, lay: RunLayout) -> None:
 
 
 def alive(lay: RunLayout, name: str) -> bool:
-    path = procs.pidfile(lay.pids, name)
-    return path.exists() and procs.state(procs.load(path)) == "alive"
+    path = groups.pidfile(lay.pids, name)
+    return path.exists() and groups.state(groups.load(path)) == "alive"
 
 
 def start(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, round_: int | None = None,
-          progress: Callable[[str], None] = lambda s: None) -> procs.Record:
+          progress: Callable[[str], None] = lambda s: None) -> groups.Record:
     """Start `name` (its address checked free first) without waiting for it."""
     s = spec(cfg, lay, name, model=model)
     for line in s.before_start():
         progress(line)
     progress(f"starting {name} on {s.address[0]}:{s.address[1]} (log: {lay.logs / (name + '.log')})")
     env = {k: v for k, v in os.environ.items() if k not in s.env_drop}
-    rec = procs.start(name, s.argv, pids_dir=lay.pids, logs_dir=lay.logs, env={**env, **s.env_extra},
+    rec = groups.start(name, s.argv, pids_dir=lay.pids, logs_dir=lay.logs, env={**env, **s.env_extra},
                       needs_ports=list(dict.fromkeys([s.address, *s.more_ports])), stop_leader_first=s.stop_leader_first)
     events.append(lay.run_dir, "service-start", service=name, pid=rec.pid,
                   **({"round": round_} if round_ is not None else {}))
@@ -184,7 +184,7 @@ def wait(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, ro
     s = spec(cfg, lay, name, model=model)
     took = ready.wait_service(lay.pids, name, s.probe, timeout=cfg.float(s.timeout_knob),
                               backoff_max=cfg.READY_BACKOFF_MAX, knob=s.timeout_knob)
-    rec = procs.load(procs.pidfile(lay.pids, name))
+    rec = groups.load(groups.pidfile(lay.pids, name))
     s.once_up(set(procfs.group_members(rec.pgid)))
     events.append(lay.run_dir, "service-ready", service=name, seconds=round(took, 3),
                   **({"round": round_} if round_ is not None else {}))
@@ -227,7 +227,7 @@ def run_in_background(cfg: Config, lay: RunLayout, name: str) -> None:
     """Background service `name` (BACKGROUND) unless one runs: `make stop` and `make resume` find it
     by its pidfile."""
     if not alive(lay, name):
-        procs.start(name, background_argv(name), pids_dir=lay.pids, logs_dir=lay.logs, env=_background_env(cfg, name))
+        groups.start(name, background_argv(name), pids_dir=lay.pids, logs_dir=lay.logs, env=_background_env(cfg, name))
 
 
 def log_wandb(cfg: Config, lay: RunLayout, poll: float = 0.2) -> list[str]:
@@ -238,7 +238,7 @@ def log_wandb(cfg: Config, lay: RunLayout, poll: float = 0.2) -> list[str]:
         time.sleep(poll)
     log = lay.logs / "wandb-log.log"
     start_at = log.stat().st_size if log.exists() else 0
-    _, child = procs.spawn("wandb-log", background_argv("wandb-log"), pids_dir=lay.pids, logs_dir=lay.logs,
+    _, child = groups.spawn("wandb-log", background_argv("wandb-log"), pids_dir=lay.pids, logs_dir=lay.logs,
                            env=_background_env(cfg, "wandb-log"))
     rc = child.wait()
     with open(log, "rb") as fh:
@@ -252,7 +252,7 @@ def log_wandb(cfg: Config, lay: RunLayout, poll: float = 0.2) -> list[str]:
 
 def stop(cfg: Config, lay: RunLayout, *names: str) -> list[str]:
     """Stop the named services if they run (TERM, STOP_GRACE, KILL)."""
-    return [r.message for r in procs.stop_all(lay.pids, cfg.STOP_GRACE, names=names, missing_ok=True)]
+    return [r.message for r in groups.stop_all(lay.pids, cfg.STOP_GRACE, names=names, missing_ok=True)]
 
 
 def free_all_slots(cfg: Config, lay: RunLayout, stage: str, round_: int | None) -> str:
@@ -284,7 +284,7 @@ def watch_shopsim(cfg: Config, lay: RunLayout, round_: int, stopped: Callable[[f
     while not stopped(poll):
         if not alive(lay, "shopsim"):
             done = restarts(lay, round_)
-            tail = " | ".join(procs.log_tail(lay.logs / "shopsim.log", 3))
+            tail = " | ".join(groups.log_tail(lay.logs / "shopsim.log", 3))
             if done >= limit:
                 reason = (f"ShopSimulator died {done + 1} times in round {round_} (SHOPSIM_MAX_RESTARTS={limit}); "
                           f"last log lines: {tail}")

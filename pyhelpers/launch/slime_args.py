@@ -78,7 +78,7 @@ def runtime_env(cfg: Config, key_files: dict[str, str] | None = None) -> dict:
     return {"env_vars": {"PYTHONPATH": pythonpath, "CUDA_DEVICE_MAX_CONNECTIONS": "1",
                          "NCCL_NVLS_ENABLE": gpu_topology.nvls_enable(cfg.NVIDIA_SMI, os.environ),
                          **jit_caches.env(cfg),  # Megatron's and the engines' kernels: config/jit_caches.py
-                         **(node_env.job_env_vars() if node_env.multinode(cfg) else {}),
+                         **(node_env.job_env_vars() if cfg.multinode else {}),
                          **(key_files or {})}}
 
 
@@ -97,7 +97,7 @@ def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
 
 def head_node_addr(cfg: Config) -> str:
     """The address the head's Ray node binds, its GCS included (docs/multinode.md §4)."""
-    return cfg.NODE_ADDR if cfg.NNODES > 1 else "127.0.0.1"
+    return cfg.NODE_ADDR if cfg.multinode else "127.0.0.1"
 
 
 def ray_head(cfg: Config) -> list[str]:

@@ -35,11 +35,10 @@ from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results as eval_results
-from pyhelpers.launch import cluster, node_env, ray_nodes, services, slime_job
+from pyhelpers.launch import cluster, ray_nodes, services, slime_job
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs
+from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.metrics import last_record
 from pyhelpers.run import events
 from pyhelpers.run import stop as runstop
@@ -181,7 +180,7 @@ class Loop:
             self.notifier.send("run-start", f"run started at round {first.round}, stage {first.stage} "
                                             f"({self.cfg.ROUNDS} rounds of {self.cfg.STEPS_PER_ROUND} steps)")
         done = threading.Event()
-        if node_env.multinode(self.cfg):  # when each worker's heartbeat changes, by this machine's clock
+        if self.cfg.multinode:  # when each worker's heartbeat changes, by this machine's clock
             threading.Thread(target=cluster.watch_heartbeats, args=(self.lay, done.wait, procfs.hostname()),
                              daemon=True, name="heartbeats").start()
         try:
@@ -232,7 +231,7 @@ class Loop:
     def _failed(self, r: int, stage: str, exc: Exception) -> None:
         """Restart after a transient failure (returns), or raise ToolkitError with the reason."""
         log = stages.get(stage).log
-        tail = "\n".join(procs.log_tail(self.lay.logs / log, 40)) if log else ""
+        tail = "\n".join(groups.log_tail(self.lay.logs / log, 40)) if log else ""
         failure = supervisor.classify_exception(stage, r, step=self._step(r, stage), exc=exc, log_text=tail)
         lost = self._lost_nodes() if failure.cause not in ("node-lost", "ray-lost", "bug", "config", "flag") else []
         if lost:  # the job died of it, whatever its last line says (an actor's death may be read first)
@@ -252,12 +251,12 @@ class Loop:
         n = len(self.supervisor.seen)
         events.append(self.lay.run_dir, "run-restart", round=r, stage=stage, step=failure.step, cause=failure.cause,
                       excerpt=failure.excerpt, attempt=n, wait_s=decision.wait_s)
-        what = "the job" if failure.cause == "node-lost" and node_env.multinode(self.cfg) else "the job and the services"
+        what = "the job" if failure.cause == "node-lost" and self.cfg.multinode else "the job and the services"
         self.echo(f"restart {n} of at most {self.supervisor.max_restarts}: {decision.reason}; "
                   f"stopping {what}, then resuming in {decision.wait_s:g} s")
         self.notifier.send("restart", f"restart {n}: {decision.reason}"[:1500], round=r, stage=stage,
                            cause=failure.cause)
-        if failure.cause == "node-lost" and node_env.multinode(self.cfg):
+        if failure.cause == "node-lost" and self.cfg.multinode:
             self._wait_for_lost_node(decision.wait_s)
             return
         self._stop_everything()
@@ -285,7 +284,7 @@ class Loop:
 
     def _lost_nodes(self) -> list[str]:
         """A multi-node run's workers that are gone now ([] when the head cannot tell)."""
-        if not (node_env.multinode(self.cfg) and services.alive(self.lay, "ray-head")):
+        if not (self.cfg.multinode and services.alive(self.lay, "ray-head")):
             return []
         try:
             nodes = ray_nodes.list_nodes(self.cfg.RAY_DASHBOARD_PORT, self.lay.run_dir, self._raylet_port())

@@ -14,7 +14,8 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from pyhelpers.config.load import Config, read_knobs
+from pyhelpers.config.declarations import read_knobs
+from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, load_json_or_none, write_json_atomic
 

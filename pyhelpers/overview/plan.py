@@ -16,7 +16,7 @@ from pyhelpers.capacity.diskplan import gb
 from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import cluster, node_env, services
+from pyhelpers.launch import cluster, services
 from pyhelpers.overview import rehearsal
 from pyhelpers.run import hints
 from pyhelpers.run.layout import RunLayout
@@ -112,13 +112,13 @@ def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> li
         n = diskguard.need(cfg, lay, stage.name, stage.writes)
         out.append(f"disk: {n.explain()} -> {'ok' if n.fits else 'SHORT'}")
     ray = ", ".join(f"{p.what} {p.port}" for p in ray_ports.ports(cfg))
-    if node_env.multinode(cfg):
+    if cfg.multinode:
         out.append(f"each node's `ray start` also gets its own address and interface (this head: "
                    f"{cluster.node_env_text(cfg)}); the job's runtime env clears the proxy variables")
     gate = f", {cfg.NODE_ADDR}:{cfg.SHOPSIM_PORT} (ShopSimulator's gate, token required)" \
-        if node_env.multinode(cfg) else ""
+        if cfg.multinode else ""
     ray_where = (f"Ray on {cfg.NODE_ADDR} and 127.0.0.1 (its gRPC servers on every address: docs/multinode.md "
-                 "§4), the dashboard and job API on 127.0.0.1") if node_env.multinode(cfg) else "Ray on 127.0.0.1 only"
+                 "§4), the dashboard and job API on 127.0.0.1") if cfg.multinode else "Ray on 127.0.0.1 only"
     out.append(f"opens: shopsim {cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}{gate}, eval server 127.0.0.1:{cfg.EVAL_PORT}, "
                f"{ray_where}, the run's token required ({ray}; workers on kernel-chosen ports); "
                f"Ray temp dir {cfg.ray_temp_dir}")

@@ -19,14 +19,14 @@ from pyhelpers.evaluate.results import results
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import cluster, ray_nodes, rayjob
 from pyhelpers.overview import manifest
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs
+from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.metrics import last_record, read_jsonl
 from pyhelpers.run import checkpoints as ck
 from pyhelpers.run import events, gpu_time, hints
 from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.skills.bank import status_line
+from pyhelpers.stages import eval_session
 from pyhelpers.stages import position as runstate
 from pyhelpers.stages import progress as runprogress
 from pyhelpers.stages.progress import duration, step_words
@@ -80,11 +80,11 @@ def _services(cfg: Config, lay: RunLayout) -> list[dict]:
     knob's port when they hold it), never what this shell's configuration says now: .env may
     have changed since the run started, and a rehearsal's shell is not the run's."""
     rows = []
-    groups = {r.name: r.pgid for r in procs.records(lay.pids)}
-    for row in procs.status(lay.pids):
+    pgids = {r.name: r.pgid for r in groups.records(lay.pids)}
+    for row in groups.status(lay.pids):
         _, port_knob = PORTS.get(row["name"], (None, None))
         if port_knob and row["state"] == "alive":
-            held = _held(groups[row["name"]])
+            held = _held(pgids[row["name"]])
             wanted = [a for a in held if str(a[1]) == cfg[port_knob]] or held  # else each port it holds
             if wanted:
                 row["address"] = ", ".join(f"{addr}:{port}" for addr, port in wanted)
@@ -125,7 +125,8 @@ def _progress(lay: RunLayout, pos: dict, evs: list[dict], running: bool, rounds:
             out["last_step"] = step_words(recs[max(recs)].get("metrics") or {})
     start = next((e["t"] for e in reversed(evs) if e.get("kind") == "stage-start" and e.get("stage") == stage), None)
     pub = runprogress.published(lay.run_dir)
-    if stage in ("evaluate", "baseline") and pub and start and pub.get("t", 0) >= start:
+    # a stage on the eval server (its log is the server's: eval_session) publishes its episodes
+    if stages.get(stage).log == eval_session.SERVER_LOG and pub and start and pub.get("t", 0) >= start:
         out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
     if running:
         eta = runprogress.estimate(evs, stages.ROUND, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage,
@@ -218,7 +219,7 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "report": str(lay.run_dir / "report" / "index.html") if (lay.run_dir / "report" / "index.html").is_file()
         else None,
     }
-    if cfg.NNODES > 1:  # a one-node run's status stays as it was
+    if cfg.multinode:  # a one-node run's status stays as it was
         st["ray_nodes"] = _nodes(cfg, lay, st)
     return st
 

@@ -15,15 +15,12 @@ the grace period and says which happened. A service whose own process ends its g
 order (recorded with stop_leader_first: `ray start --block`, which stops its raylet, GCS and the
 rest as `ray stop` does) gets that TERM alone first, the group's only if members remain after the
 grace. `stop_all()` does that in reverse start order.
-`stop_marked()` ends processes that are in no pidfile group but reference a path we created
-(Ray's workers run in their own process groups; their marker is the Ray temp dir). Nothing is
-ever signalled by name.
+Processes that no pidfile names (Ray's workers, a process's own descendants) are family.py's.
+Nothing is ever signalled by name.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import re
@@ -43,7 +40,6 @@ from pyhelpers.procs import ports, procfs
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 KILL_WAIT_S = 5.0  # after KILL the kernel ends a group at once, unless a member sits in state D
 POLL_S = 0.05
-FAMILY_SCANS = 5  # stop_rest_of_my_family: a process forked while the last ones were ended is found by the next
 
 
 @dataclass(frozen=True)
@@ -222,30 +218,6 @@ def _check_program(name: str, program: str, *, env: Mapping[str, str] | None, cw
                            "check the program path / PATH and the knob that names it")
 
 
-def _prctl(option: int, arg: int) -> bool:
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(option, arg) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def die_with_parent() -> None:
-    """Ask the kernel to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG; Linux).
-    The training loop and the lock holder are the driver's children: they must not outlive it."""
-    parent = os.getppid()
-    if not _prctl(1, signal.SIGKILL):  # 1 = PR_SET_PDEATHSIG
-        return
-    if os.getppid() != parent:  # the parent died before the call took effect
-        os._exit(137)
-
-
-def become_subreaper() -> bool:
-    """Have the kernel hand this process every orphaned descendant (PR_SET_CHILD_SUBREAPER; Linux
-    3.4+) instead of PID 1: what a child started stays this process's descendant even when it put
-    itself in a new session and its parent died, so `stop_rest_of_my_family` still finds it."""
-    return _prctl(36, 1)  # 36 = PR_SET_CHILD_SUBREAPER
-
-
 def stop_group(pgid: int, grace: float, leader_first: bool = False) -> tuple[str, str]:
     """TERM the group, wait up to `grace` s for every non-zombie member to exit, then KILL.
     leader_first: TERM the leader (pid == pgid) alone and give it `grace` s to end its group its
@@ -364,104 +336,3 @@ def log_tail(path: str | Path, lines: int = 30) -> list[str]:
     except OSError:
         return []
     return data.decode("utf-8", "replace").splitlines()[-lines:]
-
-
-def stop_marked(marker: str | Path, grace: float, *, open_files: bool = False,
-                dry_run: bool = False) -> list[StopResult]:
-    """End every process that references the path `marker` (see procfs.marker_matches), e.g.
-    all processes of a Ray session, identified by its temp dir: TERM each, wait up to `grace`,
-    KILL the rest, then look again (a dying raylet may still have forked a worker) — twice.
-
-    Each process is signalled through a pidfd opened while its start time still matched, so a
-    pid reused between the scan and the signal is never hit. Returns one result per process.
-    """
-    results: dict[int, StopResult] = {}
-    for _ in range(2):
-        found = procfs.marker_matches(marker, open_files=open_files)
-        targets = {pid: how for pid, how in found.items() if pid not in results}
-        if not targets:
-            break
-        if dry_run:
-            return [StopResult(procfs.cmdline(p), p, outcome="would-stop", message=f"pid {p} ({procfs.cmdline(p)}): "
-                               f"would stop — {how}") for p, how in sorted(targets.items())]
-        results.update(_end_processes(targets, grace))
-    return [results[p] for p in sorted(results)]
-
-
-def stop_rest_of_my_family(grace: float, why: str) -> list[StopResult]:
-    """End every other live member of this process's own group and every descendant of this process,
-    whatever group or session it made itself (TERM, `grace`, KILL; looked for again until none is
-    left, as a dying process may still fork), e.g. all a child started, before a service starts it
-    again or ends. A descendant whose parent died is found only in a subreaper (`become_subreaper`).
-    Never this process; never its ancestors' other groups."""
-    me = os.getpid()
-    results: dict[int, StopResult] = {}
-    for _ in range(FAMILY_SCANS):
-        targets = {pid: why for pid in {*procfs.group_members(os.getpgid(0)), *procfs.descendants(me)}
-                   if pid != me and pid not in results}
-        if not targets:
-            break
-        results.update(_end_processes(targets, grace))
-    return [r for _, r in sorted(results.items())]
-
-
-def reap_adopted() -> None:
-    """Collect the exit status of this process's dead children: a subreaper adopts orphans, which end
-    as its zombies. Call it once every Popen of this process has been waited for (it would take a
-    live Popen's status)."""
-    me = os.getpid()
-    for pid in procfs.all_pids():
-        st = procfs.read_stat(pid)
-        if st and st.ppid == me and st.state == "Z":
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
-
-
-def stop_pids(targets: dict[int, str], grace: float) -> list[StopResult]:
-    """End these processes ({pid: why}), each through a pidfd (TERM, `grace`, KILL): processes that
-    no pidfile group holds, e.g. those inside a network namespace of ours."""
-    return [r for _, r in sorted(_end_processes(targets, grace).items())]
-
-
-def _end_processes(targets: dict[int, str], grace: float) -> dict[int, StopResult]:
-    handles = {}
-    for pid in targets:
-        st = procfs.read_stat(pid)
-        if not st or st.state == "Z":
-            continue
-        cmd = procfs.cmdline(pid)
-        try:
-            fd = os.pidfd_open(pid)
-        except (ProcessLookupError, OSError):
-            continue
-        if procfs.start_ticks(pid) != st.start_ticks:  # pid reused before we held it
-            os.close(fd)
-            continue
-        handles[pid] = (fd, st.start_ticks, cmd)
-    out: dict[int, StopResult] = {}
-    try:
-        for sig, wait_s, outcome in ((signal.SIGTERM, grace, "stopped"), (signal.SIGKILL, KILL_WAIT_S, "killed")):
-            live = [p for p in handles if p not in out]
-            for pid in live:
-                try:
-                    signal.pidfd_send_signal(handles[pid][0], sig)
-                except ProcessLookupError:
-                    pass
-            deadline = time.monotonic() + wait_s
-            while True:
-                for pid in live:
-                    if pid not in out and not procfs.is_alive(pid, handles[pid][1]):
-                        how = "after TERM" if outcome == "stopped" else f"after {grace:g} s"
-                        out[pid] = StopResult(handles[pid][2], pid, outcome=outcome,
-                                              message=f"pid {pid} ({handles[pid][2]}): {outcome} {how} — {targets[pid]}")
-                if all(p in out for p in live) or time.monotonic() >= deadline:
-                    break
-                time.sleep(POLL_S)
-        for pid in handles:
-            if pid not in out:
-                out[pid] = StopResult(handles[pid][2], pid, outcome="stuck", message=f"pid {pid} ({handles[pid][2]}): "
-                                      "still alive after KILL (state D: waiting in the kernel)")
-    finally:
-        for fd, _, _ in handles.values():
-            os.close(fd)
-    return out

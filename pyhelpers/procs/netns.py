@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.procs import groups, netif
+from pyhelpers.procs import family, netif
 
 NETWORK = "198.51.100.0/24"
 HEAD_ADDR, WORKER_ADDR = "198.51.100.1", "198.51.100.2"
@@ -151,7 +151,7 @@ class Pair:
             inside = {p: f"inside {n.ns}" for n in (self.head, self.worker) for p in n.pids()}
             if not inside:
                 break
-            done += [r.message for r in groups.stop_pids(inside, grace)]
+            done += [r.message for r in family.stop_pids(inside, grace)]
         for node in (self.head, self.worker):
             for _ in range(REMOVE_SCANS):  # (a name mounted twice needs a `del` per mount)
                 if not ((NETNS_DIR / node.ns).exists() or str(NETNS_DIR / node.ns) in self.mounted()):

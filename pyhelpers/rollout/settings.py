@@ -195,7 +195,7 @@ def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
         "bank_path": str(bank) if bank.exists() else "",
         "tasks_path": str(cfg.TRAIN_TASKS),
         "shopsim_url": f"http://{cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}",
-        **(_through_the_gate(cfg, layout) if cfg.NNODES > 1 else {}),
+        **(_through_the_gate(cfg, layout) if cfg.multinode else {}),
         **{f.name: _yaml_value(getattr(cfg, f.name.upper())) for f in fields(PluginKnobs)},
         # At least the old fixed 90 s; longer when the simulator may wait longer for a slot.
         "shopsim_reset_timeout_s": max(90.0, protocol.reset_timeout_s(cfg.SHOPSIM_RESET_RETRIES,

@@ -27,8 +27,7 @@ import time
 from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs
+from pyhelpers.procs import family, groups, procfs
 from pyhelpers.run import events
 from pyhelpers.run import lock as runlock
 from pyhelpers.run.layout import RunLayout, job_netrc
@@ -41,9 +40,9 @@ def cleanup(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job) -> lis
     t0 = time.monotonic()
     lines = [stop_job()]
     job_netrc(lay.run_dir).unlink(missing_ok=True)  # the job's W&B key goes with the job (a killed driver's too)
-    results = procs.stop_all(lay.pids, grace)
+    results = groups.stop_all(lay.pids, grace)
     if Path(ray_temp_dir).exists():
-        results += procs.stop_marked(ray_temp_dir, grace)
+        results += family.stop_marked(ray_temp_dir, grace)
     if any(r.outcome in ("stopped", "killed", "stuck") for r in results):
         events.append(lay.run_dir, "cleanup", seconds=round(time.monotonic() - t0, 3))
     return [ln for ln in lines + [r.message for r in results] if ln]

@@ -56,23 +56,12 @@ from typing import Any
 
 import httpx
 
-from pyhelpers.errors import ToolkitError
-from pyhelpers.shopsim import actions
-from pyhelpers.shopsim import protocol as p
+from pyhelpers.shopsim import actions, answers, protocol
 from pyhelpers.shopsim.protocol import NoSlotError, ShopSimError, TransportError  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
 RELEASE_TRIES = 3
-NOT_SHOPSIM_FIX = ("another program answers there (`make doctor` names the holder of SHOPSIM_PORT): stop it, or "
-                   "point SHOPSIM_HOST/SHOPSIM_PORT (or --shopsim) at ShopSimulator")
-
-
-def unusable_server(exc: p.UnusableServer, url: str) -> ToolkitError:
-    """The error for a probe answered by a server that will not serve this client (another program,
-    or ShopSimulator answering with an error): waiting for it to become ready
-    (SHOPSIM_START_TIMEOUT) would only delay the same answer."""
-    return ToolkitError(str(exc), url, exc.fix)
 
 
 class ShopSimClient:
@@ -89,7 +78,7 @@ class ShopSimClient:
                  release_timeout: float = 10.0, connect_timeout: float = 5.0, max_connections: int = 512,
                  max_slots: int | None = None, pool_size: int | None = None, connect_retries: int = 2,
                  transport: httpx.AsyncBaseTransport | None = None, token: str = ""):
-        self.url = base_url.rstrip("/") + p.API_PATH
+        self.url = base_url.rstrip("/") + protocol.API_PATH
         self.timeout, self.reset_timeout, self.release_timeout = timeout, reset_timeout, release_timeout
         self._connect_timeout = connect_timeout
         limits = httpx.Limits(max_connections=max_connections,
@@ -149,7 +138,7 @@ class ShopSimClient:
         """The answer's JSON and headers (the fence's INSTANCE_HEADER and LEASE_HEADER among them)."""
         action = payload.get("action", "")
         t = httpx.Timeout(timeout, connect=min(self._connect_timeout, timeout), pool=timeout)
-        headers = {name: value for name, value in ((p.INSTANCE_HEADER, instance), (p.LEASE_HEADER, lease)) if value}
+        headers = {name: value for name, value in ((protocol.INSTANCE_HEADER, instance), (protocol.LEASE_HEADER, lease)) if value}
         try:
             resp = await self._http.post(self.url, json=payload, timeout=t, headers=headers)
         except httpx.TimeoutException as exc:
@@ -158,17 +147,17 @@ class ShopSimClient:
             raise TransportError(f"{type(exc).__name__}: {exc} ({self.url})", action=action) from exc
         if resp.status_code != 200:
             ctype = resp.headers.get("Content-Type", "")
-            raise p.HTTPStatusError(p.http_status_message(resp.status_code, ctype, resp.text, self.url),
+            raise protocol.HTTPStatusError(protocol.http_status_message(resp.status_code, ctype, resp.text, self.url),
                                     status=resp.status_code, action=action,
-                                    from_shopsim=p.is_shopsim_answer(resp.status_code, ctype, resp.text,
-                                                                     resp.headers.get(p.INSTANCE_HEADER)))
+                                    from_shopsim=protocol.is_shopsim_answer(resp.status_code, ctype, resp.text,
+                                                                     resp.headers.get(protocol.INSTANCE_HEADER)))
         try:
             return resp.json(), resp.headers
         except ValueError as exc:
-            raise p.ProtocolError(f"answer is not JSON: {resp.text[:200]}", action=action) from exc
+            raise protocol.ProtocolError(f"answer is not JSON: {resp.text[:200]}", action=action) from exc
 
     # ------------------------------------------------------------------ the five requests
-    async def reset(self, task_idx: int) -> p.ResetResult:
+    async def reset(self, task_idx: int) -> protocol.ResetResult:
         """Start task `task_idx` in a slot the server picks. NoSlotError when the pool is exhausted.
         The caller owns the returned slot (env_idx, of simulator `instance`); prefer episode_slot().
 
@@ -179,19 +168,19 @@ class ShopSimClient:
         error); if it fails the same way, BadTaskIndex names both causes."""
         try:
             return await self._reset_once(task_idx)
-        except p.BadTaskIndex:
+        except protocol.BadTaskIndex:
             pass
         try:
             started = await self._reset_once(task_idx)
-        except p.BadTaskIndex:
+        except protocol.BadTaskIndex:
             self.unknown_slots += 1  # the first reset's pop (the caller counts the second's)
-            raise p.BadTaskIndex(
-                f"server error: {p.BAD_INDEX_ERROR}, twice: ShopSimulator has no task index {task_idx}, unless its "
+            raise protocol.BadTaskIndex(
+                f"server error: {protocol.BAD_INDEX_ERROR}, twice: ShopSimulator has no task index {task_idx}, unless its "
                 "free list holds slot numbers beyond its pool (another client's release_one of such a number, "
                 "pack_api.py:81-83; restart ShopSimulator to clear it); a slot was taken",
-                action="reset", server_message=p.BAD_INDEX_ERROR) from None
+                action="reset", server_message=protocol.BAD_INDEX_ERROR) from None
         except NoSlotError as exc:  # not "nothing taken": the first reset may have popped a real slot
-            raise ShopSimError(f"server error: {p.BAD_INDEX_ERROR}, then no free slot for a second reset of task "
+            raise ShopSimError(f"server error: {protocol.BAD_INDEX_ERROR}, then no free slot for a second reset of task "
                                f"{task_idx} (sent because a slot number beyond the pool answers the same): the first "
                                "may have taken a slot", action="reset", server_message=exc.server_message) from exc
         except BaseException:
@@ -203,19 +192,19 @@ class ShopSimClient:
                     "started in slot %d on the second reset", task_idx, started.env_idx)
         return started
 
-    async def _reset_once(self, task_idx: int) -> p.ResetResult:
-        body, headers = await self._post_tagged(p.reset_payload(task_idx), self.reset_timeout)
-        return replace(p.parse_reset(body), instance=headers.get(p.INSTANCE_HEADER), lease=headers.get(p.LEASE_HEADER))
+    async def _reset_once(self, task_idx: int) -> protocol.ResetResult:
+        body, headers = await self._post_tagged(protocol.reset_payload(task_idx), self.reset_timeout)
+        return replace(protocol.parse_reset(body), instance=headers.get(protocol.INSTANCE_HEADER), lease=headers.get(protocol.LEASE_HEADER))
 
     async def _interact(self, env_idx: int, response_text: str, *, normalize: bool = True,
-                        instance: str | None = None, lease: str | None = None) -> p.StepResult:
+                        instance: str | None = None, lease: str | None = None) -> protocol.StepResult:
         """Send the model's text (as actions.wire_response makes it pack_api-parseable). With the
         slot's `instance` and `lease`, a simulator that restarted or freed the slot since refuses
         it unseen (StaleSlotError, FreedSlotError). Private: pack_api steps any slot number it is
         given, held or free (pack_api.py:109), so only EpisodeSlot.interact calls this, for a slot
         it still holds."""
         wire = actions.wire_response(response_text, normalize=normalize)
-        return p.parse_interact(await self._post(p.interact_payload(env_idx, wire), self.timeout, instance, lease))
+        return protocol.parse_interact(await self._post(protocol.interact_payload(env_idx, wire), self.timeout, instance, lease))
 
     async def release_one(self, env_idx: int, instance: str | None = None) -> str:
         """Free slot env_idx. An index beyond pool_size is refused: pack_api would add it to its
@@ -227,45 +216,28 @@ class ShopSimClient:
         return await self._release_one(env_idx, instance)
 
     async def _release_one(self, env_idx: int, instance: str | None = None, lease: str | None = None) -> str:
-        return p.parse_message(await self._post(p.release_one_payload(env_idx), self.release_timeout, instance, lease),
+        return protocol.parse_message(await self._post(protocol.release_one_payload(env_idx), self.release_timeout, instance, lease),
                                "release_one")
 
     async def release_all(self) -> str:
         """Frees EVERY slot, including other clients' — only for a server nobody else uses."""
-        return p.parse_message(await self._post(p.release_all_payload(), self.release_timeout), "release_all")
+        return protocol.parse_message(await self._post(protocol.release_all_payload(), self.release_timeout), "release_all")
 
     async def probe(self, timeout: float | None = None) -> bool:
         """True when the server answers the no-slot probe (consumes no slot); False when nothing
         answers yet. Any other answer will not change by waiting: UnusableServer, as NotShopSim
         (another program answers) or ShopSimRefused (ShopSimulator answers with an error)."""
         try:
-            body = await self._post(p.probe_payload(), timeout or self.release_timeout)
-        except p.HTTPStatusError as exc:  # an answer, so a server; pack_api itself always says 200
+            body = await self._post(protocol.probe_payload(), timeout or self.release_timeout)
+        except protocol.HTTPStatusError as exc:  # an answer, so a server; pack_api itself always says 200
             if exc.status == 401:  # the run's gate (multi-node), refusing this client's token: say so
                 raise
-            if exc.from_shopsim:  # its Flask's error page (or the fence's header): the simulator's own
-                raise p.ShopSimRefused(f"ShopSimulator answered with an error: {exc.detail}",
-                                       fix=p.refused_fix(exc.status), action="probe") from None
-            raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator "
-                               f"(no {p.API_PATH})", fix=NOT_SHOPSIM_FIX, action="probe") from None
+            raise answers.unusable_error_answer(exc) from None
         except TransportError:
             return False
-        except p.ProtocolError as exc:  # HTTP 200 that is not JSON
-            raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator",
-                               fix=NOT_SHOPSIM_FIX, action="probe") from None
-        try:
-            p.result_of(body, "probe")
-        except p.ProbeOK:
-            return True
-        except ShopSimError as exc:
-            if exc.server_message is None:  # no pack_api `result`
-                raise p.NotShopSim(f"{exc.detail} — the server at this address is not ShopSimulator",
-                                   fix=NOT_SHOPSIM_FIX, action="probe") from None
-            raise p.ShopSimRefused(f"ShopSimulator answered with an error: {exc.detail}",
-                                   fix=p.refused_fix(200, exc.server_message), action="probe",
-                                   server_message=exc.server_message) from None
-        raise p.NotShopSim(f"an answer that is not pack_api's to its probe: {str(body)[:200]}", fix=NOT_SHOPSIM_FIX,
-                           action="probe")
+        except protocol.ProtocolError as exc:  # HTTP 200 that is not JSON
+            raise answers.not_shopsim(exc) from None
+        return answers.probe_answered(body)
 
     # ------------------------------------------------------------------ slots
     async def free_unknown(self) -> int:
@@ -291,7 +263,7 @@ class ShopSimClient:
             try:
                 await self._release_one(env_idx, instance, lease)
                 return True
-            except p.SlotNotHeld:
+            except protocol.SlotNotHeld:
                 return False  # restarted, or freed since: this number is not ours to free any more
             except ShopSimError as exc:
                 last = exc
@@ -305,7 +277,7 @@ class EpisodeSlot:
 
     def __init__(self, client: ShopSimClient, task_idx: int):
         self.client, self.task_idx = client, task_idx
-        self.reset: p.ResetResult | None = None
+        self.reset: protocol.ResetResult | None = None
         self.env_idx: int | None = None
         self.over = False
         self.released = False
@@ -339,18 +311,18 @@ class EpisodeSlot:
         """The fence's lease of this slot (None: no fence in front of the simulator)."""
         return self.reset.lease if self.reset else None
 
-    async def interact(self, response_text: str, *, normalize: bool = True) -> p.StepResult:
+    async def interact(self, response_text: str, *, normalize: bool = True) -> protocol.StepResult:
         if self.over or self.released or self.maybe_freed or self.env_idx is None:
             raise ShopSimError("episode slot is closed", action="interact")
         instance = self.reset.instance if self.reset else None
         try:
             step = await self._track(self.client._interact(self.env_idx, response_text, normalize=normalize,
                                                            instance=instance, lease=self.lease))
-        except p.SlotNotHeld:
+        except protocol.SlotNotHeld:
             self._mark_over()  # restarted or freed since: the number may be someone else's, never release it
             raise
-        except p.HTTPStatusError as exc:
-            self.maybe_freed = self.lease is None and _may_have_freed(exc)
+        except protocol.HTTPStatusError as exc:
+            self.maybe_freed = self.lease is None and answers.may_have_freed(exc)
             raise
         if step.over:
             self._mark_over()
@@ -392,7 +364,7 @@ class EpisodeSlot:
                 answer = inflight.result() if failure is None else None
             if reset_failed:
                 if answer is None:
-                    if not _refused(inflight):
+                    if not answers.refused(inflight):
                         self.client.unknown_slots += 1  # the server may have popped a slot first
                     return
                 # The reset was cancelled but the server still handed us a slot.
@@ -401,7 +373,7 @@ class EpisodeSlot:
                 self._mark_over()
             if self.over or self.released or self.env_idx is None:
                 return
-            if self.maybe_freed or (self.lease is None and _may_have_freed(failure)):
+            if self.maybe_freed or (self.lease is None and answers.may_have_freed(failure)):
                 # no fence to ask: releasing might free another episode's slot, keeping it leaks one
                 self.maybe_freed = True
                 self.client.unknown_slots += 1
@@ -424,14 +396,3 @@ class EpisodeSlot:
                 self._sem_held = False
                 self.client._slots.release()
 
-
-def _may_have_freed(exc: BaseException | None) -> bool:
-    """An interact answered by a server error may have freed its slot first: pack_api frees on
-    `over` (pack_api.py:112-113) before the answer can fail (:120), and a gate's 502 may hide it."""
-    return isinstance(exc, p.HTTPStatusError) and exc.status >= 500
-
-
-def _refused(request: asyncio.Task | None) -> bool:
-    """The reset was answered "no free slot": the one failure that certainly took no slot."""
-    return request is not None and request.done() and not request.cancelled() \
-        and isinstance(request.exception(), NoSlotError)

@@ -35,10 +35,9 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate.builders import builder_for
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import cluster, node_env, ray_lost, rayjob, secret_env, services, slime_job
+from pyhelpers.launch import cluster, ray_lost, rayjob, secret_env, services, slime_job
 from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs
+from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.flags import plugin_flags
 from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
 from pyhelpers.run import checkpoints as ck
@@ -65,7 +64,7 @@ def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInpu
 
 
 def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
-    multi = node_env.multinode(cfg)
+    multi = cfg.multinode
     out = [services.plan_line(cfg, lay, "shopsim"),
            *([services.plan_line(cfg, lay, "shopsim-gate", "the simulator for the other nodes: NODE_ADDR, "
                                  "the run's token")] if multi else []),
@@ -149,7 +148,7 @@ def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
     rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source))
     events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
-    procs.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], pids_dir=lay.pids, logs_dir=lay.logs)
+    groups.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], pids_dir=lay.pids, logs_dir=lay.logs)
     return job_id
 
 
@@ -229,14 +228,14 @@ def run(loop: StageContext, r: int) -> None:
 
     prepare(loop, r)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
-    if node_env.multinode(cfg):  # the plugin may run on a worker: it reaches the simulator through the gate
+    if cfg.multinode:  # the plugin may run on a worker: it reaches the simulator through the gate
         echo(services.ensure(cfg, lay, "shopsim-gate", round_=r, progress=echo))
     # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
     # job's driver is gone: wait for that process before freeing the slots it may still take.
     _wait_for_old_plugin(lay, r, timeout=cfg.STOP_GRACE + 30.0, echo=echo)
     echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='train', round_=r)}")  # a killed job's slots too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
-    if cfg.NNODES > 1:  # the workers joined, with the head's versions and its storage (docs/multinode.md §4)
+    if cfg.multinode:  # the workers joined, with the head's versions and its storage (docs/multinode.md §4)
         cluster.head_ready(cfg, lay, echo)
     stop, gave_up = threading.Event(), []
 
@@ -262,7 +261,7 @@ def run(loop: StageContext, r: int) -> None:
     ok = False
     try:
         if analyst:
-            procs.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs,
+            groups.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs,
                         env=secret_env.for_user(cfg, "analyst"))
         job_id = submit(cfg, lay, r=r, model_args=loop.model_args)
         _warm_eval_builder(loop)
@@ -270,7 +269,7 @@ def run(loop: StageContext, r: int) -> None:
              f"(output: logs/slime-log.log)")
         outcome = watch(loop, r, job_id)
         if not outcome.ok:
-            tail = "\n".join(procs.log_tail(lay.logs / "slime-log.log", 30))
+            tail = "\n".join(groups.log_tail(lay.logs / "slime-log.log", 30))
             echo(f"--- last lines of the slime job ({lay.logs / 'slime-log.log'}) ---\n{tail}\n---")
             why = f"; {gave_up[0]}" if gave_up else ""
             raise ToolkitError(f"slime job {job_id} {outcome.status} (exit code {outcome.exit_code}): "

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from pyhelpers.config.load import is_secret
+from pyhelpers.config.declarations import is_secret
 from pyhelpers.jsonfiles import load_json, write_json_exclusive
 from pyhelpers.run.layout import wandb_dir as run_wandb_dir
 from pyhelpers.run.layout import wandb_marker
