@@ -78,6 +78,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     killed = _kill_a_rehearsal_then_make_stop(env, run, record)
     proc, log = start(env)
     seen: set[ns_support.Listener] = set()
+    owners: dict[str, str] = {}  # socket inode -> its holder's command line, found once
     refused: dict[tuple[str, int], dict[str, str]] = {}
     # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
     # node-lost restart (status again), the worker's `make join` again
@@ -111,7 +112,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                 continue
             pair = json.loads(record.read_text())
             for me, other in (("head", "worker"), ("worker", "head")):
-                for lst in ns_support.listeners(pair[me]["ns"]) - seen:
+                for lst in ns_support.listeners(pair[me]["ns"], owners) - seen:
                     seen.add(lst)
                     if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
                         refused[(me, lst.port)] = {"owner": lst.owner, **ns_support.grpc_answers(
