@@ -5,6 +5,9 @@ later `ray start` raised and ended the head, the job's submission met a dead hea
 restart's second start missed the same way: 'failed the same way twice', the run stopped. The head
 is ready only once Ray says its node started (`Ray runtime started.`, ray/scripts/scripts.py:
 1249-1251), and a start that ended before that is started again, as a worker's node agent does.
+Ray's wait itself is RAY_START_TIMEOUT long: the GCS call that waits for the new node honours
+RAY_raylet_start_wait_time_s (Ray's own error names it: 'Try increase the RAY_raylet_start_wait_time_s
+config'), which `ray start` on the head and on each worker gets.
 
 The stand-in `ray` below answers the readiness probes' dashboard and agent ports as the real head's
 do while it starts; a failing attempt ends (Ray's own words, exit 1) once the dashboard answered a
@@ -22,12 +25,10 @@ from support.port_claims import claim_block, claim_port
 from pyhelpers.config import ray_ports
 from pyhelpers.config.load import load
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import services
+from pyhelpers.launch import cluster, services
 from pyhelpers.loop.supervisor import TRANSIENT, classify_exception
 from pyhelpers.procs import groups as procs
 from pyhelpers.run.layout import from_config
-
-pytestmark = pytest.mark.heavy  # the ray-head service's processes (a stand-in `ray`)
 
 # argv: DIR DASHBOARD_PORT AGENT_PORT; FAKE_RAY_PLAN="fail start": attempt 1 fails, attempt 2 starts.
 FAKE_RAY_HEAD = textwrap.dedent("""\
@@ -109,3 +110,14 @@ def test_a_head_whose_ray_start_misses_every_attempt_is_ray_lost_naming_the_atte
     assert (f.cause, f.kind) == ("ray-lost", TRANSIENT), f
     assert "3 attempts" in err.value.what and "timed out during startup" in err.value.what, err.value.what
     assert len(list(attempts.iterdir())) == 3
+
+
+def test_ray_start_on_the_head_and_on_a_worker_waits_ray_start_timeout_for_its_node_to_register(toolkit_env, monkeypatch):
+    """A worker's join at load 25 missed the 30 s three times in a row ('GCS cannot find the node with
+    node ID ... Try increase the RAY_raylet_start_wait_time_s config'), its agent gave up, and the
+    two-node rehearsal waited out its JOIN_TIMEOUT."""
+    monkeypatch.setenv("RAY_START_TIMEOUT", "240")
+    cfg = load()
+    lay = from_config(cfg)
+    assert services.spec(cfg, lay, "ray-head").env_extra.get("RAY_raylet_start_wait_time_s") == "240"
+    assert cluster.worker_env(cfg, lay).get("RAY_raylet_start_wait_time_s") == "240"

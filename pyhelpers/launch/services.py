@@ -53,7 +53,8 @@ RAY_READY_PATH = "/api/version"
 RAY_HEAD_STOP_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 # How the head starts (ray 2.60.0). `ray start` gives the raylet it just started a fixed 30 s to
 # register with the GCS (ray/_private/node.py:424-444; no setting changes it), and on a busy machine
-# one call to the GCS can take longer than that: it raises these words, and its exit ends the head.
+# one call to the GCS can take longer than that (it waits RAY_START_TIMEOUT for the node:
+# slime_args.ray_start_env): it raises these words, and its exit ends the head.
 # Its dashboard and agent may answer meanwhile, so the head is ready only once Ray says its node
 # started (node_agent.STARTED; ray/scripts/scripts.py:1085 prints it for a head), and a start that missed the wait is started again, up to
 # node_agent.START_ATTEMPTS in all, as a worker's node agent does.
@@ -144,7 +145,8 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
 
     return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg),
+                {**ray_ports.env(cfg), **launch_args.ray_start_env(cfg), **ray_auth.head_env(lay.run_dir),
+                 **node_env.of_this_node(cfg),
                  **jit_caches.env(cfg), **RAY_HEAD_STOP_ENV},
                 address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it

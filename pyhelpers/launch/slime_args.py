@@ -109,6 +109,16 @@ def ray_head(cfg: Config) -> list[str]:
             "--disable-usage-stats"]
 
 
+def ray_start_env(cfg: Config) -> dict[str, str]:
+    """What `ray start` gets in its environment on the head and on each worker beside its ports:
+    RAY_START_TIMEOUT for its new raylet to register with the GCS. Ray 2.60.0's own wait is 30 s
+    (ray/_private/node.py:424-444 raises when a call to the GCS for the new node ends after it), and
+    that call waits RAY_raylet_start_wait_time_s for the node, which Ray's error names as the setting
+    to raise ('Try increase the RAY_raylet_start_wait_time_s config'): at load 25 on 2 cores a worker
+    missed 30 s three times in a row."""
+    return {"RAY_raylet_start_wait_time_s": f"{cfg.RAY_START_TIMEOUT:g}"}
+
+
 def ray_worker(cfg: Config) -> list[str]:
     """`ray start` for a worker node in the foreground (make join, docs/multinode.md §5): it joins the
     head at HEAD_ADDR:RAY_PORT, binds NODE_ADDR, takes the run's port block above the head-only ports
