@@ -7,6 +7,7 @@ placed on a command line: the W&B key reaches slime's processes through a 0600 f
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 
@@ -116,7 +117,7 @@ def ray_start_env(cfg: Config) -> dict[str, str]:
     that call waits RAY_raylet_start_wait_time_s for the node, which Ray's error names as the setting
     to raise ('Try increase the RAY_raylet_start_wait_time_s config'): at load 25 on 2 cores a worker
     missed 30 s three times in a row."""
-    return {"RAY_raylet_start_wait_time_s": f"{cfg.RAY_START_TIMEOUT:g}"}
+    return {"RAY_raylet_start_wait_time_s": str(math.ceil(cfg.RAY_START_TIMEOUT))}  # Ray reads a whole number
 
 
 def ray_worker(cfg: Config) -> list[str]:
