@@ -1,7 +1,7 @@
 """What `make join` checks before a worker enters the run's cluster, and what the head does with a
 node found wrong later (docs/multinode.md §5, §6): decided here without a second machine. The head's
 Ray is a stand-in for node_probe's answers (its GCS store, its node list, what a task pinned to a node
-reads there); the files are real. tests/test_two_nodes.py runs the same checks on a real two-node
+reads there); the files are real. tests/test_two_node_joins.py runs the same checks on a real two-node
 Ray cluster.
 """
 

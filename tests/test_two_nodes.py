@@ -1,6 +1,8 @@
 """A run on two nodes of one host (docs/multinode.md): two network namespaces joined by a veth pair
 (pyhelpers/procs/netns.py), a real two-node Ray cluster with token auth. Needs root and iproute2, as
-CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray head:
+CI has. One module-scoped set-up keeps the cost to one rehearsal (a head's Ray alone that workers try
+to join is tests/test_two_node_joins.py's, a module of its own so that another xdist worker runs it
+beside this one):
 
 - `two_node_rehearsal`: first a `make rehearse NNODES=2` SIGKILLed once its head started Ray, then
   `make stop REHEARSAL=1`, which must leave nothing of it (issue 41 item 3); then `make rehearse
@@ -13,9 +15,6 @@ CI has. Two module-scoped set-ups keep the cost to one rehearsal and one Ray hea
   slime does), `make status` taken again once the run restarts for it, and the worker's `make join`
   run again. The run must still end exactly as the one-node reference rehearsal does (the stand-ins
   are deterministic, and neither where an episode is played nor a resume may change it);
-- `head`: a head's Ray alone (NNODES=2, versions and storage record published) that workers try to
-  join: without the run's token, with another Ray version, without sharing TRAIN_SAVE, and one that
-  shares it (the head's storage check and clock comparison through a task pinned to it).
 """
 
 from __future__ import annotations
@@ -24,8 +23,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import secrets
-import shutil
 import signal
 import subprocess
 import threading
@@ -49,9 +46,11 @@ from support.rehearsal import (
 from support.twonode import (
     HEAD,
     PROXIES,
+    REHEARSE,
     WORKER,
     inside,
     left_of,
+    need_root,
     ranks_of,
     slime_log,
     two_node_outcome,
@@ -60,20 +59,11 @@ from support.twonode import (
 
 from pyhelpers.procs import netns, procfs
 
-pytestmark = pytest.mark.heavy  # two Ray nodes (a whole rehearsal, then a head and several joins)
-
-REHEARSE = str(ROOT / "bin" / "rehearse")
-
-
-def _need_root() -> None:
-    if os.geteuid() != 0 or not shutil.which("ip"):
-        pytest.fail("the two-node tests need root (CAP_NET_ADMIN) and iproute2's `ip` (make setup installs it); "
-                    "CI runs as root")
-
+pytestmark = pytest.mark.heavy  # two Ray nodes (a killed rehearsal, then a whole one)
 
 @pytest.fixture(scope="module")
 def two_node_rehearsal(tmp_path_factory, rehearsal_world):
-    _need_root()
+    need_root()
     tmp = tmp_path_factory.mktemp("two-node")
     # (untracked: conftest stops a tracked rehearsal after each test; this one serves the module)
     # round 0's RolloutManager (the plugin) on the worker, round 1's on the head (the lost worker then
@@ -88,6 +78,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     killed = _kill_a_rehearsal_then_make_stop(env, run, record)
     proc, log = start(env)
     seen: set[ns_support.Listener] = set()
+    owners: dict[str, str] = {}  # socket inode -> its holder's command line, found once
     refused: dict[tuple[str, int], dict[str, str]] = {}
     # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
     # node-lost restart (status again), the worker's `make join` again
@@ -121,7 +112,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                 continue
             pair = json.loads(record.read_text())
             for me, other in (("head", "worker"), ("worker", "head")):
-                for lst in ns_support.listeners(pair[me]["ns"]) - seen:
+                for lst in ns_support.listeners(pair[me]["ns"], owners) - seen:
                     seen.add(lst)
                     if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
                         refused[(me, lst.port)] = {"owner": lst.owner, **ns_support.grpc_answers(
@@ -324,104 +315,6 @@ def _why_not_equal(run: Run) -> str:
     return f"infra errors per step: {infra}; ShopSimulator's gate log:\n{gate}"
 
 
-@pytest.fixture(scope="module")
-def head(tmp_path_factory, rehearsal_world):
-    _need_root()
-    tmp = tmp_path_factory.mktemp("two-node-head")
-    pair = netns.Pair.create()
-    base = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=60, RAY_START_TIMEOUT=240)
-    head_env = {**base, "NODE_ADDR": pair.head.addr, "NET_IFACE": pair.head.iface}
-    worker_env = {**base, "NODE_ADDR": pair.worker.addr, "NET_IFACE": pair.worker.iface, "HEAD_ADDR": pair.head.addr}
-
-    def on(node, env, *cmd, timeout=600):
-        return subprocess.run(node.exec_argv([REHEARSE, "--env", *cmd]), env=env, cwd=ROOT, text=True,
-                              capture_output=True, timeout=timeout)
-
-    try:
-        up = on(pair.head, head_env, *pyhelpers_cmd("run", "service", "ray-head"))
-        assert up.returncode == 0, up.stdout + up.stderr
-        pub = on(pair.head, head_env, *pyhelpers_cmd("node", "publish"))
-        assert pub.returncode == 0, pub.stdout + pub.stderr
-        yield {"pair": pair, "head_env": head_env, "worker_env": worker_env, "on": on, "tmp": tmp,
-               "run": Run(Path(base["RUNS_DIR"]))}
-    finally:
-        on(pair.worker, worker_env, str(ROOT / "bin" / "leave"))
-        on(pair.head, head_env, *pyhelpers_cmd("run", "cleanup"))
-        pair.remove()
-        stop_leftovers(base)
-
-
-def _nothing_started(head) -> None:
-    pids = head["run"].run_dir / "nodes" / head["pair"].worker.addr / "pids"
-    assert not (pids.is_dir() and any(pids.iterdir())), f"a refused worker started something: {list(pids.iterdir())}"
-
-
-def test_a_worker_without_the_runs_token_is_refused_by_ray(head):
-    other = head["tmp"] / "other-token"
-    other.write_text(secrets.token_hex(32))
-    other.chmod(0o600)
-    r = head["on"](head["pair"].worker, {**head["worker_env"], "RAY_TOKEN_FILE": str(other)}, str(ROOT / "bin" / "join"))
-    assert r.returncode != 0
-    assert "Ray refused `kv-get`" in r.stderr and "InvalidAuthToken" in r.stderr, r.stderr[-2000:]
-    _nothing_started(head)
-
-
-def test_a_worker_with_another_ray_version_is_refused_naming_both(head, rehearsal_world):
-    """The worker's slime env is a copy of the rehearsal's whose interpreter finds a ray 2.59.0
-    distribution first (tests/fakes/README.md): the version Ray's metadata reports there."""
-    conda = head["tmp"] / "conda-other-ray"
-    shutil.copytree(rehearsal_world / "conda", conda, symlinks=True)
-    dist = head["tmp"] / "old-ray" / "ray-2.59.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ray\nVersion: 2.59.0\n")
-    py = conda / "envs" / "slime" / "bin" / "python3"
-    body = py.read_text().replace("exec ", f'export PYTHONPATH="{dist.parent}${{PYTHONPATH:+:$PYTHONPATH}}"\nexec ', 1)
-    py.unlink()
-    py.write_text(body)
-    py.chmod(0o755)
-    r = head["on"](head["pair"].worker, head["worker_env"], "env", f"CONDA_ROOT={conda}", str(ROOT / "bin" / "join"))
-    assert r.returncode != 0
-    assert "ray: head 2.60.0, this worker 2.59.0" in r.stderr, r.stderr[-2000:]
-    _nothing_started(head)
-
-
-def test_a_worker_that_does_not_share_train_save_is_refused_at_join_by_path(head):
-    """The worker sees another directory at TRAIN_SAVE's path (a bind mount in its own mount
-    namespace, as a node with a local disk there would): `make join` reads the head's nonce there
-    before its node enters the cluster, and refuses naming the path."""
-    save = head["run"].runs / ".rehearsal" / "train_save"
-    save.mkdir(parents=True, exist_ok=True)
-    local = head["tmp"] / "worker-local-disk"
-    local.mkdir()
-    w = head["pair"].worker
-    join = subprocess.run(w.exec_argv(["sh", "-c", 'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh",
-                                       str(local), str(save), REHEARSE, "--env", str(ROOT / "bin" / "join")]),
-                          env=head["worker_env"], cwd=ROOT, text=True, capture_output=True, timeout=600)
-    assert join.returncode != 0, join.stderr[-2000:]
-    nonce = save / "rehearsal" / ".node-check"
-    assert f"this worker does not share TRAIN_SAVE: it reads {nonce} as unreadable" in join.stderr, join.stderr[-2000:]
-    _nothing_started(head)
-
-
-def test_a_worker_that_shares_the_heads_storage_joins_and_the_head_reads_its_clock(head):
-    """The checks at join pass on a real cluster (the head's live nodes read from its GCS, its storage
-    record); the head then reads the same storage back through a task pinned to the worker, and
-    `make doctor` there compares the worker's clock with its own (one host here: they agree)."""
-    w = head["pair"].worker
-    join = head["on"](w, head["worker_env"], str(ROOT / "bin" / "join"))
-    try:
-        assert join.returncode == 0, join.stderr[-3000:]
-        assert "shared storage: this worker reads the head's nonces under TRAIN_SAVE and the run dir" in join.stderr
-        check = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("node", "check"))
-        assert check.returncode == 0, check.stderr[-3000:]
-        assert "shared storage: 1 worker(s) read the head's nonces" in check.stderr, check.stderr[-3000:]
-        doc = head["on"](head["pair"].head, head["head_env"], *pyhelpers_cmd("doctor", "--json", "--profile", "rehearse"))
-        clocks = next(r for r in json.loads(doc.stdout[doc.stdout.index("{"):])["checks"] if r["name"] == "node-clocks")
-        assert clocks["status"] == "PASS" and w.addr in clocks["found"], clocks
-    finally:
-        head["on"](w, head["worker_env"], str(ROOT / "bin" / "leave"))
-
-
 # --- What a killed two-node rehearsal leaves (issue 41 item 3) ---------------------------------------
 # A pair of namespaces as a SIGKILLed `make rehearse NNODES=2` leaves it: recorded in twonode.json with
 # its owner, and processes running inside both namespaces (one of them ignoring TERM). A knob value
@@ -463,7 +356,7 @@ def _dead_process() -> tuple[int, int]:
 
 
 def test_make_stop_removes_what_a_killed_two_node_rehearsal_left(tmp_path, rehearsal_world):
-    _need_root()
+    need_root()
     env = rehearse_env(tmp_path, rehearsal_world, tracked=False)
     with _stale_pair(Path(env["RUNS_DIR"]), _dead_process()) as (pair, pids):
         r = in_rehearsal(env, str(ROOT / "bin" / "stop"))  # make stop REHEARSAL=1
@@ -471,7 +364,7 @@ def test_make_stop_removes_what_a_killed_two_node_rehearsal_left(tmp_path, rehea
 
 
 def test_the_next_two_node_rehearsal_removes_what_a_killed_one_left(tmp_path, rehearsal_world):
-    _need_root()
+    need_root()
     env = _broken_env(tmp_path, rehearsal_world)
     with _stale_pair(Path(env["RUNS_DIR"]), _dead_process()) as (pair, pids):
         r = rehearse(env, "--resume", timeout=600)  # make rehearse NNODES=2 RESUME=1
@@ -480,7 +373,7 @@ def test_the_next_two_node_rehearsal_removes_what_a_killed_one_left(tmp_path, re
 
 
 def test_a_second_two_node_rehearsal_is_refused_while_the_first_runs(tmp_path, rehearsal_world):
-    _need_root()
+    need_root()
     env = _broken_env(tmp_path, rehearsal_world)
     owner = subprocess.Popen(["sleep", "3600"])
     try:

@@ -759,8 +759,9 @@ class Knobs:
     @cached_property
     def RAY_START_TIMEOUT(self) -> float:
         """Seconds the Ray head may take to answer on its dashboard and job agent after `ray start`
-        (about 3 s here); the first job submission may wait as long again for the job agent. (float
-        > 0; default: 120)
+        (about 3 s here); the first job submission may wait as long again for the job agent. Also
+        how long `ray start` (head and workers) waits for its new node to register, where Ray's own
+        wait is 30 s. (float > 0; default: 120)
         """
         return self._float("RAY_START_TIMEOUT")
 
@@ -941,7 +942,7 @@ class PluginKnobs:
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (declarations.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = 'b44013ac33e0b19f4f89f2faf5368e71766ef8b99484c30618d3c5ace7fb6489'
+SOURCE_SHA256 = '9d837df4df760c3998011f359f55242f976784e045cc018c39f2fe1454a3616a'
 # (name, default, doc, section, the type of the `#:` line or None, its facts, the menu's brief)
 DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty', ('bash', 'fixed'), 'Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>.'),
@@ -1046,7 +1047,7 @@ DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...
     ('RAY_PORT', '6380', "Ray's GCS port and the first of its ten ports, all on 127.0.0.1: +1 client server, +2 raylet, +3 object manager, +4/+5 dashboard agent HTTP/gRPC, +6 runtime-env agent, +7 metrics export, +8/+9 autoscaler/dashboard metrics (workers: kernel-chosen ports). A second run on this machine needs its own block of ten.", 'Ray', 'int [1024, 65526]', ('machine',), "Ray's GCS port and the first of its ten ports, all on 127.0.0.1: +1 client server, +2 raylet, +3 object manager, +4/+5 dashboard agent HTTP/gRPC, +6 runtime-env agent, +7 metrics export, +8/+9 autoscaler/dashboard metrics (workers: kernel-chosen ports). A second run on this machine needs its own block of ten."),
     ('RAY_DASHBOARD_PORT', '8265', "Ray dashboard / job-API port, on 127.0.0.1; every call needs the run's token (runs/<RUN>/ray/auth-token; CVE-2023-48022).", 'Ray', 'int [1024, 65535]', ('machine',), "Ray dashboard / job-API port, on 127.0.0.1; every call needs the run's token (runs/<RUN>/ray/auth-token; CVE-2023-48022)."),
     ('JOB_START_TIMEOUT', '1800', 'Seconds the slime job may take to start training (slime waits forever when GPUs are short).', 'Ray', 'float > 0', (), 'Seconds the slime job may take to start training (slime waits forever when GPUs are short).'),
-    ('RAY_START_TIMEOUT', '120', 'Seconds the Ray head may take to answer on its dashboard and job agent after `ray start` (about 3 s here); the first job submission may wait as long again for the job agent.', 'Ray', 'float > 0', (), 'Seconds the Ray head may take to answer on its dashboard and job agent after `ray start` (about 3 s here); the first job submission may wait as long again for the job agent.'),
+    ('RAY_START_TIMEOUT', '120', "Seconds the Ray head may take to answer on its dashboard and job agent after `ray start` (about 3 s here); the first job submission may wait as long again for the job agent. Also how long `ray start` (head and workers) waits for its new node to register, where Ray's own wait is 30 s.", 'Ray', 'float > 0', (), "Seconds the Ray head may take to answer on its dashboard and job agent after `ray start` (about 3 s here); the first job submission may wait as long again for the job agent. Also how long `ray start` (head and workers) waits for its new node to register, where Ray's own wait is 30 s."),
     ('RAY_UNREACHABLE_TIMEOUT', '120', "Seconds the job API on the head may go unanswered while a job runs (or waits for its GPUs) before the head's Ray counts as lost (`ray-lost`: restarted, the run resumes from its last checkpoint); a head whose `ray start` ended or whose GCS port is closed counts at once.", 'Ray', 'float > 0', (), "Seconds the job API on the head may go unanswered while a job runs (or waits for its GPUs) before the head's Ray counts as lost (`ray-lost`: restarted, the run resumes from its last checkpoint); a head whose `ray start` ended or whose GCS port is closed counts at once."),
     ('NNODES', '1', 'Machines the run spans, each with NUM_GPUS GPUs: 1 = this machine only. Above 1 this machine is the head (`make train`) and NNODES-1 workers join it (`make join`), all sharing TRAIN_SAVE and RUNS_DIR.', 'Nodes (docs/multinode.md)', 'int >= 1', (), 'Machines the run spans, each with NUM_GPUS GPUs: 1 = this machine only. Above 1 this machine is the head (`make train`) and NNODES-1 workers join it (`make join`), all sharing TRAIN_SAVE and RUNS_DIR.'),
     ('NODE_ADDR', '', "This node's IP address on the network between the nodes (an address of this machine, not loopback). Ray's listeners bind it and 127.0.0.1 only. Required when NNODES > 1.", 'Nodes (docs/multinode.md)', 'host or empty', (), "This node's IP address on the network between the nodes (an address of this machine, not loopback). Ray's listeners bind it and 127.0.0.1 only. Required when NNODES > 1."),

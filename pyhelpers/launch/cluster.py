@@ -251,6 +251,7 @@ def worker_env(cfg, lay: RunLayout) -> dict[str, str]:
     by the caller, node_env.dropped)."""
     env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path(cfg, lay))}
     env.update({k: v for k, v in ray_ports.env(cfg).items()})
+    env.update(slime_args.ray_start_env(cfg))  # RAY_START_TIMEOUT for its node to register
     env.update(node_env.of_this_node(cfg))
     return env
 

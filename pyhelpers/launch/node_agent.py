@@ -11,7 +11,8 @@ copies its output into its log, and watches two things every half second while i
   start attempt and whether Ray said it started), which `make status` on any node reads.
 A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
 all: Ray waits a fixed 30 s for a new raylet to register with the head's GCS
-(ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that
+(ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that, even though the GCS call
+behind it waits RAY_START_TIMEOUT (slime_args.ray_start_env). A node that
 had started and then ends (the head's GCS gone, a killed raylet) is not started again here: the
 head's node-lost restart waits for `make join` on it. The agent also ends when the run is stopped, or
 on TERM (`make leave`). Whichever way a start ends, all it started ends with it before the agent goes

@@ -28,11 +28,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_lost, ray_sessions, secret_env
+from pyhelpers.launch import gate_auth, node_agent, node_env, ray_auth, ray_lost, ray_sessions, secret_env
 from pyhelpers.launch import slime_args as launch_args
 from pyhelpers.procs import groups, procfs, ready
 from pyhelpers.run import events
@@ -49,6 +50,14 @@ RAY_READY_PATH = "/api/version"
 # Serve's requests), waited on a GCS that was gone until STOP_GRACE ran out: killed on every run.
 # The run serves no requests and stops its job before the head: no drain.
 RAY_HEAD_STOP_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+# How the head starts (ray 2.60.0). `ray start` gives the raylet it just started a fixed 30 s to
+# register with the GCS (ray/_private/node.py:424-444; no setting changes it), and on a busy machine
+# one call to the GCS can take longer than that (it waits RAY_START_TIMEOUT for the node:
+# slime_args.ray_start_env): it raises these words, and its exit ends the head.
+# Its dashboard and agent may answer meanwhile, so the head is ready only once Ray says its node
+# started (node_agent.STARTED; ray/scripts/scripts.py:1085 prints it for a head), and a start that missed the wait is started again, up to
+# node_agent.START_ATTEMPTS in all, as a worker's node agent does.
+RAY_MISSED_REGISTRATION = "The current node timed out during startup"
 
 
 @dataclass(frozen=True)
@@ -136,7 +145,8 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
 
     return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
-                {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg),
+                {**ray_ports.env(cfg), **launch_args.ray_start_env(cfg), **ray_auth.head_env(lay.run_dir),
+                 **node_env.of_this_node(cfg),
                  **jit_caches.env(cfg), **RAY_HEAD_STOP_ENV},
                 address=("127.0.0.1", port),
                 # The job API answers 500 "No available agent" until the dashboard agent is up (it
@@ -144,11 +154,32 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
                 # busy machine comes seconds after the dashboard: ready once both answer.
                 probe=ready.all_of(ready.http_probe(f"http://127.0.0.1:{port}{RAY_READY_PATH}",
                                               headers=lambda: ray_auth.headers(lay.run_dir)),
-                             ready.tcp_probe("127.0.0.1", ray_ports.port_of(cfg, "dashboard agent HTTP"))),
+                             ready.tcp_probe("127.0.0.1", ray_ports.port_of(cfg, "dashboard agent HTTP")),
+                             _ray_node_started(lay)),
                 timeout_knob="RAY_START_TIMEOUT", more_ports=tuple(("127.0.0.1", p.port) for p in ray_ports.ports(cfg)),
                 env_drop=ray_auth.OVERRIDING + node_env.dropped(cfg), before_start=before_start,
                 once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids), stop_leader_first=True,
                 check_whole=lambda: _ray_head_whole(cfg, lay))
+
+
+def _this_start(log: str | Path) -> str:
+    """What a service's log holds since its latest start (procs.spawn's `==> ... start` line)."""
+    return "\n".join(procs.log_tail(log, 10**6)).rpartition("\n==> ")[2]
+
+
+def _ray_node_started(lay: RunLayout) -> ready.Probe:
+    """Ready once the head's `ray start` says its node started; a `ray start` that ended before
+    that ends the wait at once (what it started may linger in its group: no live head)."""
+    def probe() -> tuple[bool, str]:
+        rec = procs.find(lay.pids, ray_lost.SERVICE)
+        if node_agent.STARTED.decode() in _this_start(rec.log):
+            return True, "ray start: Ray runtime started"
+        st = procfs.read_stat(rec.pid)
+        if not st or st.start_ticks != rec.start_ticks or st.state == "Z":
+            raise ready.NotReady("died", f"its `ray start` (pid {rec.pid}) ended before Ray said its node started",
+                                 what="the process exited before it was ready", where="", fix="")
+        return False, "ray start: its node has not registered with the GCS yet"
+    return probe
 
 
 def _ray_head_whole(cfg: Config, lay: RunLayout) -> None:
@@ -198,8 +229,21 @@ def ensure(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, 
     if alive(lay, name):
         spec(cfg, lay, name, model=model).check_whole()
         return f"{name}: already up"
-    start(cfg, lay, name, model=model, round_=round_, progress=progress)
-    return wait(cfg, lay, name, model=model, round_=round_)
+    attempts = node_agent.START_ATTEMPTS if name == ray_lost.SERVICE else 1
+    for attempt in range(1, attempts + 1):
+        rec = start(cfg, lay, name, model=model, round_=round_, progress=progress)
+        try:
+            return wait(cfg, lay, name, model=model, round_=round_)
+        except ready.NotReady:
+            said = _this_start(rec.log)
+            if attempts == 1 or RAY_MISSED_REGISTRATION not in said:
+                raise
+            procs.stop(rec, cfg.STOP_GRACE, pids_dir=lay.pids)  # what the missed start left in its group
+            if attempt < attempts:
+                progress(f"{name}: Ray's node missed Ray's fixed 30 s wait to register with its GCS (a busy "
+                         f"machine): starting it again (attempt {attempt + 1} of {attempts})")
+    raise ray_lost.error(f"its `ray start` missed Ray's fixed 30 s registration wait in {attempts} attempts "
+                         f"({RAY_MISSED_REGISTRATION}): the machine is too busy for Ray to start", str(rec.log))
 
 
 # Work off the loop's path, as recorded services: name -> its `pyhelpers run` command.

@@ -7,6 +7,7 @@ placed on a command line: the W&B key reaches slime's processes through a 0600 f
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 
@@ -107,6 +108,16 @@ def ray_head(cfg: Config) -> list[str]:
     return ["ray", "start", "--head", "--block", "--node-ip-address", node, "--dashboard-host", "127.0.0.1",
             *ray_ports.flags(cfg), "--num-gpus", str(cfg.NUM_GPUS), "--temp-dir", cfg.ray_temp_dir,
             "--disable-usage-stats"]
+
+
+def ray_start_env(cfg: Config) -> dict[str, str]:
+    """What `ray start` gets in its environment on the head and on each worker beside its ports:
+    RAY_START_TIMEOUT for its new raylet to register with the GCS. Ray 2.60.0's own wait is 30 s
+    (ray/_private/node.py:424-444 raises when a call to the GCS for the new node ends after it), and
+    that call waits RAY_raylet_start_wait_time_s for the node, which Ray's error names as the setting
+    to raise ('Try increase the RAY_raylet_start_wait_time_s config'): at load 25 on 2 cores a worker
+    missed 30 s three times in a row."""
+    return {"RAY_raylet_start_wait_time_s": str(math.ceil(cfg.RAY_START_TIMEOUT))}  # Ray reads a whole number
 
 
 def ray_worker(cfg: Config) -> list[str]:

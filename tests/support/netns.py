@@ -36,35 +36,46 @@ def _addr(hex_addr: str) -> str:
     return str(v6.ipv4_mapped or v6)
 
 
-def listeners(ns: str) -> set[Listener]:
-    """Every listening TCP socket inside namespace ns (IPv4-mapped IPv6 addresses shown as IPv4)."""
+def listeners(ns: str, owners: dict[str, str] | None = None) -> set[Listener]:
+    """Every listening TCP socket inside namespace ns (IPv4-mapped IPv6 addresses shown as IPv4).
+    `owners` ({socket inode: command line}) keeps the owners found by earlier calls: a caller that
+    polls (the two-node rehearsal's watcher, every second for minutes) then walks /proc only for
+    sockets it has not seen, once for all of them (each socket's own walk of every process's fds
+    took most of a core beside the rehearsal it watched)."""
     r = subprocess.run([netns._ip(), "netns", "exec", ns, "cat", "/proc/net/tcp", "/proc/net/tcp6"],
                        capture_output=True, text=True)
     if r.returncode:
         return set()
-    out = set()
+    found = []
     for line in r.stdout.splitlines():
         parts = line.split()
         if len(parts) > 3 and parts[3] == LISTEN and ":" in parts[1]:
             host, port = parts[1].rsplit(":", 1)
-            out.add(Listener(ns, _addr(host), int(port, 16), _owner(parts[9])))
-    return out
+            found.append((_addr(host), int(port, 16), parts[9]))
+    owners = {} if owners is None else owners
+    owners.update(_owners({inode for _, _, inode in found} - set(owners)))
+    return {Listener(ns, addr, port, owners.get(inode, "?")) for addr, port, inode in found}
 
 
-def _owner(inode: str) -> str:
-    """The command line of a process holding socket inode (one pid namespace: /proc sees them all)."""
-    want = f"socket:[{inode}]"
-    for proc in os.listdir("/proc"):
+def _owners(inodes: set[str]) -> dict[str, str]:
+    """{socket inode: the command line of a process holding it}, from one walk of /proc (one pid
+    namespace: /proc sees them all). A socket whose holder is not found (it exited) is left out."""
+    want = {f"socket:[{inode}]": inode for inode in inodes}
+    out: dict[str, str] = {}
+    for proc in os.listdir("/proc") if want else ():
         if not proc.isdigit():
             continue
         try:
             for fd in os.listdir(f"/proc/{proc}/fd"):
-                if os.readlink(f"/proc/{proc}/fd/{fd}") == want:
+                inode = want.get(os.readlink(f"/proc/{proc}/fd/{fd}"))
+                if inode and inode not in out:
                     with open(f"/proc/{proc}/cmdline", "rb") as fh:
-                        return fh.read().replace(b"\0", b" ").decode(errors="replace")[:160]
+                        out[inode] = fh.read().replace(b"\0", b" ").decode(errors="replace")[:160]
         except OSError:
             continue
-    return "?"
+        if len(out) == len(want):
+            break
+    return out
 
 
 # One method of each Ray gRPC service that listens on every address (GCS, raylet, object manager,

@@ -1,21 +1,31 @@
-"""What the two-node rehearsal tests share (tests/test_two_nodes.py):
-the namespaces' addresses, the proxy a user's shell may hold, readers of the stand-in slime's
-records, and what is left of a pair of namespaces."""
+"""What the two-node tests share (tests/test_two_nodes.py, tests/test_two_node_joins.py): what they
+need of the machine, the namespaces' addresses, the proxy a user's shell may hold, readers of the
+stand-in slime's records, and what is left of a pair of namespaces."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import wandb_records
+import pytest
+from conftest import ROOT, wandb_records
 
 from pyhelpers.launch.node_storage import NONCE_NAME
 from pyhelpers.procs import netns, procfs
 from support.rehearsal import Run, outcome
 
 HEAD, WORKER = "198.51.100.1", "198.51.100.2"
+REHEARSE = str(ROOT / "bin" / "rehearse")
+
+
+def need_root() -> None:
+    if os.geteuid() != 0 or not shutil.which("ip"):
+        pytest.fail("the two-node tests need root (CAP_NET_ADMIN) and iproute2's `ip` (make setup installs it); "
+                    "CI runs as root")
 # A proxy in the user's shell: the job must never see it (the SGLang router would use it).
 # (no_proxy covers loopback, as a user's would: the analyst's model stand-in listens there and the
 # analyst, which talks to DashScope, honours the proxy -- it is not part of the job.)
