@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_lost, ray_sessions, secret_env
-from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.launch import gate_auth, node_env, ray_auth, ray_lost, ray_sessions, secret_env, slime_args
 from pyhelpers.procs import groups, procfs, ready
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
@@ -92,7 +91,7 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
     in_env = str(cfg.root / "bin" / "in-env")
     if name == "shopsim":
         host, port = cfg.SHOPSIM_HOST, cfg.SHOPSIM_PORT
-        return Spec([in_env, cfg.SHOPSIM_ENV, *launch_args.shopsim(cfg)],
+        return Spec([in_env, cfg.SHOPSIM_ENV, *slime_args.shopsim(cfg)],
                     {"SHOPSIM_ENV_MAX_NUM": str(cfg.SHOPSIM_SLOTS), "SHOPSIM_RESET_RETRIES": str(cfg.SHOPSIM_RESET_RETRIES),
                      "SHOPSIM_RESET_DELAY": f"{cfg.SHOPSIM_RESET_DELAY:g}"},
                     address=(host, port), probe=_shopsim_probe(f"http://{host}:{port}"), timeout_knob="SHOPSIM_START_TIMEOUT")
@@ -102,7 +101,7 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
         port = cfg.EVAL_PORT
-        return Spec([in_env, cfg.SLIME_ENV, *launch_args.eval_server(cfg, model or str(lay.hf_link))],
+        return Spec([in_env, cfg.SLIME_ENV, *slime_args.eval_server(cfg, model or str(lay.hf_link))],
                     jit_caches.env(cfg),
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
@@ -134,7 +133,7 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
         gone = ray_sessions.prune(lay.run_dir, temp)
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
-    return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
+    return Spec([in_env, cfg.SLIME_ENV, *slime_args.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
                 {**ray_ports.env(cfg), **ray_auth.head_env(lay.run_dir), **node_env.of_this_node(cfg),
                  **jit_caches.env(cfg), **RAY_HEAD_STOP_ENV},
