@@ -84,12 +84,12 @@ def test_a_stages_log_is_found_by_the_stages_name(toolkit_env, tmp_path):
 def test_the_registry_orders_resume_by_each_stages_done(lay):
     """position() walks the registry: a stage added to ROUND is where a run resumes when its done()
     is false -- no second list to update."""
-    from pyhelpers import export as registry
+    from pyhelpers import stages
     from pyhelpers.stages import position
 
-    assert all(registry.get(n).done is not None and registry.get(n).run is not None for n in registry.ALL_NAMES)
-    assert position.position(lay, 1).stage == registry.NAMES[0]
-    assert position.position(lay, 1, baseline_val=True).stage == registry.BASELINE.name
+    assert all(stages.get(n).done is not None and stages.get(n).run is not None for n in stages.ALL_NAMES)
+    assert position.position(lay, 1).stage == stages.NAMES[0]
+    assert position.position(lay, 1, baseline_val=True).stage == stages.BASELINE.name
 
 
 @pytest.fixture
