@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import datetime
 import json
 import os
 import sys
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from arglists import ints  # noqa: E402  (bench/, also when run through runpy)
 
-from pyhelpers.capacity import gpumem as memplan  # noqa: E402  (stdlib-only; package __init__s import nothing)
+from pyhelpers.capacity import gpumem  # noqa: E402  (stdlib-only; package __init__s import nothing)
 
 VARIANTS = ("reference", "reference-chunked", "reference-recompute", "slime", "slime-chunked",
             "slime-temperature")
@@ -48,8 +48,8 @@ NEEDS_TORCH = "torch with CUDA is required"
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tokens", type=ints, default=list(memplan.TABLE_TOKENS), help="comma list of T")
-    p.add_argument("--tp", type=ints, default=list(memplan.TABLE_TP), help="comma list of TP sizes")
+    p.add_argument("--tokens", type=ints, default=list(gpumem.TABLE_TOKENS), help="comma list of T")
+    p.add_argument("--tp", type=ints, default=list(gpumem.TABLE_TP), help="comma list of TP sizes")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma list of " + ", ".join(VARIANTS))
     p.add_argument("--chunk", type=int, default=1024, help="rows per chunk for the chunked variants")
     p.add_argument("--out", type=Path, help="directory for logits_memory.json and logits_memory.md")
@@ -63,9 +63,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def estimate(variant: str, tokens: int, tp: int, chunk: int) -> tuple[int, str]:
-    model = memplan.QWEN35_4B
-    v = memplan.vocab_per_rank(model, tp)
-    return memplan.logits_peak(variant, tokens, v, chunk=chunk if "chunk" in variant or "recompute" in variant
+    model = gpumem.QWEN35_4B
+    v = gpumem.vocab_per_rank(model, tp)
+    return gpumem.logits_peak(variant, tokens, v, chunk=chunk if "chunk" in variant or "recompute" in variant
                                else 0, hidden=model.hidden)
 
 
@@ -182,12 +182,12 @@ def run(args, torch) -> list[dict]:
     print(f"self-check: in-place log-prob gradient vs log_softmax, relative difference {err:.2e}")
     if not err < 1e-9:
         raise SystemExit(f"self-check failed: relative difference {err:.2e}")
-    hidden = memplan.QWEN35_4B.hidden
+    hidden = gpumem.QWEN35_4B.hidden
     for name in args.variants:  # warm-up: kernels, cuBLAS handles and workspaces of both threads
         measure(torch, fns[name], 2048, 4096, hidden, min(args.chunk, 1024), seed=1)
     rows = []
     for tp in args.tp:
-        v = memplan.vocab_per_rank(memplan.QWEN35_4B, tp)
+        v = gpumem.vocab_per_rank(gpumem.QWEN35_4B, tp)
         for tokens in args.tokens:
             for name in args.variants:
                 est, step = estimate(name, tokens, tp, args.chunk)
@@ -211,7 +211,7 @@ HEADER = (f"{'variant':<20} {'T':>6} {'TP':>3} {'V/TP':>7} {'measured GiB':>13} 
 
 
 def format_row(row: dict) -> str:
-    gib = memplan.GIB
+    gib = gpumem.GIB
     meas = f"{row['measured_bytes'] / gib:13.3f}" if row.get("measured_bytes") is not None else f"{'-':>13}"
     ratio = f"{row['ratio']:7.3f}" if row.get("ratio") is not None else f"{row.get('error', '-'):>7}"
     return (f"{row['variant']:<20} {row['tokens']:>6} {row['tp']:>3} {row['vocab_per_rank']:>7} {meas} "
@@ -219,7 +219,7 @@ def format_row(row: dict) -> str:
 
 
 def markdown(rows: list[dict], meta: dict) -> str:
-    gib = memplan.GIB
+    gib = gpumem.GIB
     lines = [f"Measured {meta['date']} on {meta['gpu']} ({meta['gpu_memory_gib']} GiB), torch {meta['torch']} "
              f"(CUDA {meta['cuda']}); H={meta['hidden']}, V={meta['vocab']}, chunk={meta['chunk']} rows.", "",
              "| variant | T | TP | V/TP | measured GiB | estimated GiB | measured / estimated |",
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(HEADER)
         for tp in args.tp:
-            v = memplan.vocab_per_rank(memplan.QWEN35_4B, tp)
+            v = gpumem.vocab_per_rank(gpumem.QWEN35_4B, tp)
             for tokens in args.tokens:
                 for name in args.variants:
                     est, _ = estimate(name, tokens, tp, args.chunk)
@@ -257,9 +257,9 @@ def main(argv: list[str] | None = None) -> int:
               "or use --dry-run for the estimates only)", file=sys.stderr)
         return 2
     props = torch.cuda.get_device_properties(0)
-    meta = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"), "gpu": props.name,
-            "gpu_memory_gib": round(props.total_memory / memplan.GIB, 1), "torch": torch.__version__,
-            "cuda": torch.version.cuda, "hidden": memplan.QWEN35_4B.hidden, "vocab": memplan.QWEN35_4B.vocab,
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"), "gpu": props.name,
+            "gpu_memory_gib": round(props.total_memory / gpumem.GIB, 1), "torch": torch.__version__,
+            "cuda": torch.version.cuda, "hidden": gpumem.QWEN35_4B.hidden, "vocab": gpumem.QWEN35_4B.vocab,
             "chunk": args.chunk, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
     print(json.dumps(meta))
     print(HEADER)

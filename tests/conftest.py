@@ -183,9 +183,9 @@ def _fresh_slime_singletons():
 def _stop_leftover_rehearsals():
     """A failed rehearsal test must not leave its services holding the rehearsal's ports."""
     yield
-    from support import rehearsal as rehearsal_support
+    from support import rehearsal
 
-    rehearsal_support.stop_all_created()
+    rehearsal.stop_all_created()
 
 
 def _shared_world(tmp_path_factory) -> Path:

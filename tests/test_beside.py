@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import pytest
 
 from pyhelpers import stages
-from pyhelpers.loop import loop as loopmod
+from pyhelpers.loop import loop
 from pyhelpers.run import events
 
 
-def _loop(tmp_path, beside: bool) -> loopmod.Loop:
-    lp = loopmod.Loop.__new__(loopmod.Loop)
+def _loop(tmp_path, beside: bool) -> loop.Loop:
+    lp = loop.Loop.__new__(loop.Loop)
     cfg = SimpleNamespace(VAL_BESIDE_COMPILE=beside)  # the one knob the loop reads here
     lp.cfg, lp.lay, lp.echo, lp.beside = cfg, SimpleNamespace(run_dir=tmp_path), lambda s: None, {}
     return lp
@@ -71,7 +71,7 @@ def test_a_failure_beside_is_reported_under_its_own_stage(tmp_path, fake_stages,
     _, _, fail = fake_stages
     fail[failing] = RuntimeError(f"{failing} broke")
     lp = _loop(tmp_path, beside=True)
-    with pytest.raises(loopmod.BesideFailed) as got:
+    with pytest.raises(loop.BesideFailed) as got:
         lp._run_position(0, "compile")
     assert got.value.stage == failing and str(got.value.error) == f"{failing} broke"
     assert lp.beside == {}  # nothing left running beside when the loop restarts

@@ -38,13 +38,13 @@ def test_the_rehearsal_refuses_a_host_that_already_holds_test_net_2(monkeypatch)
 
 
 def test_one_node_keeps_todays_head_and_several_nodes_bind_node_addr(toolkit_env):
-    from pyhelpers.config import load as config
+    from pyhelpers.config import load
 
-    one = config.load({**toolkit_env})
+    one = load.load({**toolkit_env})
     argv = slime_args.ray_head(one)
     assert argv[argv.index("--node-ip-address") + 1] == "127.0.0.1"
     assert ray_ports.env(one)["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
-    two = config.load({**toolkit_env, "NNODES": "2", "NODE_ADDR": "10.0.0.1", "NET_IFACE": "eth0",
+    two = load.load({**toolkit_env, "NNODES": "2", "NODE_ADDR": "10.0.0.1", "NET_IFACE": "eth0",
                        "HEAD_ADDR": "10.0.0.1"})
     argv = slime_args.ray_head(two)
     assert argv[argv.index("--node-ip-address") + 1] == "10.0.0.1"
@@ -57,10 +57,10 @@ def test_one_node_keeps_todays_head_and_several_nodes_bind_node_addr(toolkit_env
 
 
 def test_status_lists_each_node_with_its_state(toolkit_env, tmp_path):
-    from pyhelpers.config import load as config
+    from pyhelpers.config import load
     from pyhelpers.run.layout import from_config
 
-    cfg = config.load({**toolkit_env})
+    cfg = load.load({**toolkit_env})
     lay = from_config(cfg)
     assert cluster.node_rows(cfg, lay, time.time()) == []
     (lay.run_dir / "nodes" / "10.0.0.2").mkdir(parents=True)
@@ -90,10 +90,10 @@ def _two_nodes(toolkit_env, **values):
     """NNODES=2 as the head sees it, without a second machine (the address checks need one)."""
     from dataclasses import replace
 
-    from pyhelpers.config import load as config
+    from pyhelpers.config import load
     from pyhelpers.run.layout import from_config
 
-    cfg = config.load({**toolkit_env})
+    cfg = load.load({**toolkit_env})
     cfg = replace(cfg, values={**cfg.values, "NNODES": "2", "NODE_ADDR": "198.51.100.1", **values})
     return cfg, from_config(cfg)
 

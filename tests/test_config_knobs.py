@@ -15,10 +15,9 @@ from click.testing import CliRunner
 from conftest import ROOT, run_pyhelpers
 
 from pyhelpers.cli import main
-from pyhelpers.config import load as config_load
-from pyhelpers.config import types as knob_types
+from pyhelpers.config import load, types
 
-KNOBS = config_load.read_knobs()
+KNOBS = load.read_knobs()
 
 
 def _check(env: dict[str, str]):
@@ -90,8 +89,8 @@ def test_consumers_read_each_knob_as_its_declared_type():
 
 
 def test_a_bad_spec_line_is_named():
-    with pytest.raises(knob_types.SpecError, match="env/defaults.env:7"):
-        knob_types.parse("int between 1 and 2", "env/defaults.env:7")
+    with pytest.raises(types.SpecError, match="env/defaults.env:7"):
+        types.parse("int between 1 and 2", "env/defaults.env:7")
 
 
 def test_declared_choices_are_the_ones_the_code_knows():
@@ -117,6 +116,6 @@ def test_training_resets_wait_as_long_as_the_simulator_may_wait_for_a_slot(toolk
     from pyhelpers.rollout.settings import from_mapping, plugin_values
     from pyhelpers.run.layout import from_config
 
-    cfg = config_load.load({**toolkit_env, "SHOPSIM_RESET_RETRIES": "20", "SHOPSIM_RESET_DELAY": "6"})
+    cfg = load.load({**toolkit_env, "SHOPSIM_RESET_RETRIES": "20", "SHOPSIM_RESET_DELAY": "6"})
     values = plugin_values(cfg, from_config(cfg), 0)
     assert from_mapping(values).shopsim_reset_timeout_s > 20 * 6

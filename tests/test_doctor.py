@@ -23,7 +23,7 @@ import pytest
 from conftest import FAKES, ROOT, run_pyhelpers
 from fakes.flag_lists import names, sglang_server_flags_file, slime_train_flags_file
 from support.rehearsal import own_ports
-from support.tokenizer import CONFIG as HF_CONFIG
+from support.tokenizer import CONFIG
 
 from pyhelpers.capacity import diskplan
 from pyhelpers.config import declarations, load
@@ -52,7 +52,7 @@ def machine(toolkit_env, tmp_path) -> dict[str, str]:
         "python = 3.12", f"python = {sys.version_info.major}.{sys.version_info.minor}"))
     hf = tmp_path / "models/Qwen3.5-4B"
     hf.mkdir(parents=True)
-    (hf / "config.json").write_text(json.dumps(HF_CONFIG))  # Qwen3.5-4B's, as slime accepts it
+    (hf / "config.json").write_text(json.dumps(CONFIG))  # Qwen3.5-4B's, as slime accepts it
     (hf / "tokenizer.json").write_text("{}")
     shards = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
     for s in shards:

@@ -12,7 +12,7 @@ import pytest
 from conftest import FAKES
 from support.tokenizer import CONFIG
 
-from pyhelpers.config import load as config
+from pyhelpers.config import load
 from pyhelpers.doctor import runner
 
 SCRIPT_FLAGS = FAKES / "slime_stub" / "scripts" / "models" / "qwen3.5-4B.sh"
@@ -26,7 +26,7 @@ def _config_check(toolkit_env, tmp_path, cfg, script=SCRIPT_FLAGS):
     hf.mkdir(parents=True, exist_ok=True)
     (hf / "config.json").write_text(json.dumps(cfg) if isinstance(cfg, dict) else cfg)
     env = {**toolkit_env, "MODELS_DIR": str(tmp_path / "models"), "MODEL_ARGS_SCRIPT": str(script)}
-    got = {r.name: r for r in runner.run_checks(config.load(env), env, only=["model-config"])}
+    got = {r.name: r for r in runner.run_checks(load.load(env), env, only=["model-config"])}
     return got["model-config"], hf / "config.json"
 
 

@@ -18,10 +18,9 @@ from support.tokenizer import build_tokenizer
 
 from pyhelpers.policy.prompt_builder import PromptBuilder, Transcript
 from pyhelpers.policy.sglang_client import SGLangClient, SGLangRejected, parse_generate
-from pyhelpers.shopsim import actions
-from pyhelpers.shopsim import protocol as p
+from pyhelpers.shopsim import actions, protocol
 from pyhelpers.shopsim.client import ShopSimClient
-from pyhelpers.tasks import build as taskdata
+from pyhelpers.tasks import build
 
 pytestmark = pytest.mark.heavy  # the stand-in servers as processes
 
@@ -160,7 +159,7 @@ async def _play(world, task, skills_block, max_turns=8):
     b = PromptBuilder(world["tok"])
     async with ShopSimClient(world["shop"].url) as shop, SGLangClient(world["sg"].url) as sg:
         async with shop.episode_slot(task["idx"]) as slot:
-            tr = b.start(instruction=p.goal_instruction(slot.reset.instruction), skills_block=skills_block)
+            tr = b.start(instruction=protocol.goal_instruction(slot.reset.instruction), skills_block=skills_block)
             step = None
             for _ in range(max_turns):
                 g = await sg.generate(tr.token_ids, {"max_new_tokens": b.max_new_tokens(tr, 6000, 256)})
@@ -187,7 +186,7 @@ def test_planted_skills_decide_the_outcome(world):
 
 def test_fake_shopsim_protocol_details(world):
     url = world["shop"].url + "/api/shop_agent"
-    assert _post(url, {"action": "release_one"})["result"] == {"error": p.PROBE_ERROR}
+    assert _post(url, {"action": "release_one"})["result"] == {"error": protocol.PROBE_ERROR}
     assert _post(url, {"action": "release_one", "env_idx": 7})["result"]["message"].endswith("already free")
     r = _post(url, {"action": "reset", "idx": 1})["result"]
     e = r["env_idx"]
@@ -232,7 +231,7 @@ def _raw_post(url: str, body: bytes, ctype: str | None) -> tuple[int, str, str]:
     (b'{"action": "release_one"}', "application/vnd.shop+json", 200, "No valid environment index provided"),
 ])
 def test_fake_shopsim_answers_a_bad_body_as_flask_does(world, body, ctype, status, shows):
-    code, got_type, text = _raw_post(world["shop"].url + p.API_PATH, body, ctype)
+    code, got_type, text = _raw_post(world["shop"].url + protocol.API_PATH, body, ctype)
     assert (code, shows in text) == (status, True), text
     assert got_type.startswith("text/html" if status != 200 else "application/json")
 
@@ -248,7 +247,7 @@ def test_fake_shopsim_over_after_history_and_prices_fixed_by_seed(world, tmp_pat
         overs = [_post(url, {"action": "interact", "env_idx": e, "response": "noop"})["result"]["over"]
                  for _ in range(3)]
         assert overs == [False, False, True]  # 2 + 3 messages > 4: over, slot freed by the server
-        assert _post(url, {"action": "release_one"})["result"]["error"] == p.PROBE_ERROR
+        assert _post(url, {"action": "release_one"})["result"]["error"] == protocol.PROBE_ERROR
         assert _post(url, {"action": "reset", "idx": 0})["result"]["env_idx"] == e
 
         def price(proc, idx):  # partner products have a price range: drawn from the seed
@@ -266,14 +265,14 @@ def test_fake_shopsim_over_after_history_and_prices_fixed_by_seed(world, tmp_pat
 
 def test_built_task_indices_match_the_fake_server(world, tmp_path):
     fx = write_shop_fixture(tmp_path / "q", quirks=True)
-    res = taskdata.build([tmp_path / "q"])
+    res = build.build([tmp_path / "q"])
     shop = start_fake_shopsim(fx["server_file"], slots=2)
 
     async def go():
         async with ShopSimClient(shop.url) as c:
             for t in res.train + res.val:
                 async with c.episode_slot(t["shopsim_idx"]) as slot:
-                    assert p.goal_instruction(slot.reset.instruction) == t["instruction"], t
+                    assert protocol.goal_instruction(slot.reset.instruction) == t["instruction"], t
                     assert slot.reset.goal_options == t["goal_options"]
     try:
         asyncio.run(go())

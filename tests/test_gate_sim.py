@@ -89,9 +89,9 @@ def test_three_round_lifecycle_with_pooling():
 
 
 def test_knobs_from_config(toolkit_env):
-    from pyhelpers.config import load as config
+    from pyhelpers.config import load
 
     given = {"GATE_PAIRS": "64", "GATE_ARM_EPISODES": "8", "GATE_SEED": "5", "GATE_MAX_SKILLS": "6",
              "GATE_FAILED_SHARE": "0.5", "GATE_ALPHA": "0.05", "GATE_MAX_ROUNDS": "2"}
-    assert GateKnobs.from_config(config.load({**toolkit_env, **given})) == GateKnobs(
+    assert GateKnobs.from_config(load.load({**toolkit_env, **given})) == GateKnobs(
         pairs=64, arm_episodes=8, seed=5, max_skills=6, failed_share=0.5, alpha=0.05, max_rounds=2)

@@ -11,7 +11,7 @@ from support.knobs import gate_knobs
 from pyhelpers.gate.report import build_summary
 from pyhelpers.gate.simulate import simulate_round
 from pyhelpers.gate.wandb_log import log_gate
-from pyhelpers.tracking import wandb_log as wandb_logging
+from pyhelpers.tracking import wandb_log
 
 SECRET = "sk-test-SHOULD-NOT-LEAK-1234567890"
 HELP, HARM = "sk-00000000000a", "sk-00000000000b"
@@ -77,14 +77,14 @@ def test_log_gate_offline_read_back_once(wb_env):
 
 
 def test_disabled_mode_logs_nothing_and_ids_are_safe(wb_env):
-    assert not wandb_logging.log_once(project="p", group="g", job_type="gate", run_dir=wb_env, rid="x", name="x",
+    assert not wandb_log.log_once(project="p", group="g", job_type="gate", run_dir=wb_env, rid="x", name="x",
                                       config={}, log=lambda run: None, mode="disabled")
     assert not (wb_env / "wandb").exists()
-    rid = wandb_logging.run_id("my group/with:odd?chars", "gate", "r1")
+    rid = wandb_log.run_id("my group/with:odd?chars", "gate", "r1")
     assert rid == "my_group_with_odd_chars-gate-r1"
-    long = wandb_logging.run_id("g" * 100, "gate")
-    assert len(long) == 64 and long == wandb_logging.run_id("g" * 100, "gate")
-    assert wandb_logging.public_config({"WANDB_API_KEY": "x", "dashscope_api_key": "y", "alpha": 0.1}) == {"alpha": 0.1}
+    long = wandb_log.run_id("g" * 100, "gate")
+    assert len(long) == 64 and long == wandb_log.run_id("g" * 100, "gate")
+    assert wandb_log.public_config({"WANDB_API_KEY": "x", "dashscope_api_key": "y", "alpha": 0.1}) == {"alpha": 0.1}
 
 
 def test_round_gpu_idle_logged_once_per_finished_round_and_read_back(wb_env):

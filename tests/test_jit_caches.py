@@ -7,10 +7,8 @@ import pytest
 
 from pyhelpers import stages
 from pyhelpers.capacity import diskguard
-from pyhelpers.config import jit_caches
-from pyhelpers.config import load as config
-from pyhelpers.launch import services
-from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.config import jit_caches, load
+from pyhelpers.launch import services, slime_args
 from pyhelpers.run.layout import from_config
 
 WANTED = {"TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE", "SGLANG_DG_CACHE_DIR",
@@ -18,10 +16,10 @@ WANTED = {"TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_B
 
 
 def test_the_job_the_ray_head_and_the_eval_server_use_the_runs_caches_on_the_data_disk(toolkit_env):
-    cfg = config.load()
+    cfg = load.load()
     lay = from_config(cfg)
     base = lay.save_dir / "jit-cache"
-    job = launch_args.runtime_env(cfg)["env_vars"]
+    job = slime_args.runtime_env(cfg)["env_vars"]
     server = services.spec(cfg, lay, "eval-server", model="/m/hf").env_extra
     head = services.spec(cfg, lay, "ray-head").env_extra
     for env in (job, server, head):
@@ -32,13 +30,13 @@ def test_the_job_the_ray_head_and_the_eval_server_use_the_runs_caches_on_the_dat
 
 def test_off_leaves_each_programs_default(toolkit_env, monkeypatch):
     monkeypatch.setenv("JIT_CACHE_ON_DATA_DISK", "0")
-    cfg = config.load()
-    assert not WANTED & set(launch_args.runtime_env(cfg)["env_vars"])
+    cfg = load.load()
+    assert not WANTED & set(slime_args.runtime_env(cfg)["env_vars"])
     assert not WANTED & set(services.spec(cfg, from_config(cfg), "eval-server", model="/m").env_extra)
 
 
 def test_the_disk_plan_counts_what_the_caches_will_grow_to(toolkit_env):
-    cfg = config.load()
+    cfg = load.load()
     lay = from_config(cfg)
     items = dict(diskguard.need(cfg, lay, "train", stages.get("train").writes, free=lambda p: 10**12).items)
     (grow,) = [n for what, n in items.items() if what.startswith("JIT caches")]
@@ -55,7 +53,7 @@ def test_make_plan_shows_them(toolkit_env, monkeypatch, on):
     from pyhelpers.overview import plan
 
     monkeypatch.setenv("JIT_CACHE_ON_DATA_DISK", on)
-    cfg = config.load()
+    cfg = load.load()
     (line,) = [x for x in plan.plan(cfg, from_config(cfg), model_args=[]) if x.startswith("JIT caches:")]
     assert ("TRITON_CACHE_DIR=" in line) == (on == "1")
 

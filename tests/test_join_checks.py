@@ -27,9 +27,9 @@ VERSIONS = {"python": "3.12.8", "ray": "2.60.0", "slime": None, "sglang": "0.5.1
 def _configs(toolkit_env, **worker):
     """(head's, worker's) configuration of one NNODES=2 run, without two machines (config.load checks
     NODE_ADDR against this machine's addresses: the values are put in afterwards)."""
-    from pyhelpers.config import load as config
+    from pyhelpers.config import load
 
-    base = config.load({**toolkit_env})
+    base = load.load({**toolkit_env})
     two = {"NNODES": "2", "JOIN_TIMEOUT": "600"}
     head = replace(base, values={**base.values, **two, "NODE_ADDR": HEAD})
     mine = replace(base, values={**base.values, **two, "NODE_ADDR": WORKER, "HEAD_ADDR": HEAD, **worker})
@@ -116,7 +116,7 @@ def _publish(w) -> None:
     from pyhelpers.cli import node_cmd
 
     with w.monkeypatch.context() as m:
-        m.setattr(node_cmd, "_ctx", lambda: (w.hcfg, w.lay))
+        m.setattr(node_cmd, "ctx", lambda: (w.hcfg, w.lay))
         node_cmd.node_publish.callback()
 
 
@@ -259,20 +259,20 @@ def test_a_stale_workers_rejoin_is_refused_at_once_naming_make_leave(head_and_wo
     """Its ray-worker service still runs (a join before this one): on a worker the command that stops
     it is `make leave` (`make stop` is the head's), and nothing is asked of the head first."""
     from pyhelpers.cli import node_cmd
-    from pyhelpers.procs import groups as procs
+    from pyhelpers.procs import groups
 
     w = head_and_worker(DOCTOR_PROFILE="rehearse")
     _publish(w)
     w.fake.asked.clear()
     _no_waiting(monkeypatch)
     pids, logs = node_cmd._dirs(w.wcfg, w.wlay)
-    procs.start(cluster.WORKER_SERVICE, ["sleep", "300"], pids_dir=pids, logs_dir=logs)
-    monkeypatch.setattr(node_cmd, "_ctx", lambda: (w.wcfg, w.wlay))
+    groups.start(cluster.WORKER_SERVICE, ["sleep", "300"], pids_dir=pids, logs_dir=logs)
+    monkeypatch.setattr(node_cmd, "ctx", lambda: (w.wcfg, w.wlay))
     try:
         with pytest.raises(ToolkitError) as err:
             node_cmd.node_join.callback()
     finally:
-        procs.stop_all(pids, 1.0, names=[cluster.WORKER_SERVICE], missing_ok=True)
+        groups.stop_all(pids, 1.0, names=[cluster.WORKER_SERVICE], missing_ok=True)
     assert "already running" in err.value.what and "make leave" in err.value.fix, err.value
     assert "make stop" not in err.value.fix, err.value.fix
     assert w.fake.asked == [], f"the head was asked first: {w.fake.asked}"

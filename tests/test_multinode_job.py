@@ -10,9 +10,9 @@ from pathlib import Path
 from conftest import ROOT
 
 from pyhelpers import stages
-from pyhelpers.config import load as config
-from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.overview import plan as runplan
+from pyhelpers.config import load
+from pyhelpers.launch import slime_args
+from pyhelpers.overview import plan
 from pyhelpers.run.layout import from_config
 
 GOLDEN = ROOT / "tests" / "golden"
@@ -21,8 +21,8 @@ MODEL_ARGS = ["--num-layers", "32"]
 
 def _plan_text(env: dict, tmp_path: Path) -> str:
     """`make plan`'s lines with this test's own paths and the machine's free space made neutral."""
-    cfg = config.load(env)
-    text = "\n".join(runplan.plan(cfg, from_config(cfg), model_args=MODEL_ARGS)) + "\n"
+    cfg = load.load(env)
+    text = "\n".join(plan.plan(cfg, from_config(cfg), model_args=MODEL_ARGS)) + "\n"
     text = text.replace(cfg.ray_temp_dir, "<RAY_TEMP>").replace(str(tmp_path), "<TMP>").replace(str(ROOT), "<ROOT>")
     return re.sub(r"[0-9.]+ GB free", "<N> GB free", text)
 
@@ -82,7 +82,7 @@ def _nccl_net(env: dict, monkeypatch, ib_root: Path) -> dict:
     from pyhelpers.doctor.base import Context
 
     monkeypatch.setattr(nccl_net, "IB_ROOT", ib_root)
-    cfg = config.load(env)
+    cfg = load.load(env)
     ctx = Context(cfg, env, cfg.DOCTOR_PROFILE)
     return {r.name: r for r in runner.run_one(ctx, "nccl-net", nccl_net.check_nccl_net)}
 
@@ -112,8 +112,8 @@ def _two_nodes(env: dict, **more) -> dict:
 
 
 def test_a_two_node_job_spans_both_nodes_with_four_gpus_each(toolkit_env):
-    cfg = config.load(_two_nodes(toolkit_env))
-    argv = launch_args.slime_train(cfg, from_config(cfg), 0, [])
+    cfg = load.load(_two_nodes(toolkit_env))
+    argv = slime_args.slime_train(cfg, from_config(cfg), 0, [])
     joined = " ".join(argv)
     assert "--actor-num-nodes 2 --actor-num-gpus-per-node 4 --num-gpus-per-node 4 --colocate" in joined, joined
     # slime then sets --rollout-num-gpus to actor_num_gpus_per_node x actor_num_nodes under --colocate
@@ -130,8 +130,8 @@ def test_the_jobs_env_clears_proxies_and_leaves_per_node_values_to_each_raylet(t
 
     for k, v in {**PROXIES, "SLIME_HOST_IP": "10.0.0.9", "NCCL_SOCKET_IFNAME": "eth9"}.items():
         monkeypatch.setenv(k, v)
-    cfg = config.load(_two_nodes(toolkit_env))
-    job = launch_args.runtime_env(cfg)["env_vars"]
+    cfg = load.load(_two_nodes(toolkit_env))
+    job = slime_args.runtime_env(cfg)["env_vars"]
     assert {k: job.get(k) for k in node_env.PROXY_VARS} == dict.fromkeys(node_env.PROXY_VARS, "")
     # the runtime env is the same on every node: a per-node value there would override each raylet's
     assert not {"SLIME_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"} & set(job), job
@@ -140,8 +140,8 @@ def test_the_jobs_env_clears_proxies_and_leaves_per_node_values_to_each_raylet(t
         {"SLIME_HOST_IP": "198.51.100.1", "NCCL_SOCKET_IFNAME": "=veth-head", "GLOO_SOCKET_IFNAME": "veth-head"}
     assert set(node_env.PROXY_VARS) <= set(head.env_drop), head.env_drop
     # one node: as before (no proxy clearing, no per-node values: tests/golden/plan-one-node.txt)
-    one = config.load(toolkit_env)
-    assert not set(node_env.PROXY_VARS) & set(launch_args.runtime_env(one)["env_vars"])
+    one = load.load(toolkit_env)
+    assert not set(node_env.PROXY_VARS) & set(slime_args.runtime_env(one)["env_vars"])
     assert "SLIME_HOST_IP" not in services.spec(one, from_config(one), "ray-head").env_extra
 
 
@@ -166,9 +166,9 @@ class _Cluster:
 def _lost_node_loop(toolkit_env, monkeypatch, cluster, **knobs):
     from pyhelpers.errors import ToolkitError
     from pyhelpers.launch import ray_nodes, slime_job
-    from pyhelpers.loop import loop as loop_mod
+    from pyhelpers.loop import loop
 
-    cfg = config.load(_two_nodes(toolkit_env, RESTART_BACKOFF="0", **knobs))
+    cfg = load.load(_two_nodes(toolkit_env, RESTART_BACKOFF="0", **knobs))
     lay = from_config(cfg)
     lay.logs.mkdir(parents=True, exist_ok=True)
     (lay.logs / "slime-log.log").write_text(NODE_LOST_LOG)
@@ -176,9 +176,9 @@ def _lost_node_loop(toolkit_env, monkeypatch, cluster, **knobs):
     monkeypatch.setattr(ray_nodes, "list_nodes", cluster)
     monkeypatch.setattr(ray_nodes, "POLL_S", 0.01)
     monkeypatch.setattr(slime_job, "stop", lambda *a: calls.append("stop_job") or "slime job: stopped")
-    monkeypatch.setattr(loop_mod.runstop, "cleanup", lambda *a, **k: calls.append("cleanup") or [])
+    monkeypatch.setattr(loop.stop, "cleanup", lambda *a, **k: calls.append("cleanup") or [])
     lines = []
-    lp = loop_mod.Loop(cfg, lay, model_args=[], echo=lines.append)
+    lp = loop.Loop(cfg, lay, model_args=[], echo=lines.append)
     exc = ToolkitError("slime job x FAILED (exit code 1): ", "round 0; full log: logs/slime-log.log", "")
     return lp, exc, calls, lines
 
@@ -211,34 +211,33 @@ def test_a_lost_node_that_never_rejoins_stops_the_run_naming_it(toolkit_env, mon
 
 def test_status_lists_the_nodes_with_gpus_and_addresses_and_names_a_lost_one(toolkit_env, monkeypatch):
     from pyhelpers.launch import ray_nodes
-    from pyhelpers.overview import manifest as runmanifest
-    from pyhelpers.overview import status as runstatus
+    from pyhelpers.overview import manifest, status
 
-    cfg = config.load(_two_nodes(toolkit_env))
+    cfg = load.load(_two_nodes(toolkit_env))
     lay = from_config(cfg)
     lay.run_dir.mkdir(parents=True)
-    runmanifest.record_or_compare(cfg, lay.manifest)
+    manifest.record_or_compare(cfg, lay.manifest)
     monkeypatch.setattr(ray_nodes, "list_nodes", _Cluster(rejoin_after=None))
-    monkeypatch.setattr(runstatus, "_ray_head_up", lambda st: True)
-    st = runstatus.gather(cfg, lay)
-    text = "\n".join(runstatus.render(st))
+    monkeypatch.setattr(status, "_ray_head_up", lambda st: True)
+    st = status.gather(cfg, lay)
+    text = "\n".join(status.render(st))
     assert "Ray's nodes: 1 of 2 alive (NNODES=2)" in text, text
     assert "198.51.100.1 head, 4 GPU(s), alive" in text, text
     assert "MISSING: 198.51.100.2 lost (health check failed due to missing too many heartbeats)" in text, text
     assert st["ray_nodes"]["missing"] == ["198.51.100.2 lost (health check failed due to missing too many heartbeats)"]
-    one = config.load(toolkit_env)
-    assert "ray_nodes" not in runstatus.gather(one, from_config(one))
+    one = load.load(toolkit_env)
+    assert "ray_nodes" not in status.gather(one, from_config(one))
 
 
 def test_the_report_records_the_node_count(toolkit_env, tmp_path):
-    from pyhelpers.overview import manifest as runmanifest
+    from pyhelpers.overview import manifest
     from pyhelpers.report import data, html
 
-    cfg = config.load(_two_nodes(toolkit_env))
+    cfg = load.load(_two_nodes(toolkit_env))
     lay = from_config(cfg)
     lay.run_dir.mkdir(parents=True)
-    runmanifest.record_or_compare(cfg, lay.manifest)
-    tables = data.gather(config.load(toolkit_env), lay)  # run.json says what the run used, not today's .env
+    manifest.record_or_compare(cfg, lay.manifest)
+    tables = data.gather(load.load(toolkit_env), lay)  # run.json says what the run used, not today's .env
     assert (tables.nodes, tables.gpus_per_node) == (2, 4)
     pngs = {key: tmp_path / f"{key}.png" for key, *_ in html.SECTIONS}
     page = html.write(tmp_path / "index.html", cfg.run_name, t=tables, pngs=pngs, csvs={}).read_text()
@@ -269,7 +268,7 @@ def test_the_head_does_not_wait_for_a_rollout_process_of_another_machine(toolkit
     from pyhelpers.procs import procfs
     from pyhelpers.stages import train
 
-    cfg = config.load(toolkit_env)
+    cfg = load.load(toolkit_env)
     lay = from_config(cfg)
     lay.round(0).plugin_process.parent.mkdir(parents=True)
     me = {"pid": os.getpid(), "ticks": procfs.start_ticks(os.getpid())}  # alive, here: would be waited for

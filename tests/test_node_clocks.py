@@ -20,10 +20,10 @@ HEAD, WORKER = "198.51.100.1", "198.51.100.2"
 @pytest.fixture
 def head(toolkit_env):
     """The head's configuration of an NNODES=2 run (its addresses put in after the machine checks)."""
-    from pyhelpers.config import load as config
+    from pyhelpers.config import load
     from pyhelpers.run.layout import from_config
 
-    cfg = config.load({**toolkit_env})
+    cfg = load.load({**toolkit_env})
     cfg = replace(cfg, values={**cfg.values, "NNODES": "2", "NODE_ADDR": HEAD})
     return cfg, from_config(cfg)
 
@@ -126,12 +126,12 @@ def test_doctor_on_the_head_passes_clocks_that_agree_within_the_round_trip(head,
 
 
 def test_the_driver_of_a_multinode_run_notes_each_workers_heartbeat_while_it_runs(head, monkeypatch):
-    from pyhelpers.loop import loop as loop_mod
+    from pyhelpers.loop import loop
 
     cfg, lay = head
     _beat(lay, time.time() - 7200)
     seen = cluster.node_dir(lay, WORKER) / cluster.SEEN_NAME
-    lp = loop_mod.Loop(cfg, lay, model_args=[], echo=lambda line: None)
+    lp = loop.Loop(cfg, lay, model_args=[], echo=lambda line: None)
 
     def stages(stop_before):  # the run's stages, while which the driver watches
         end = time.monotonic() + 120

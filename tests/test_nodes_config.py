@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_pyhelpers
 
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import netif, procfs
+from pyhelpers.procs import groups, netif, procfs
 
 
 def _routable() -> tuple[str, str]:
@@ -106,7 +105,7 @@ def test_a_broken_worker_can_still_leave_stop_and_show_status(toolkit_env):
     env = {**toolkit_env, "NNODES": "2", "NODE_ADDR": addr, "NET_IFACE": "gone0", "HEAD_ADDR": "198.51.100.1",
            "RUN_NAME": "broken", "STOP_GRACE": "1"}
     mine = Path(env["RUNS_DIR"]) / "broken" / "nodes" / addr
-    node = procs.start("ray-worker", ["sleep", "3600"], pids_dir=mine / "pids", logs_dir=mine / "logs")
+    node = groups.start("ray-worker", ["sleep", "3600"], pids_dir=mine / "pids", logs_dir=mine / "logs")
     try:
         leave = subprocess.run([str(ROOT / "bin" / "leave")], env=env, cwd=ROOT, capture_output=True, text=True,
                                timeout=120)
@@ -119,4 +118,4 @@ def test_a_broken_worker_can_still_leave_stop_and_show_status(toolkit_env):
             assert r.returncode == 0 and "is not an address of this machine" not in r.stdout + r.stderr, \
                 f"make {verb}: {r.stdout}{r.stderr}"
     finally:
-        procs.stop_all(mine / "pids", 1.0)
+        groups.stop_all(mine / "pids", 1.0)

@@ -7,7 +7,7 @@ import json
 import pytest
 from support.tokenizer import build_tokenizer
 
-from pyhelpers.policy import prompt_builder as prompting
+from pyhelpers.policy import prompt_builder
 from pyhelpers.policy.prompt_builder import ContextBudgetError, PromptBuilder, TemplateError
 from pyhelpers.policy.system_prompt import SYSTEM_PROMPT
 
@@ -62,7 +62,7 @@ def test_turns_stay_aligned_and_keep_every_turns_reasoning(tok):
     # The template's own render drops the reasoning of turns before the last user message.
     full = tok.apply_chat_template([dict(m) for m in tr.messages], tokenize=False, add_generation_prompt=False)
     assert "先搜索。" not in full and "看页面。" not in full and "规格好了。" in full
-    assert prompting.extract_action(turns[1][0]).arg == "b1"
+    assert prompt_builder.extract_action(turns[1][0]).arg == "b1"
 
 
 def test_budget(tok):
@@ -109,9 +109,9 @@ def test_budget_keeps_the_margins_sglang_enforces(tok):
 def test_misuse_and_unstable_templates_raise(tok, tmp_path):
     b = PromptBuilder(tok)
     tr = b.start(instruction="x")
-    with pytest.raises(prompting.PromptError):
+    with pytest.raises(prompt_builder.PromptError):
         b.add_observation(tr, "obs before any response")
-    with pytest.raises(prompting.PromptError):
+    with pytest.raises(prompt_builder.PromptError):
         b.add_response(tr, [1, 2], [0.0])
 
     class Unstable:  # a template whose system line changes with the number of messages
@@ -135,9 +135,9 @@ def test_misuse_and_unstable_templates_raise(tok, tmp_path):
 def test_persona_user_message():
     task = {"instruction": "完整说明", "instruction_simple": "想买鞋", "scenario": "persona",
             "persona": {"__reasoning__": "secret", "预算": "300"}}
-    msg = prompting.user_message(task)
+    msg = prompt_builder.user_message(task)
     assert msg.startswith("想买鞋") and "预算" in msg and "secret" not in msg and "完整说明" not in msg
-    assert prompting.user_message({"instruction": "完整说明"}).endswith(prompting.FIRST_PAGE_TAIL)
+    assert prompt_builder.user_message({"instruction": "完整说明"}).endswith(prompt_builder.FIRST_PAGE_TAIL)
     assert json.loads(msg.split("用户个人文档：")[1].split("\n")[0]) == {"预算": "300"}
 
 

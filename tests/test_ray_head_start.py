@@ -27,7 +27,7 @@ from pyhelpers.config.load import load
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import cluster, services
 from pyhelpers.loop.supervisor import TRANSIENT, classify_exception
-from pyhelpers.procs import groups as procs
+from pyhelpers.procs import groups
 from pyhelpers.run.layout import from_config
 
 # argv: DIR DASHBOARD_PORT AGENT_PORT; FAKE_RAY_PLAN="fail start": attempt 1 fails, attempt 2 starts.
@@ -81,14 +81,14 @@ def head(tmp_path, toolkit_env, monkeypatch, rehearsal_world):
     attempts.mkdir()
     argv = [sys.executable, str(fake), str(attempts), str(cfg.RAY_DASHBOARD_PORT),
             str(ray_ports.port_of(cfg, "dashboard agent HTTP"))]
-    monkeypatch.setattr(services.launch_args, "ray_head", lambda cfg: argv)
+    monkeypatch.setattr(services.slime_args, "ray_head", lambda cfg: argv)
 
     def start(plan: str):
         monkeypatch.setenv("FAKE_RAY_PLAN", plan)
         lines: list[str] = []
         return cfg, lay, attempts, lines
     yield start
-    procs.stop_all(lay.pids, 2.0)
+    groups.stop_all(lay.pids, 2.0)
 
 
 def test_a_head_whose_ray_start_missed_the_registration_wait_is_started_again(head):

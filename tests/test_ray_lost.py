@@ -12,7 +12,7 @@ from pyhelpers.config.load import load
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import rayjob, services
 from pyhelpers.loop.supervisor import TRANSIENT, classify, classify_exception
-from pyhelpers.procs import groups as procs
+from pyhelpers.procs import groups
 from pyhelpers.run.layout import from_config
 
 
@@ -140,11 +140,11 @@ def test_a_ray_head_whose_gcs_is_gone_is_not_already_up(tmp_path, toolkit_env, m
     monkeypatch.setenv("RAY_DASHBOARD_PORT", str(claim_port()))
     cfg = load()
     lay = from_config(cfg)
-    procs.start("ray-head", ["sleep", "600"], pids_dir=lay.pids, logs_dir=lay.logs)
+    groups.start("ray-head", ["sleep", "600"], pids_dir=lay.pids, logs_dir=lay.logs)
     try:
         with pytest.raises(ToolkitError) as err:
             services.ensure(cfg, lay, "ray-head")
         _ray_lost(err.value)
         assert f"127.0.0.1:{cfg.RAY_PORT}" in err.value.what, err.value.what
     finally:
-        procs.stop_all(lay.pids, 2.0)
+        groups.stop_all(lay.pids, 2.0)

@@ -243,14 +243,14 @@ def test_the_report_is_drawn_in_the_background_after_each_round_but_the_last(mon
     from types import SimpleNamespace
 
     from pyhelpers.launch import services
-    from pyhelpers.loop import loop as driver
+    from pyhelpers.loop import loop
 
     started, sent = [], []
     monkeypatch.setattr(services, "run_in_background", lambda cfg, lay, name: started.append(name))
     fake = SimpleNamespace(cfg=SimpleNamespace(ROUNDS=3), lay=None, _round_headline=lambda r: f"round {r}",
                            notifier=SimpleNamespace(send=lambda kind, text, round: sent.append(round)))
     for r in range(3):
-        driver.Loop.round_done(fake, r)
+        loop.Loop.round_done(fake, r)
     assert sent == [0, 1, 2] and started == ["report", "report"]
 
 

@@ -24,7 +24,7 @@ from support.rollout_stack import (
 )
 from support.tokenizer import build_tokenizer
 
-from pyhelpers.config import load as config
+from pyhelpers.config import load
 from pyhelpers.launch import slime_args
 from pyhelpers.rollout import flags, metrics, runtime
 
@@ -43,7 +43,7 @@ def toolkit_flags(env: dict) -> dict:
     """Flag -> value of the slime command line the training loop builds (a bare flag -> True)."""
     from pyhelpers.run.layout import from_config
 
-    cfg = config.load(env)
+    cfg = load.load(env)
     argv = slime_args.slime_train(cfg, from_config(cfg), 0, flags.plugin_flags())
     out = {}
     for i, arg in enumerate(argv):

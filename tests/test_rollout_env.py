@@ -14,11 +14,11 @@ the toolkit-only packages (dotenv, wandb, ray, pytest) nor any pyhelpers.cli mod
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import json
 import re
 import subprocess
 import sys
+from importlib import metadata
 
 import pytest
 from conftest import ROOT
@@ -37,16 +37,16 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _closure(roots: list[str]) -> list[md.Distribution]:
-    seen: dict[str, md.Distribution] = {}
+def _closure(roots: list[str]) -> list[metadata.Distribution]:
+    seen: dict[str, metadata.Distribution] = {}
     todo = list(roots)
     while todo:
         name = _norm(todo.pop())
         if name in seen:
             continue
         try:
-            dist = md.distribution(name)
-        except md.PackageNotFoundError:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
             continue  # an optional/platform dependency this machine does not have
         seen[name] = dist
         for req in dist.requires or []:

@@ -321,9 +321,9 @@ def test_ctrl_c_pressed_again_and_again_during_evaluate_stops_everything_and_pri
         assert procfs.marker_matches(ray_temp_dir(env)) == {}
         for knob in ("SHOPSIM_PORT", "EVAL_PORT", "RAY_PORT", "RAY_DASHBOARD_PORT"):
             assert ports.port_free("127.0.0.1", int(env[knob])), knob
-        from pyhelpers.run import lock as runlock
+        from pyhelpers.run import lock
 
-        assert runlock.lock_free(run.run_dir / "lock")
+        assert lock.lock_free(run.run_dir / "lock")
         assert "continue: make rehearse RESUME=1" in text, text[-3000:]
         assert "Error 141" not in text and "Traceback" not in text, text[-3000:]
     finally:

@@ -8,29 +8,27 @@ import json
 
 import pytest
 
-from pyhelpers.config import load as config
+from pyhelpers.config import load
 from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
 from pyhelpers.loop import loop as driver
-from pyhelpers.run import layout as runlayout
+from pyhelpers.run import layout
 from pyhelpers.skills import bank as bank_mod
-from pyhelpers.stages import inputs
-from pyhelpers.stages import position as runstate
-from pyhelpers.stages import preflight as run_inputs
+from pyhelpers.stages import inputs, position, preflight
 
 CANDIDATES = {"schema_version": 1, "batch_id": "0123456789abcdef", "round": 0, "record_ids": ["r1"],
               "analyst_model": "m", "prompt_hash": "0" * 64, "status": "ok", "reason": None, "proposals": []}
 
 
 def _doctor(env, fresh_run=False):
-    cfg = config.load(env)
+    cfg = load.load(env)
     [res] = run_checks(cfg, env, "rehearse", only=["run-files"], fresh_run=fresh_run)
     return res
 
 
 @pytest.fixture
 def lay(toolkit_env):
-    return runlayout.from_config(config.load(toolkit_env))
+    return layout.from_config(load.load(toolkit_env))
 
 
 def test_a_truncated_round_bank_fails_the_preflight_naming_the_file(toolkit_env, lay):
@@ -75,7 +73,7 @@ def test_the_decisions_read_by_inject_are_checked(toolkit_env, lay):
     decisions = lay.round_dir(0) / "gate" / "decisions.json"
     decisions.parent.mkdir(parents=True)
     decisions.write_text(json.dumps({"schema_version": 1, "round": 0, "bank_sha256": "xyz", "decisions": {}}))
-    found = run_inputs.upcoming(lay, runstate.Position(0, "inject", ""), None)
+    found = preflight.upcoming(lay, position.Position(0, "inject", ""), None)
     assert [i.path for i in found] == [lay.compiled(0), decisions]
     problems = [inputs.problem(i) for i in found]
     assert problems[0] is None
@@ -88,7 +86,7 @@ def test_a_new_run_with_no_seed_bank_passes(toolkit_env):
 
 
 def test_the_runs_final_error_keeps_the_file_and_the_fix(toolkit_env, lay):
-    cfg = config.load(toolkit_env)
+    cfg = load.load(toolkit_env)
     loop = driver.Loop(cfg, lay, [], echo=lambda s: None, notifier=_Quiet())
     lay.run_dir.mkdir(parents=True)
     exc = ToolkitError("invalid candidates", "/runs/x/rounds/round-000/candidates/ab.json at $.round: 'zero' is "

@@ -9,10 +9,9 @@ import pytest
 from fakes.megatron_layout import write_checkpoint, write_hf
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RunLayout
-from pyhelpers.stages import export, inject, rotate
-from pyhelpers.stages import position as runstate
+from pyhelpers.stages import export, inject, position, rotate
 
 ROUNDS = 3
 
@@ -26,9 +25,9 @@ def finish_round(lay: RunLayout, r: int, rounds: int = ROUNDS):
     """Put every artifact of a finished round on disk (as the stages would)."""
     it = lay.last_iteration(r)
     write_checkpoint(lay.megatron, it)
-    ck.rotate(lay.megatron)
+    checkpoints.rotate(lay.megatron)
     write_hf(lay.hf_dir(it), it)
-    ck.flip_hf(lay.hf_link, lay.hf_dir(it))
+    checkpoints.flip_hf(lay.hf_link, lay.hf_dir(it))
     for p in (lay.compiled(r), lay.val_summary(r), lay.gate_summary(r)):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("{}")
@@ -37,51 +36,51 @@ def finish_round(lay: RunLayout, r: int, rounds: int = ROUNDS):
 
 
 def test_fresh_run_starts_with_training(lay):
-    pos = runstate.position(lay, ROUNDS)
+    pos = position.position(lay, ROUNDS)
     assert (pos.round, pos.stage) == (0, "train")
 
 
 def test_baseline_first_when_asked(lay):
-    assert runstate.position(lay, ROUNDS, baseline_val=True).stage == "baseline"
+    assert position.position(lay, ROUNDS, baseline_val=True).stage == "baseline"
 
 
 def test_mid_training_crash_resumes_training(lay):
     write_checkpoint(lay.megatron, 1)
-    pos = runstate.position(lay, ROUNDS)
+    pos = position.position(lay, ROUNDS)
     assert (pos.round, pos.stage) == (0, "train") and "continues to 3" in pos.detail
 
 
 def test_incomplete_newest_save_is_not_done(lay):
     write_checkpoint(lay.megatron, 3, complete=False)
-    assert runstate.position(lay, ROUNDS).stage == "train"
+    assert position.position(lay, ROUNDS).stage == "train"
 
 
 def test_stage_order_after_training(lay):
     write_checkpoint(lay.megatron, 1)
     write_checkpoint(lay.megatron, 3)
-    assert runstate.position(lay, ROUNDS).stage == "rotate"
-    ck.rotate(lay.megatron)
-    assert runstate.position(lay, ROUNDS).stage == "export"
+    assert position.position(lay, ROUNDS).stage == "rotate"
+    checkpoints.rotate(lay.megatron)
+    assert position.position(lay, ROUNDS).stage == "export"
     write_hf(lay.hf_dir(3), 3)
-    ck.flip_hf(lay.hf_link, lay.hf_dir(3))
-    assert runstate.position(lay, ROUNDS).stage == "compile"
+    checkpoints.flip_hf(lay.hf_link, lay.hf_dir(3))
+    assert position.position(lay, ROUNDS).stage == "compile"
     lay.compiled(0).parent.mkdir(parents=True)
     lay.compiled(0).write_text("{}")
-    pos = runstate.position(lay, ROUNDS)
+    pos = position.position(lay, ROUNDS)
     assert pos.stage == "evaluate" and pos.detail == "val pending"
     for p in (lay.val_summary(0), lay.gate_summary(0)):
         p.parent.mkdir(parents=True)
         p.write_text("{}")
-    assert runstate.position(lay, ROUNDS).stage == "inject"
+    assert position.position(lay, ROUNDS).stage == "inject"
     lay.bank_in(1).parent.mkdir(parents=True, exist_ok=True)
     lay.bank_in(1).write_text("{}")
-    assert (runstate.position(lay, ROUNDS).round, runstate.position(lay, ROUNDS).stage) == (1, "train")
+    assert (position.position(lay, ROUNDS).round, position.position(lay, ROUNDS).stage) == (1, "train")
 
 
 def test_finished_run(lay):
     for r in range(ROUNDS):
         finish_round(lay, r)
-    assert runstate.position(lay, ROUNDS).finished
+    assert position.position(lay, ROUNDS).finished
     assert lay.final_bank.is_file()
 
 
@@ -89,11 +88,11 @@ def test_rotation_keeps_newest_and_tracked_and_reports_incomplete(lay):
     for it in (3, 7):
         write_checkpoint(lay.megatron, it)
     write_checkpoint(lay.megatron, 11, complete=False)
-    plan = ck.rotate(lay.megatron, dry_run=True)
+    plan = checkpoints.rotate(lay.megatron, dry_run=True)
     assert [p.name for p in plan.delete] == ["global_dataset_state_dict_3.pt", "iter_0000003"]
     assert (lay.megatron / "iter_0000003").exists(), "dry run deleted something"
-    plan = ck.rotate(lay.megatron)
-    assert sorted(ck.iter_dirs(lay.megatron)) == [7, 11]
+    plan = checkpoints.rotate(lay.megatron)
+    assert sorted(checkpoints.iter_dirs(lay.megatron)) == [7, 11]
     assert any("iter_0000011" in n and "incomplete" in n for n in plan.notes)
 
 
@@ -103,11 +102,11 @@ def test_rotation_cut_short_leaves_nothing_the_next_one_misses(lay):
     for it in (3, 7):
         write_checkpoint(lay.megatron, it)
     stray = lay.megatron / "rollout" / "global_dataset_state_dict_3.pt"
-    ck.rotate(lay.megatron)
+    checkpoints.rotate(lay.megatron)
     stray.write_bytes(b"left by a rotation cut short")
     assert not rotate.done(lay, 1, ROUNDS)[0]  # (steps_per_round=4: round 1 ends at iteration 7)
     (lay.megatron / "rollout" / "global_dataset_state_dict_9.pt").write_bytes(b"a save in progress")
-    ck.rotate(lay.megatron)
+    checkpoints.rotate(lay.megatron)
     assert sorted(p.name for p in (lay.megatron / "rollout").iterdir()) == [
         "global_dataset_state_dict_7.pt", "global_dataset_state_dict_9.pt"]
     assert rotate.done(lay, 1, ROUNDS)[0]
@@ -118,7 +117,7 @@ def _round_1_on_disk(root):
     for it in (3, 7):
         write_checkpoint(lay.megatron, it)
     for it in range(8):
-        ck.plugin_record_path(lay.megatron, it).write_text(f'{{"sample_offset": {it}}}')
+        checkpoints.plugin_record_path(lay.megatron, it).write_text(f'{{"sample_offset": {it}}}')
     return lay
 
 
@@ -132,17 +131,17 @@ def test_rotation_killed_after_any_deletion_is_redone_or_complete(tmp_path):
     CI before the fix: the plugin's records were deleted last, so a kill just before them left
     done() true and a record the uninterrupted run had deleted (test_faults' kill matrix)."""
     whole = _round_1_on_disk(tmp_path / "whole")
-    ck.rotate(whole.megatron)
+    checkpoints.rotate(whole.megatron)
     expected = _tree(tmp_path / "whole")
-    for k in range(len(ck.plan_rotation(_round_1_on_disk(tmp_path / "plan").megatron).delete)):
+    for k in range(len(checkpoints.plan_rotation(_round_1_on_disk(tmp_path / "plan").megatron).delete)):
         lay = _round_1_on_disk(tmp_path / f"cut-{k}")
-        for path in ck.plan_rotation(lay.megatron).delete[:k]:  # the kill lands after k deletions
+        for path in checkpoints.plan_rotation(lay.megatron).delete[:k]:  # the kill lands after k deletions
             shutil.rmtree(path) if path.is_dir() else path.unlink()
         done, why = rotate.done(lay, 1, ROUNDS)
         if done:
             assert _tree(tmp_path / f"cut-{k}") == expected, f"killed after {k} deletions: done ({why}) too early"
         else:
-            ck.rotate(lay.megatron)
+            checkpoints.rotate(lay.megatron)
             assert _tree(tmp_path / f"cut-{k}") == expected, f"killed after {k} deletions: resumed rotation differs"
 
 
@@ -154,32 +153,32 @@ def test_rotation_keeps_the_last_save_with_a_data_state_when_the_tracked_one_has
     write_checkpoint(lay.megatron, 3)
     write_checkpoint(lay.megatron, 7)
     (lay.megatron / "rollout" / "global_dataset_state_dict_7.pt").unlink()  # killed after the tracker
-    plan = ck.rotate(lay.megatron)
-    assert sorted(ck.iter_dirs(lay.megatron)) == [3, 7]
+    plan = checkpoints.rotate(lay.megatron)
+    assert sorted(checkpoints.iter_dirs(lay.megatron)) == [3, 7]
     assert any("iter_0000007 has no data-source state" in n and "first task" in n and "iter_0000003" in n
                for n in plan.notes), plan.notes
     assert rotate.done(lay, 1, ROUNDS)[0]  # (round 1 ends at iteration 7): the kept save is no leftover
     (lay.megatron / "rollout" / "shopsimrl_data_state_7.json").write_text('{"sample_offset": 4}')  # the plugin's
-    plan = ck.rotate(lay.megatron)
-    assert sorted(ck.iter_dirs(lay.megatron)) == [7]
+    plan = checkpoints.rotate(lay.megatron)
+    assert sorted(checkpoints.iter_dirs(lay.megatron)) == [7]
     assert any("shopsimrl_data_state_7.json" in n and "restores" in n for n in plan.notes), plan.notes
 
 
 def test_rotation_never_deletes_the_tracked_iteration(lay):
     write_checkpoint(lay.megatron, 3)
     write_checkpoint(lay.megatron, 7, tracker=False)  # complete on disk, but the tracker says 3
-    ck.rotate(lay.megatron)
-    assert sorted(ck.iter_dirs(lay.megatron)) == [3, 7]
+    checkpoints.rotate(lay.megatron)
+    assert sorted(checkpoints.iter_dirs(lay.megatron)) == [3, 7]
 
 
 def test_hf_flip_is_relative_and_atomic_and_old_exports_go(lay):
     write_hf(lay.hf_dir(3), 3)
-    ck.flip_hf(lay.hf_link, lay.hf_dir(3))
+    checkpoints.flip_hf(lay.hf_link, lay.hf_dir(3))
     write_hf(lay.hf_dir(7), 7)
-    ck.flip_hf(lay.hf_link, lay.hf_dir(7))
+    checkpoints.flip_hf(lay.hf_link, lay.hf_dir(7))
     assert not lay.hf_link.readlink().is_absolute()
-    ck.remove_old_exports(lay.save_dir, lay.hf_dir(7))
-    assert ck.hf_target(lay.hf_link) == lay.hf_dir(7).resolve()
+    checkpoints.remove_old_exports(lay.save_dir, lay.hf_dir(7))
+    assert checkpoints.hf_target(lay.hf_link) == lay.hf_dir(7).resolve()
     assert not lay.hf_dir(3).exists()
 
 
@@ -189,7 +188,7 @@ def test_export_cut_after_the_flip_is_not_done_until_old_exports_are_gone(lay):
     write_checkpoint(lay.megatron, 7)
     write_hf(lay.hf_dir(3), 3)
     write_hf(lay.hf_dir(7), 7)
-    ck.flip_hf(lay.hf_link, lay.hf_dir(7))
+    checkpoints.flip_hf(lay.hf_link, lay.hf_dir(7))
     (lay.save_dir / ".hf.tmp-4242").symlink_to("hf-0000003")
     done, why = export.done(lay, 1, ROUNDS)
     assert not done and "2 older export(s)" in why
@@ -201,15 +200,15 @@ def test_export_cut_after_the_flip_is_not_done_until_old_exports_are_gone(lay):
 
 def test_hf_problems_names_missing_weights(tmp_path):
     d = write_hf(tmp_path / "hf", 1)
-    assert ck.hf_problems(d) == []
+    assert checkpoints.hf_problems(d) == []
     (d / "model-00001-of-00001.safetensors").unlink()
-    assert "missing" in ck.hf_problems(d)[0]
+    assert "missing" in checkpoints.hf_problems(d)[0]
 
 
 def test_flip_refuses_a_real_directory(lay):
     lay.hf_link.mkdir(parents=True)
     with pytest.raises(ToolkitError, match="real directory"):
-        ck.flip_hf(lay.hf_link, lay.hf_dir(3))
+        checkpoints.flip_hf(lay.hf_link, lay.hf_dir(3))
 
 
 def test_memo_example_resume_round_1_after_40_steps(tmp_path):
@@ -217,12 +216,12 @@ def test_memo_example_resume_round_1_after_40_steps(tmp_path):
     lay = RunLayout(tmp_path / "runs" / "r", tmp_path / "save" / "r", steps_per_round=20)
     finish_round(lay, 0, rounds=5)
     write_checkpoint(lay.megatron, 39)
-    pos = runstate.check_resume_round(lay, 5, 1)
+    pos = position.check_resume_round(lay, 5, 1)
     assert (pos.round, pos.stage) == (1, "rotate")
     with pytest.raises(ToolkitError, match=r"ROUND=2 does not match the disk: round 1 is not finished"):
-        runstate.check_resume_round(lay, 5, 2)
+        position.check_resume_round(lay, 5, 2)
     with pytest.raises(ToolkitError, match=r"ROUND=0 does not match the disk: round 0 is already finished"):
-        runstate.check_resume_round(lay, 5, 0)
+        position.check_resume_round(lay, 5, 0)
     assert (lay.megatron / "iter_0000039").is_dir(), "a refused resume must change nothing"
 
 
@@ -230,13 +229,13 @@ def test_resume_round_without_previous_checkpoint_is_refused(lay):
     lay.bank_in(1).parent.mkdir(parents=True)
     lay.bank_in(1).write_text("{}")
     with pytest.raises(ToolkitError, match="needs round 0's checkpoint"):
-        runstate.check_resume_round(lay, ROUNDS, 1)
+        position.check_resume_round(lay, ROUNDS, 1)
 
 
 def test_tracker_past_unfinished_round_is_an_error(lay):
     write_checkpoint(lay.megatron, 7)
     with pytest.raises(ToolkitError, match="past round 0's end"):
-        runstate.position(lay, ROUNDS)
+        position.position(lay, ROUNDS)
 
 
 def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
@@ -254,18 +253,18 @@ def test_a_final_bank_of_a_shorter_run_does_not_finish_a_longer_one(tmp_path):
 def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
     """make status's step line: the last whole line (a replayed step after a resume is the newest
     line, a torn line is skipped), with the success rate and the groups kept/drawn the plugin logged."""
-    from pyhelpers.overview import status as runstatus
+    from pyhelpers.overview import status
     from pyhelpers.rollout.metrics import append_jsonl, read_jsonl
 
     lay = RunLayout(tmp_path / "run", tmp_path / "save", 2)
-    assert runstatus._step(lay, 1) is None
+    assert status._step(lay, 1) is None
     groups = {"rollout/shopsim/groups_drawn": 64.0, "rollout/shopsim/groups_kept": 16.0,
               "rollout/shopsim/groups_kept_equal": 3.0, "rollout/shopsim/draw_limit_reached": 1.0}
     for rid, rate in ((2, 0.25), (3, 0.5), (2, 0.75)):  # step 2 replayed after a resume
         append_jsonl(lay.rollout_metrics(1), 1, rid, {"rollout/shopsim/success_rate": rate, **groups})
     with open(lay.rollout_metrics(1), "a") as fh:
         fh.write('{"round": 1, "rollout_id": 3, "metr')  # torn by a kill
-    assert runstatus._step(lay, 1) == {"rollout_id": 2, "of": "2..3", "success_rate": 0.75}
+    assert status._step(lay, 1) == {"rollout_id": 2, "of": "2..3", "success_rate": 0.75}
     # the dynamic-sampling figures (issue 19): how much the step drew to fill its batch
     from pyhelpers.stages.progress import step_words
 
@@ -276,13 +275,13 @@ def test_status_step_reads_the_plugin_metrics_last_written_step(tmp_path):
 def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_state(toolkit_env, tmp_path):
     """`make resume` into a train stage prints what slime will do with the tracked save (the
     rotation's notes say the same)."""
-    from pyhelpers.config import load as config
+    from pyhelpers.config import load
     from pyhelpers.run.layout import from_config
     from pyhelpers.skills.bank import empty_bank, write_bank
     from pyhelpers.stages import train
     from pyhelpers.tasks.files import slime_prompt, write_tasks
 
-    cfg = config.load({**toolkit_env, "TRAIN_TASKS": str(tmp_path / "train.jsonl")})
+    cfg = load.load({**toolkit_env, "TRAIN_TASKS": str(tmp_path / "train.jsonl")})
     lay = from_config(cfg)
     last = lay.last_iteration(0)
     write_tasks(cfg.path("TRAIN_TASKS"), [{"task_id": "t0", "shopsim_idx": 0, "split": "train", "instruction": "买鞋",
@@ -294,7 +293,7 @@ def test_the_train_stage_says_what_a_job_does_with_a_save_that_lost_its_data_sta
     loop = SimpleNamespace(cfg=cfg, lay=lay, echo=said.append)  # what prepare reads of the Loop
     train.prepare(loop, 1)
     assert any(f"iter_{last:07d} has no data-source state" in s and "first task" in s for s in said), said
-    ck.plugin_record_path(lay.megatron, last).write_text('{"sample_offset": 8}')
+    checkpoints.plugin_record_path(lay.megatron, last).write_text('{"sample_offset": 8}')
     said.clear()
     train.prepare(loop, 1)
     assert any("restores the data position" in s for s in said), said
@@ -304,16 +303,15 @@ def test_status_counts_the_rounds_the_run_was_started_with_not_the_callers(toolk
     """`make status REHEARSAL=1` loads the rehearsal profile's ROUNDS=2 while the rehearsal runs with
     ROUNDS=5: where the run stands is counted in run.json's rounds (the run's own, kept current by
     `make resume`), not in the caller's."""
-    from pyhelpers.config import load as config
-    from pyhelpers.overview import manifest
-    from pyhelpers.overview import status as runstatus
+    from pyhelpers.config import load
+    from pyhelpers.overview import manifest, status
     from pyhelpers.run.layout import from_config
 
-    five = config.load({**toolkit_env, "ROUNDS": "5", "BASELINE_VAL": "0"})
+    five = load.load({**toolkit_env, "ROUNDS": "5", "BASELINE_VAL": "0"})
     lay = from_config(five)
     lay.run_dir.mkdir(parents=True)
     manifest.record_or_compare(five, lay.manifest)
-    two = config.load({**toolkit_env, "ROUNDS": "2", "BASELINE_VAL": "0"})
-    st = runstatus.gather(two, from_config(two))
+    two = load.load({**toolkit_env, "ROUNDS": "2", "BASELINE_VAL": "0"})
+    st = status.gather(two, from_config(two))
     assert st["progress"]["rounds"] == 5, st["progress"]
-    assert "round 0 (1 of 5)" in runstatus.progress_line(st["progress"], running=False)
+    assert "round 0 (1 of 5)" in status.progress_line(st["progress"], running=False)

@@ -9,9 +9,8 @@ import netrc
 import os
 import stat
 
-from pyhelpers.config import load as config
-from pyhelpers.launch import secret_env
-from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.config import load
+from pyhelpers.launch import secret_env, slime_args
 
 WANDB, DASH = "wk-SECRET-71", "sk-SECRET-72"
 
@@ -19,7 +18,7 @@ WANDB, DASH = "wk-SECRET-71", "sk-SECRET-72"
 def _cfg(tmp_path, extra: str = ""):
     (tmp_path / ".env").write_text(f"WANDB_API_KEY={WANDB}\nDASHSCOPE_API_KEY={DASH}\nSECRET_VARS=ODD\nODD=odd-SECRET\n"
                                    + extra)
-    return config.load()
+    return load.load()
 
 
 def test_the_driver_gives_its_children_no_secret(toolkit_env, tmp_path):
@@ -47,7 +46,7 @@ def test_slime_finds_the_wandb_key_in_a_0600_netrc_named_by_its_runtime_env(tool
     assert entry == {"NETRC": str(path)}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert netrc.netrc(str(path)).authenticators("api.wandb.ai")[2] == WANDB  # as wandb reads it
-    shown = json.dumps(launch_args.runtime_env(cfg, entry))  # what Ray stores and shows
+    shown = json.dumps(slime_args.runtime_env(cfg, entry))  # what Ray stores and shows
     assert str(path) in shown and WANDB not in shown
     secret_env.remove_job_netrc(cfg.run_dir)
     assert not path.exists()
@@ -57,8 +56,8 @@ def test_the_job_netrc_names_the_wandb_host_and_is_absent_without_a_key(toolkit_
     cfg = _cfg(tmp_path, "WANDB_BASE_URL=https://wandb.example.org:8443\n")
     path = secret_env.job_netrc(cfg, cfg.run_dir)["NETRC"]
     assert netrc.netrc(path).authenticators("wandb.example.org:8443")[2] == WANDB
-    disabled = config.load({**os.environ, "WANDB_MODE": "disabled"})
+    disabled = load.load({**os.environ, "WANDB_MODE": "disabled"})
     assert secret_env.job_netrc(disabled, disabled.run_dir) == {}
     assert not (disabled.run_dir / "ray" / "job-netrc").exists()  # the earlier one is gone too
     (tmp_path / ".env").write_text("")
-    assert secret_env.job_netrc(config.load(), cfg.run_dir) == {}
+    assert secret_env.job_netrc(load.load(), cfg.run_dir) == {}

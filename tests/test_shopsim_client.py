@@ -9,41 +9,40 @@ import pytest
 from fakes.procs import free_port, slots, start_fake_shopsim, stop
 from fakes.shop_fixture import write_shop_fixture
 
-from pyhelpers.shopsim import actions
-from pyhelpers.shopsim import protocol as p
+from pyhelpers.shopsim import actions, protocol
 from pyhelpers.shopsim.client import ShopSimClient
 
 # ---------------------------------------------------------------------------- protocol (no transport)
 
 
 def test_errors_arrive_as_http_200_results():
-    with pytest.raises(p.NoSlotError):
-        p.parse_reset({"result": {"error": p.NO_SLOT_ERROR}})
-    with pytest.raises(p.ProbeOK):
-        p.result_of({"result": {"error": p.PROBE_ERROR}}, "probe")
-    with pytest.raises(p.ShopSimError, match="list index out of range") as exc:
-        p.parse_interact({"result": {"error": "list index out of range"}})
-    assert type(exc.value) is p.ShopSimError and exc.value.server_message == "list index out of range"
-    with pytest.raises(p.ProtocolError):
-        p.parse_reset({"oops": 1})
-    with pytest.raises(p.ProtocolError):
-        p.parse_reset({"result": {"env_idx": True, "idx": 1, "instruction": "x"}})
-    assert p.parse_probe({"result": {"error": p.PROBE_ERROR}}) and not p.parse_probe({"result": {"message": "x"}})
-    assert p.probe_payload() == {"action": "release_one"} and "env_idx" not in p.reset_payload(3)
+    with pytest.raises(protocol.NoSlotError):
+        protocol.parse_reset({"result": {"error": protocol.NO_SLOT_ERROR}})
+    with pytest.raises(protocol.ProbeOK):
+        protocol.result_of({"result": {"error": protocol.PROBE_ERROR}}, "probe")
+    with pytest.raises(protocol.ShopSimError, match="list index out of range") as exc:
+        protocol.parse_interact({"result": {"error": "list index out of range"}})
+    assert type(exc.value) is protocol.ShopSimError and exc.value.server_message == "list index out of range"
+    with pytest.raises(protocol.ProtocolError):
+        protocol.parse_reset({"oops": 1})
+    with pytest.raises(protocol.ProtocolError):
+        protocol.parse_reset({"result": {"env_idx": True, "idx": 1, "instruction": "x"}})
+    assert protocol.parse_probe({"result": {"error": protocol.PROBE_ERROR}}) and not protocol.parse_probe({"result": {"message": "x"}})
+    assert protocol.probe_payload() == {"action": "release_one"} and "env_idx" not in protocol.reset_payload(3)
     with pytest.raises(ValueError):
-        p.interact_payload(True, "x")
+        protocol.interact_payload(True, "x")
 
 
 def test_scores_from_reward_detail():
     detail = {"r_type": 1.0, "r_att": 1.0, "r_option": 1.0, "r_price": True}
-    step = p.parse_interact({"result": {"done": True, "reward": 1.0, "instruction": "", "env_idx": 0,
+    step = protocol.parse_interact({"result": {"done": True, "reward": 1.0, "instruction": "", "env_idx": 0,
                                         "reward_detail": detail, "over": True}})
     assert step.scores.success and step.scores.strict == 1.0 and step.over
-    s = p.parse_scores(0.6, {**detail, "r_att": 0.5, "r_price": False})
+    s = protocol.parse_scores(0.6, {**detail, "r_att": 0.5, "r_price": False})
     assert (s.loose, s.strict, s.success) == (0.6, 0.0, False) and s.value("success") == 0.0
-    half = p.parse_scores(0.7, {**detail, "r_type": 0.5})
+    half = protocol.parse_scores(0.7, {**detail, "r_type": 0.5})
     assert half.value("strict") == 0.5 and half.value("loose") == 0.7
-    assert p.parse_scores(0, {}) == p.ZERO_SCORES
+    assert protocol.parse_scores(0, {}) == protocol.ZERO_SCORES
     with pytest.raises(ValueError):
         s.value("bogus")
 
@@ -105,7 +104,7 @@ def test_reset_interact_release_and_probe(shop, fixture_dir):
         async with ShopSimClient(shop.url) as c:
             assert await c.probe()
             r = await c.reset(0)
-            assert p.goal_instruction(r.instruction) == fixture_dir["tasks"][0]["instruction"] and r.idx == 0
+            assert protocol.goal_instruction(r.instruction) == fixture_dir["tasks"][0]["instruction"] and r.idx == 0
             assert await c.release_one(r.env_idx)
             async with c.episode_slot(0) as slot:  # the only way to step a slot
                 step = await slot.interact("Action: search[款式000]")  # repaired on the wire
@@ -185,7 +184,7 @@ def test_a_500_after_over_never_frees_the_slot_another_episode_took_since(fixtur
                 async with c.episode_slot(t["idx"]) as mine:
                     for kind, arg in (("search", t["query"]), ("click", t["asin"]), ("click", t["options"][0])):
                         await mine.interact(actions.format_response("t", kind, arg))
-                    with pytest.raises(p.HTTPStatusError, match="HTTP 500"):
+                    with pytest.raises(protocol.HTTPStatusError, match="HTTP 500"):
                         await mine.interact(actions.format_response("买", "click", "buy now"))
                     theirs = await c.reset(1)  # another episode takes the slot the server freed
                     assert theirs.env_idx == mine.env_idx
@@ -211,10 +210,10 @@ def test_a_slot_once_freed_cannot_be_stepped_again(shop):
             async with c.episode_slot(0) as slot:
                 pass
             assert slot.released
-            with pytest.raises(p.ShopSimError, match="episode slot is closed"):
+            with pytest.raises(protocol.ShopSimError, match="episode slot is closed"):
                 await slot.interact("Thought: t\nAction: search[x]")
             assert not hasattr(c, "interact"), "ShopSimClient.interact steps any slot number, freed or not"
-            with pytest.raises(p.FreedSlotError):  # the private request, with the slot's old lease
+            with pytest.raises(protocol.FreedSlotError):  # the private request, with the slot's old lease
                 await c._interact(slot.env_idx, "Thought: t\nAction: search[x]", instance=slot.reset.instance,
                                   lease=slot.lease)
     run(go())
@@ -231,7 +230,7 @@ def test_pool_exhaustion_gives_no_slot_error_and_cancelled_reset_still_releases(
         async def go():
             async with ShopSimClient(small.url) as c:
                 async with c.episode_slot(0):
-                    with pytest.raises(p.NoSlotError):
+                    with pytest.raises(protocol.NoSlotError):
                         await c.reset(1)  # server waited retries x delay, then refused
                     assert _free(small) == 0
                 assert _free(small) == 1
@@ -312,7 +311,7 @@ def test_reset_answers_the_instruction_as_the_server_page_shows_it(shop, fixture
                 return slot.reset.instruction
     got = run(go())
     assert got == "Instruction: " + fixture_dir["tasks"][0]["instruction"]
-    assert p.goal_instruction(got) == fixture_dir["tasks"][0]["instruction"]
+    assert protocol.goal_instruction(got) == fixture_dir["tasks"][0]["instruction"]
 
 
 @pytest.mark.heavy  # a fake ShopSimulator process
@@ -325,13 +324,13 @@ def test_a_bad_task_index_pops_a_slot_first_and_the_client_counts_it_unknown(fix
     try:
         async def go():
             async with ShopSimClient(small.url, pool_size=3) as c:
-                with pytest.raises(p.BadTaskIndex, match="list index out of range"):
+                with pytest.raises(protocol.BadTaskIndex, match="list index out of range"):
                     async with c.episode_slot(999):
                         pass
                 # two resets (the second tells a bad task from a bad slot), each popped one
                 assert c.unknown_slots == 2 and not c.held
                 assert slots(small)["taken"] != [] and _free(small) == 1  # popped, then failed
-                with pytest.raises(p.NoSlotError):  # a refusal takes nothing
+                with pytest.raises(protocol.NoSlotError):  # a refusal takes nothing
                     async with c.episode_slot(0), c.episode_slot(1):
                         pass
                 assert c.unknown_slots == 2
@@ -369,7 +368,7 @@ def test_probe_answered_by_another_http_server_says_so_at_once():
     async def go(url):
         async with ShopSimClient(url) as c:
             await c.probe(timeout=2)
-    with other_http_server() as url, pytest.raises(p.NotShopSim, match="HTTP 404.*not ShopSimulator"):
+    with other_http_server() as url, pytest.raises(protocol.NotShopSim, match="HTTP 404.*not ShopSimulator"):
         run(go(url))
 
 
@@ -393,7 +392,7 @@ def test_check_reset_compares_instruction_then_goal_options():
     task = {"task_id": "t1", "shopsim_idx": 4, "instruction": "买红色连衣裙", "goal_options": ["红色"]}
 
     def reset(text, options):
-        return p.ResetResult(env_idx=0, idx=4, instruction=text, goal_options=options)
+        return protocol.ResetResult(env_idx=0, idx=4, instruction=text, goal_options=options)
 
     check_reset(task, reset("Instruction: 买红色连衣裙", ["红色"]))
     check_reset({k: v for k, v in task.items() if k != "goal_options"}, reset("Instruction: 买红色连衣裙", ["蓝色"]))
@@ -417,7 +416,7 @@ def test_a_stage_frees_every_slot_a_killed_client_left_and_records_it(toolkit_en
         async def leak():
             async with ShopSimClient(small.url) as c:
                 await c.reset(0)  # never released: as a killed client leaves it
-                with pytest.raises(p.BadTaskIndex):
+                with pytest.raises(protocol.BadTaskIndex):
                     await c.reset(999)
         run(leak())
         assert _free(small) == 0  # one held, two popped by the two resets of 999
@@ -449,7 +448,7 @@ def test_a_slot_from_before_a_restart_never_reaches_the_new_simulators_env(fixtu
                 try:
                     theirs = await c.reset(1)  # ... and another episode takes the same number
                     assert theirs.env_idx == mine.env_idx
-                    with pytest.raises(p.StaleSlotError):
+                    with pytest.raises(protocol.StaleSlotError):
                         await mine.interact("Thought: t\nAction: click[buy now]")
                     assert mine.over  # the number is the other episode's now: never released by us
                     return slots(new)
@@ -484,7 +483,7 @@ def test_the_client_names_what_flask_answers_for_a_body_it_cannot_use(status, pa
 
     async def go():
         async with ShopSimClient("http://127.0.0.1:9", transport=httpx.MockTransport(answer)) as c:
-            with pytest.raises(p.HTTPStatusError) as err:
+            with pytest.raises(protocol.HTTPStatusError) as err:
                 await c.reset(3)
             return str(err.value)
     msg = run(go())
@@ -501,7 +500,7 @@ def test_the_client_names_no_json_data_provided():
 
     async def go():
         async with ShopSimClient("http://127.0.0.1:9", transport=httpx.MockTransport(answer)) as c:
-            with pytest.raises(p.ShopSimError) as err:
+            with pytest.raises(protocol.ShopSimError) as err:
                 await c.reset(3)
             return str(err.value)
     msg = run(go())
@@ -529,7 +528,7 @@ def test_a_probe_answered_by_shopsimulators_flask_with_an_error_says_so_at_once(
     from pyhelpers.errors import ToolkitError
     from pyhelpers.launch import services
 
-    headers = ((p.INSTANCE_HEADER, "f00d"),) if fenced else ()
+    headers = ((protocol.INSTANCE_HEADER, "f00d"),) if fenced else ()
     with answering_server(status, page, "text/html; charset=utf-8", headers) as url:
         with pytest.raises(ToolkitError) as err:
             services._shopsim_probe(url)()  # raised: the readiness wait stops at once
@@ -553,13 +552,13 @@ def test_a_probe_answered_no_json_data_provided_fails_at_once_instead_of_waiting
     from pyhelpers.errors import ToolkitError
     from pyhelpers.launch import services
 
-    body = json.dumps({"result": {"error": p.NO_JSON_ERROR}})
+    body = json.dumps({"result": {"error": protocol.NO_JSON_ERROR}})
     with answering_server(200, body, "application/json") as url:
         with pytest.raises(ToolkitError) as err:
             services._shopsim_probe(url)()
         cli = run_pyhelpers(["shopsim", "probe", "--url", url], toolkit_env)
     for said in (str(err.value), cli.stderr):
-        assert "ShopSimulator answered" in said and p.NO_JSON_ERROR in said and "SHOPSIM_LAUNCHER" in said, said
+        assert "ShopSimulator answered" in said and protocol.NO_JSON_ERROR in said and "SHOPSIM_LAUNCHER" in said, said
     assert cli.returncode == 1 and "Traceback" not in cli.stderr
 
 
@@ -570,7 +569,7 @@ def test_a_poisoned_free_list_is_named_as_the_pools_not_the_tasks(fixture_dir):
     from fakes.procs import _post
 
     shop = start_fake_shopsim(fixture_dir["server_file"], slots=2, seed=1, retries=100_000, delay=0.05)
-    api = shop.url + p.API_PATH
+    api = shop.url + protocol.API_PATH
     try:
         held = [_post(api, {"action": "reset", "idx": 0})["result"]["env_idx"] for _ in range(2)]  # another user
         _post(api, {"action": "release_one", "env_idx": 99})  # ... poisons the free list
@@ -608,7 +607,7 @@ INDEX_ERROR = {"error": "list index out of range"}
 def test_an_index_error_that_repeats_names_both_causes():
     async def go():
         async with ShopSimClient("http://127.0.0.1:9", transport=_scripted(INDEX_ERROR, INDEX_ERROR)) as c:
-            with pytest.raises(p.BadTaskIndex) as err:
+            with pytest.raises(protocol.BadTaskIndex) as err:
                 await c.reset(6)
             return str(err.value), c.unknown_slots
     msg, unknown = run(go())
@@ -619,12 +618,12 @@ def test_an_index_error_that_repeats_names_both_causes():
 def test_an_index_error_then_no_slot_counts_the_first_pop():
     """Not a NoSlotError (which means "nothing taken"): the first reset may have popped a real slot."""
     async def go():
-        no_slot = {"error": p.NO_SLOT_ERROR}
+        no_slot = {"error": protocol.NO_SLOT_ERROR}
         async with ShopSimClient("http://127.0.0.1:9", transport=_scripted(INDEX_ERROR, no_slot)) as c:
-            with pytest.raises(p.ShopSimError) as err:
+            with pytest.raises(protocol.ShopSimError) as err:
                 async with c.episode_slot(6):
                     pass
             return err.value, c.unknown_slots
     err, unknown = run(go())
-    assert not isinstance(err, p.NoSlotError) and "no free slot for a second reset" in str(err)
+    assert not isinstance(err, protocol.NoSlotError) and "no free slot for a second reset" in str(err)
     assert unknown == 1

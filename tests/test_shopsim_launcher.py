@@ -12,8 +12,8 @@ from conftest import FAKES, ROOT, run_pyhelpers
 from fakes.procs import free_port, stop_proc
 from fakes.shop_fixture import write_shop_fixture
 
-from pyhelpers.config import load as config
-from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.config import load
+from pyhelpers.launch import slime_args
 
 pytestmark = pytest.mark.heavy  # the ShopSimulator launcher as a process
 
@@ -24,7 +24,7 @@ def test_launcher_sets_pool_port_seed_and_retries_before_the_envs_are_built(tool
     env = {**toolkit_env, "SHOPSIM_DIR": str(FAKES / "shopsim_checkout"), "SHOPSIM_PORT": str(port),
            "SHOPSIM_SLOTS": "12", "SHOPSIM_EPISODE_CONCURRENCY": "8", "EVAL_CONCURRENCY": "8",
            "SHOPSIM_SEED": "77", "SHOPSIM_RESET_RETRIES": "2", "SHOPSIM_RESET_DELAY": "0.1"}
-    argv = launch_args.shopsim(config.load(env))
+    argv = slime_args.shopsim(load.load(env))
     assert argv[0] == "python3" and argv[1].endswith("pyhelpers/shopsim/launcher.py")
     proc = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, start_new_session=True,
                             env={**env, "FAKE_PACK_API_RECORD": str(record), "FAKE_SHOPSIM_DIR": str(FAKES),
@@ -80,7 +80,7 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
     env = {**toolkit_env, "SHOPSIM_DIR": str(FAKES / "shopsim_checkout"), "SHOPSIM_PORT": str(port),
            "SHOPSIM_SLOTS": str(slots_n), "SHOPSIM_EPISODE_CONCURRENCY": "4", "EVAL_CONCURRENCY": "4",
            "SHOPSIM_SEED": "5", "SHOPSIM_RESET_RETRIES": "2", "SHOPSIM_RESET_DELAY": "0.1"}
-    argv = launch_args.shopsim(config.load(env))
+    argv = slime_args.shopsim(load.load(env))
     proc = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, start_new_session=True,
                             env={**env, "FAKE_PACK_API_RECORD": str(tmp_path / "record.json"),
                                  "FAKE_SHOPSIM_DIR": str(FAKES), "FAKE_SHOPSIM_TASKS": str(fx["server_file"])},
@@ -117,10 +117,9 @@ def test_the_fence_refuses_a_request_of_an_earlier_instance_before_pack_api_sees
     """A slot number from before a restart is another episode's after it (docs/shopsim_protocol.md)."""
     from fakes import fake_shopsim
 
-    from pyhelpers.shopsim import launcher
-    from pyhelpers.shopsim import protocol as p
+    from pyhelpers.shopsim import launcher, protocol
 
-    assert (launcher.INSTANCE_HEADER, launcher.STALE_SLOT_ERROR) == (p.INSTANCE_HEADER, p.STALE_SLOT_ERROR) \
+    assert (launcher.INSTANCE_HEADER, launcher.STALE_SLOT_ERROR) == (protocol.INSTANCE_HEADER, protocol.STALE_SLOT_ERROR) \
         == (fake_shopsim.INSTANCE_HEADER, fake_shopsim.STALE_SLOT_ERROR)
     seen = []
 
@@ -136,11 +135,11 @@ def test_the_fence_refuses_a_request_of_an_earlier_instance_before_pack_api_sees
         environ = {"PATH_INFO": "/api/shop_agent", **({"HTTP_X_SHOPSIM_INSTANCE": claimed} if claimed else {})}
         body = b"".join(app(environ, lambda status, headers, exc_info=None: answer.update(status=status,
                                                                                           headers=dict(headers))))
-        assert answer["status"] == "200 OK" and answer["headers"][p.INSTANCE_HEADER] == "now"
+        assert answer["status"] == "200 OK" and answer["headers"][protocol.INSTANCE_HEADER] == "now"
         return json.loads(body)
 
     assert call(None) == {"result": {"message": "ok"}} and call("now") == {"result": {"message": "ok"}}
-    assert call("before") == {"result": {"error": p.STALE_SLOT_ERROR}}
+    assert call("before") == {"result": {"error": protocol.STALE_SLOT_ERROR}}
     assert len(seen) == 2  # the stale request never reached pack_api
 
 
@@ -154,10 +153,9 @@ def test_the_fence_lets_through_only_requests_for_a_slot_pack_api_still_holds_fo
 
     from fakes import fake_shopsim
 
-    from pyhelpers.shopsim import launcher
-    from pyhelpers.shopsim import protocol as p
+    from pyhelpers.shopsim import launcher, protocol
 
-    assert (launcher.LEASE_HEADER, launcher.FREED_SLOT_ERROR) == (p.LEASE_HEADER, p.FREED_SLOT_ERROR) \
+    assert (launcher.LEASE_HEADER, launcher.FREED_SLOT_ERROR) == (protocol.LEASE_HEADER, protocol.FREED_SLOT_ERROR) \
         == (fake_shopsim.LEASE_HEADER, fake_shopsim.FREED_SLOT_ERROR)
     free = launcher.LeasedSlots({0})
     seen = []
@@ -185,8 +183,8 @@ def test_the_fence_lets_through_only_requests_for_a_slot_pack_api_still_holds_fo
                    **({"HTTP_X_SHOPSIM_LEASE": lease} if lease else {})}
         body = b"".join(app(environ, lambda status, headers, exc_info=None: answer.update(status=status,
                                                                                           headers=dict(headers))))
-        assert answer["headers"][p.INSTANCE_HEADER] == "now"
-        return answer["status"], answer["headers"].get(p.LEASE_HEADER), body
+        assert answer["headers"][protocol.INSTANCE_HEADER] == "now"
+        return answer["status"], answer["headers"].get(protocol.LEASE_HEADER), body
 
     _, mine, _ = call({"action": "reset", "idx": 3})
     assert mine and call({"action": "interact", "env_idx": 0, "response": "x"}, mine)[0].startswith("500")
@@ -194,8 +192,8 @@ def test_the_fence_lets_through_only_requests_for_a_slot_pack_api_still_holds_fo
     assert theirs and theirs != mine
     for action in ({"action": "release_one", "env_idx": 0}, {"action": "interact", "env_idx": 0, "response": "x"}):
         status, _, body = call(action, mine)
-        assert status == "200 OK" and json.loads(body) == {"result": {"error": p.FREED_SLOT_ERROR}}
+        assert status == "200 OK" and json.loads(body) == {"result": {"error": protocol.FREED_SLOT_ERROR}}
     assert seen == ["reset", "interact", "reset"], "a request of the old lease reached pack_api"
     assert b"has been released" in call({"action": "release_one", "env_idx": 0}, theirs)[2]
-    assert json.loads(call({"action": "release_one", "env_idx": 0}, theirs)[2])["result"]["error"] == p.FREED_SLOT_ERROR
+    assert json.loads(call({"action": "release_one", "env_idx": 0}, theirs)[2])["result"]["error"] == protocol.FREED_SLOT_ERROR
     assert not launcher.LeasedSlots({0}).holds("0:x") and not launcher.LeasedSlots({0}).holds(None)

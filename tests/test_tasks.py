@@ -10,8 +10,7 @@ from conftest import run_pyhelpers
 from fakes.shop_fixture import goals, records, write_shop_fixture
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.tasks import build as taskdata
-from pyhelpers.tasks import files as tasks
+from pyhelpers.tasks import build, files
 
 
 def _read(path):
@@ -45,27 +44,27 @@ def test_unlabeled_file_needs_a_split_and_hash_split_is_seeded(tmp_path):
     with gzip.open(src, "wt", encoding="utf-8") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records(40))
     with pytest.raises(ToolkitError, match="--val-share"):
-        taskdata.build([src])
-    a = taskdata.build([src], val_share=0.25, seed=7)
-    b = taskdata.build([src], val_share=0.25, seed=7)
-    c = taskdata.build([src], val_share=0.25, seed=8)
+        build.build([src])
+    a = build.build([src], val_share=0.25, seed=7)
+    b = build.build([src], val_share=0.25, seed=7)
+    c = build.build([src], val_share=0.25, seed=8)
     assert len(a.val) == 10 and len(a.train) == 30
-    assert tasks.dumps_tasks(a.val) == tasks.dumps_tasks(b.val)  # same inputs, same bytes
+    assert files.dumps_tasks(a.val) == files.dumps_tasks(b.val)  # same inputs, same bytes
     assert {t["task_id"] for t in a.val} != {t["task_id"] for t in c.val}
-    tasks.check_disjoint(a.train, a.val)
-    e = taskdata.build([src], eval_tasks=5)
+    files.check_disjoint(a.train, a.val)
+    e = build.build([src], eval_tasks=5)
     assert [t["shopsim_idx"] for t in e.val] == [0, 1, 2, 3, 4]
     assert "itself" in e.report["index_basis"]
 
 
 def test_published_val_subsample_and_persona_scenario(tmp_path):
     fx = write_shop_fixture(tmp_path, n_tasks=12, n_eval=6)
-    res = taskdata.build([fx["eval_file"], fx["train_file"]], val_count=2, seed=1)
+    res = build.build([fx["eval_file"], fx["train_file"]], val_count=2, seed=1)
     assert len(res.val) == 2 and res.report["published_val_unused"] == 4 and len(res.train) == 6
     assert "assumes" in res.report["index_basis"]
-    persona = taskdata.build([fx["eval_file"], fx["train_file"]], scenario="all")
+    persona = build.build([fx["eval_file"], fx["train_file"]], scenario="all")
     assert all(t["scenario"] == "standard" for t in persona.train + persona.val)
-    p = taskdata.build([fx["server_file"]], scenario="persona", eval_tasks=6)
+    p = build.build([fx["server_file"]], scenario="persona", eval_tasks=6)
     assert p.val and all(t["task_id"].endswith("-p") and t["persona"] == {"年龄": "25"} for t in p.val + p.train)
 
 
@@ -74,10 +73,10 @@ def test_source_errors_name_the_line(tmp_path):
     good = json.dumps(records(1)[0], ensure_ascii=False)
     bad.write_text(good + "\n\n{not json\n", encoding="utf-8")
     with pytest.raises(ToolkitError, match=r"line 3"):
-        taskdata.read_records(bad)
+        build.read_records(bad)
     bad.write_text(good + "\n" + json.dumps({"asin": "1", "instructions": []}) + "\n", encoding="utf-8")
     with pytest.raises(ToolkitError, match=r"line 2.*|no instructions"):
-        taskdata.read_records(bad)
+        build.read_records(bad)
 
 
 def test_task_file_validation_names_the_line(toolkit_env, tmp_path):
@@ -88,15 +87,15 @@ def test_task_file_validation_names_the_line(toolkit_env, tmp_path):
     assert r.returncode == 1 and "line 2" in r.stderr and "shopsim_idx" in r.stderr and "Traceback" not in r.stderr
     f.write_text(json.dumps(ok) + "\n" + json.dumps(ok) + "\n")
     with pytest.raises(ToolkitError, match="duplicate task_id.*line 1"):
-        tasks.load_tasks(f)
+        files.load_tasks(f)
     f.write_text(json.dumps(ok) + "\n{oops\n")
     with pytest.raises(ToolkitError, match="line 2"):
-        tasks.load_tasks(f)
+        files.load_tasks(f)
     with pytest.raises(ToolkitError, match="expected 'val'"):
         f.write_text(json.dumps(ok) + "\n")
-        tasks.load_tasks(f, split="val")
+        files.load_tasks(f, split="val")
     with pytest.raises(ToolkitError, match="overlap"):
-        tasks.check_disjoint([ok], [{**ok, "split": "val"}])
+        files.check_disjoint([ok], [{**ok, "split": "val"}])
 
 
 def test_dry_run_writes_nothing_and_goal_rules_match_fixture(toolkit_env, tmp_path):
@@ -104,4 +103,4 @@ def test_dry_run_writes_nothing_and_goal_rules_match_fixture(toolkit_env, tmp_pa
     r = run_pyhelpers(["data", "build", "--source", str(fx["server_file"]), "--eval-tasks", "3", "--dry-run",
                        "--out-dir", str(tmp_path / "out")], toolkit_env)
     assert r.returncode == 0 and "dry run" in r.stdout and not (tmp_path / "out").exists()
-    assert [g.idx for g in taskdata.enumerate_goals(fx["records"])] == [g["idx"] for g in goals(fx["records"])]
+    assert [g.idx for g in build.enumerate_goals(fx["records"])] == [g["idx"] for g in goals(fx["records"])]

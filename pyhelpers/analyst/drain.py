@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from pyhelpers.analyst import logs as analyst_logs
+from pyhelpers.analyst import logs
 from pyhelpers.config.load import Config
 from pyhelpers.run.layout import RunLayout
 
@@ -60,7 +60,7 @@ def _thread(cfg: Config, lay: RunLayout, r: int, echo: Echo) -> threading.Thread
         if not key:
             echo("analyst drain skipped: DASHSCOPE_API_KEY is not set")
             return
-        analyst_logs.setup(key)
+        logs.setup(key)
         try:
             out = sidecar.run(sidecar.Settings.from_config(cfg, lay.round_dir(r), r), key, threading.Event(),
                               drain=True)

@@ -31,7 +31,7 @@ from pyhelpers.config import jit_caches
 from pyhelpers.config.check import device_of
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RunLayout
 
 # Test hook: pretend TRAIN_SAVE's filesystem has this many bytes free (a full disk without
@@ -87,11 +87,11 @@ class Need:
 def _sizes(cfg: Config, lay: RunLayout) -> tuple[int, int, str, str]:
     """(checkpoint bytes, HF export bytes, how each was found)."""
     formula = diskplan.model_sizes(cfg.HF_MODEL, cfg.SAVE_OPTIM)
-    newest = ck.newest_complete(lay.megatron)
+    newest = checkpoints.newest_complete(lay.megatron)
     ckpt, ckpt_how = formula.checkpoint, "estimated"
     if newest is not None:
-        ckpt, ckpt_how = tree_bytes(ck.iter_dirs(lay.megatron)[newest]), f"as iter_{newest:07d}"
-    hf_now = ck.hf_target(lay.hf_link)
+        ckpt, ckpt_how = tree_bytes(checkpoints.iter_dirs(lay.megatron)[newest]), f"as iter_{newest:07d}"
+    hf_now = checkpoints.hf_target(lay.hf_link)
     hf, hf_how = formula.hf_export, "estimated"
     if hf_now is not None and hf_now.is_dir():
         hf, hf_how = tree_bytes(hf_now), f"as {hf_now.name}"

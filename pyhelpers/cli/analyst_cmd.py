@@ -13,7 +13,7 @@ import click
 
 from pyhelpers.analyst import logs
 from pyhelpers.analyst.stats import WandbOptions
-from pyhelpers.config import load as config_mod
+from pyhelpers.config import load
 from pyhelpers.errors import ToolkitError
 
 
@@ -53,7 +53,7 @@ def run(round_dir, drain, use_wandb, wandb_dir, round_no):
     # lazy: analyst.sidecar (~68 ms) only for this command
     from pyhelpers.analyst import sidecar
 
-    cfg = config_mod.load()
+    cfg = load.load()
     key = cfg.DASHSCOPE_API_KEY
     if not key:
         raise ToolkitError("DASHSCOPE_API_KEY is not set", cfg.sources.get("DASHSCOPE_API_KEY", ".env"),
@@ -96,7 +96,7 @@ def status(round_dir, round_no, as_json):
     # lazy: analyst.sidecar (~68 ms) only for this command
     from pyhelpers.analyst import sidecar
 
-    st = sidecar.status(sidecar.Settings.from_config(config_mod.load(), round_dir, round_no))
+    st = sidecar.status(sidecar.Settings.from_config(load.load(), round_dir, round_no))
     if as_json:
         click.echo(json.dumps(st, indent=2, sort_keys=True))
         return

@@ -9,12 +9,12 @@ import click
 def ctx():
     """(config, run layout) of the current configuration; a bad knob raises, naming it."""
     # local: every command module imports this file; config's loader only loads when a command runs
-    from pyhelpers.config import load as config_mod
+    from pyhelpers.config import load
     from pyhelpers.config.check import not_a_directory
     from pyhelpers.errors import ToolkitError
     from pyhelpers.run.layout import from_config
 
-    cfg = config_mod.load()
+    cfg = load.load()
     if why := not_a_directory(cfg, "RUNS_DIR"):  # every run command reads under it: one line, not a traceback
         raise ToolkitError(why)
     return cfg, from_config(cfg)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from pyhelpers.config import load as config_mod
+from pyhelpers.config import load
 from pyhelpers.jsonfiles import write_json_atomic
-from pyhelpers.tasks import build as taskdata
+from pyhelpers.tasks import build
 from pyhelpers.tasks import files as tasks
 
 
@@ -43,8 +43,8 @@ def data_build(sources, server_file, out_dir, scenario, val_share, val_count, ev
       pyhelpers data build --source /root/ShopSimulator/shop_env/data
       pyhelpers data build --source fine_items_eval_train_all.json.gz --eval-tasks 1459
     """
-    out = out_dir or config_mod.load().DATA_DIR
-    res = taskdata.build(list(sources), server_file=server_file, scenario=scenario, val_share=val_share,
+    out = out_dir or load.load().DATA_DIR
+    res = build.build(list(sources), server_file=server_file, scenario=scenario, val_share=val_share,
                          val_count=val_count, eval_tasks=eval_tasks, seed=seed)
     tasks.check_disjoint(res.train, res.val, str(out))
     click.echo(f"train {len(res.train)} tasks, val {len(res.val)} tasks; index basis: {res.report['index_basis']}")

@@ -7,7 +7,7 @@ import os
 
 import click
 
-from pyhelpers.config import load as config_mod
+from pyhelpers.config import load
 from pyhelpers.doctor import hooks
 from pyhelpers.doctor.base import PROFILES, TERMINAL, WIDTH, wrap
 from pyhelpers.errors import ToolkitError
@@ -39,7 +39,7 @@ def doctor(ctx, as_json, profile, verbose, fresh_run, brief):
     from pyhelpers.doctor.runner import counts, run_checks
 
     try:
-        cfg = config_mod.load()
+        cfg = load.load()
     except ToolkitError:
         raise  # the root group prints it as `<what>: <where> (<fix>)`
     except Exception as exc:  # e.g. an unreadable .env: say so, no traceback
@@ -81,7 +81,7 @@ def install_hooks(dry_run):
     Example:
       pyhelpers doctor install-hooks --dry-run
     """
-    cfg = config_mod.load()
+    cfg = load.load()
     steps = hooks.plan(cfg)
     for step in steps:
         click.echo(step.describe(dry_run))

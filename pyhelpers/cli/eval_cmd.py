@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from pyhelpers.config import load as config_mod
+from pyhelpers.config import load
 from pyhelpers.config.load import Config
 from pyhelpers.evaluate.settings import EvalSettings
 from pyhelpers.run.layout import RoundFiles
@@ -59,21 +59,20 @@ def val_cmd(round_dir, out_dir, resume, use_wandb, model_dir, server, shopsim, t
       pyhelpers eval val --out-dir runs/demo/baseline/val --model-dir models/Qwen3.5-4B
     """
     # lazy: evaluate.round (~142 ms), evaluate.val (~104 ms) only for this command
-    from pyhelpers.evaluate import round as rnd
-    from pyhelpers.evaluate import val
+    from pyhelpers.evaluate import round, val
 
     if round_dir is None and out_dir is None:
         raise click.UsageError("give --round-dir or --out-dir")
-    cfg = config_mod.load()
+    cfg = load.load()
     round_no = RoundFiles(round_dir.resolve()).number if round_dir else None
     label = f"round-{round_no:03d}" if round_no is not None else ("baseline" if out_dir else round_dir.name)
     out = out_dir or RoundFiles(round_dir).val_dir
     settings = _settings(cfg, model_dir, server=server, shopsim=shopsim)
     builder = val.load_builder(settings.tokenizer_dir)
-    rnd.play_val(cfg, settings, builder, out=out, round_no=round_no, label=label, tasks_path=tasks_path, resume=resume,
+    round.play_val(cfg, settings, builder, out=out, round_no=round_no, label=label, tasks_path=tasks_path, resume=resume,
                  echo=click.echo, progress=_progress(quiet))
     if use_wandb:
-        click.echo(rnd.log_val_wandb(cfg, out))
+        click.echo(round.log_val_wandb(cfg, out))
 
 
 @eval_group.command("gate")
@@ -92,12 +91,11 @@ def gate_cmd(round_dir, resume, use_wandb, model_dir, server, shopsim, tasks_pat
       pyhelpers eval gate --round-dir runs/demo/rounds/round-000 --resume --wandb
     """
     # lazy: evaluate.round (~142 ms), evaluate.val (~104 ms) only for this command
-    from pyhelpers.evaluate import round as rnd
-    from pyhelpers.evaluate import val
+    from pyhelpers.evaluate import round, val
 
-    cfg = config_mod.load()
+    cfg = load.load()
     settings = _settings(cfg, model_dir, server=server, shopsim=shopsim)
-    rnd.play_gate(cfg, settings, lambda: val.load_builder(settings.tokenizer_dir), round_dir=round_dir,
+    round.play_gate(cfg, settings, lambda: val.load_builder(settings.tokenizer_dir), round_dir=round_dir,
                   tasks_path=tasks_path, resume=resume, echo=click.echo, progress=_progress(quiet))
     if use_wandb:
-        click.echo(rnd.log_gate_wandb(cfg, round_dir))
+        click.echo(round.log_gate_wandb(cfg, round_dir))

@@ -7,8 +7,7 @@ import os
 import click
 
 from pyhelpers.capacity.diskplan import gb
-from pyhelpers.cli.common import ctx
-from pyhelpers.cli.common import echo_err as _echo
+from pyhelpers.cli.common import ctx, echo_err
 from pyhelpers.errors import ToolkitError
 
 
@@ -31,10 +30,10 @@ def migrate_pack():
     from pyhelpers.migrate import pack
 
     cfg, lay = ctx()
-    out = pack.pack(cfg, lay, progress=_echo)
+    out = pack.pack(cfg, lay, progress=echo_err)
     m = pack.load_manifest(out)
     for item in m["recreate"]:
-        _echo(f"not packed: {item['what']} -> {item['command']}")
+        echo_err(f"not packed: {item['what']} -> {item['command']}")
     click.echo(f"packed run {cfg.run_name}: {len(m['files'])} files, {gb(m['total_bytes'])} in {out}")
     click.echo(f"on the new machine: make migrate-machine FROM=root@<this machine>:{out}  (or a mounted copy of it)")
 
@@ -61,4 +60,4 @@ def migrate_machine(from_, profile):
                            "make migrate-machine FROM=root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/<RUN>")
     cfg, lay = ctx()
     raise SystemExit(fetch.migrate(cfg, lay, from_=from_, environ=dict(os.environ),
-                                   profile=profile or cfg.DOCTOR_PROFILE or "full", echo=_echo))
+                                   profile=profile or cfg.DOCTOR_PROFILE or "full", echo=echo_err))

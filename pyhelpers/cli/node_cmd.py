@@ -10,8 +10,7 @@ import time
 
 import click
 
-from pyhelpers.cli.common import ctx as _ctx
-from pyhelpers.cli.common import echo_err as _echo
+from pyhelpers.cli.common import ctx, echo_err
 from pyhelpers.config import ray_ports
 from pyhelpers.doctor.base import FAIL, SKIP, Context
 from pyhelpers.doctor.gpus import check_gpus
@@ -43,33 +42,33 @@ def node_join():
     Example:
       pyhelpers node join
     """
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     pids, logs = _dirs(cfg, lay)
     groups.refuse_running(SERVICE, pids, stop_with=LEAVE)  # before the head is asked anything
-    cluster.join_checks(cfg, lay, _echo)
+    cluster.join_checks(cfg, lay, echo_err)
     _gpus(cfg)
     addr, base = cfg.NODE_ADDR, cfg.RAY_PORT
     ports = [(addr, base + off) for _, _, off in ray_ports.WORKER_BASED]
     cluster.leave_marker(lay, addr).unlink(missing_ok=True)  # a removal by the head before this join is over
     rec = groups.start(SERVICE, [sys.executable, "-m", "pyhelpers.launch.node_agent"], pids_dir=pids, logs_dir=logs,
                       needs_ports=ports, stop_with=LEAVE)
-    _echo(f"{SERVICE}: started (pid {rec.pid}, log {logs / (SERVICE + '.log')}); joining {cluster.gcs_address(cfg, head=False)}")
+    echo_err(f"{SERVICE}: started (pid {rec.pid}, log {logs / (SERVICE + '.log')}); joining {cluster.gcs_address(cfg, head=False)}")
     took = ready.wait_service(pids, SERVICE, ready.tcp_probe(addr, base + 2), timeout=cfg.RAY_START_TIMEOUT,
                               backoff_max=cfg.READY_BACKOFF_MAX, knob="RAY_START_TIMEOUT")
-    _echo(f"{SERVICE}: this node's raylet answers on {addr}:{base + 2} after {took:.1f} s; the head prints when it "
+    echo_err(f"{SERVICE}: this node's raylet answers on {addr}:{base + 2} after {took:.1f} s; the head prints when it "
           "counts it (make status there)")
 
 
 def _gpus(cfg) -> None:
     """NUM_GPUS GPUs on this worker, as make doctor counts them (the rehearse profile has none to count)."""
     if cfg.DOCTOR_PROFILE == "rehearse":
-        _echo("GPUs: not checked (DOCTOR_PROFILE=rehearse: Ray counts NUM_GPUS logical GPUs)")
+        echo_err("GPUs: not checked (DOCTOR_PROFILE=rehearse: Ray counts NUM_GPUS logical GPUs)")
         return
     for res in check_gpus(Context(cfg, os.environ, cfg.DOCTOR_PROFILE)):
         if res.status == FAIL:
             raise ToolkitError(f"GPUs: {res.message}", "NUM_GPUS", res.fix)
         if res.status != SKIP:
-            _echo(f"GPUs: {res.message}")
+            echo_err(f"GPUs: {res.message}")
 
 
 @node.command("publish")
@@ -82,9 +81,9 @@ def node_publish():
     Example:
       pyhelpers node publish
     """
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     mine, rec = cluster.publish(cfg, lay)
-    _echo("published: " + ", ".join(f"{k} {mine.get(k)}" for k in cluster.COMPARED)
+    echo_err("published: " + ", ".join(f"{k} {mine.get(k)}" for k in cluster.COMPARED)
           + f"; storage nonces under {' and '.join(rec['dirs'])}, {len(rec['hashes'])} input hash(es)")
 
 
@@ -98,10 +97,10 @@ def node_check():
     Example:
       pyhelpers node check
     """
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     rec = cluster.publish_storage(cfg, lay)
-    cluster.wait_for_workers(cfg, lay, _echo)
-    for _, _, problem in cluster.check_storage(cfg, lay, _echo, rec)[:1]:
+    cluster.wait_for_workers(cfg, lay, echo_err)
+    for _, _, problem in cluster.check_storage(cfg, lay, echo_err, rec)[:1]:
         raise problem
 
 
@@ -114,17 +113,17 @@ def node_leave():
     Example:
       pyhelpers node leave
     """
-    cfg, lay = _ctx()  # (no whole-configuration check: a broken worker must still be able to leave)
+    cfg, lay = ctx()  # (no whole-configuration check: a broken worker must still be able to leave)
     if not cfg.NODE_ADDR:
         raise ToolkitError("this worker's records are runs/<RUN>/nodes/<NODE_ADDR>/, and NODE_ADDR is empty",
                            "NODE_ADDR", "set it to the address this worker joined with: `make status` on the head "
                            "lists the nodes")
     pids, _ = _dirs(cfg, lay)
     for r in groups.stop_all(pids, cfg.STOP_GRACE, names=[SERVICE], missing_ok=True):
-        _echo(r.message)
+        echo_err(r.message)
     for r in family.stop_marked(cluster.worker_temp_dir(cfg), cfg.STOP_GRACE):
-        _echo(r.message)
-    _echo(f"this worker ({cfg.NODE_ADDR}) left the run")
+        echo_err(r.message)
+    echo_err(f"this worker ({cfg.NODE_ADDR}) left the run")
 
 
 @node.command("status")
@@ -137,7 +136,7 @@ def node_status(as_json):
     Example:
       pyhelpers node status
     """
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     rows = cluster.node_rows(cfg, lay, time.time())
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -155,7 +154,7 @@ def node_head_namespace():
     Example:
       pyhelpers node head-namespace
     """
-    cfg, _ = _ctx()
+    cfg, _ = ctx()
     click.echo(twonode.live_head_namespace(cfg.RUNS_DIR) or "")
 
 
@@ -169,7 +168,7 @@ def node_rehearse(args):
     Example:
       pyhelpers node rehearse
     """
-    cfg, _ = _ctx()
+    cfg, _ = ctx()
     sys.exit(twonode.run(cfg.root, cfg.RUNS_DIR, list(args), cfg.STOP_GRACE))
 
 
@@ -185,7 +184,7 @@ def node_rehearsal_stop(stop):
     Example:
       pyhelpers node rehearsal-stop -- bin/stop
     """
-    cfg, _ = _ctx()
+    cfg, _ = ctx()
     head_ns = twonode.live_head_namespace(cfg.RUNS_DIR)
     rc = subprocess.run(netns.exec_argv(head_ns, list(stop)) if head_ns else list(stop)).returncode
     twonode.reclaim(cfg.RUNS_DIR, cfg.STOP_GRACE, click.echo)

@@ -10,8 +10,8 @@ import json
 
 import click
 
-from pyhelpers.capacity import gpumem as memplan
-from pyhelpers.config import load as config_mod
+from pyhelpers.capacity import gpumem
+from pyhelpers.config import load
 from pyhelpers.config.load import Config
 
 
@@ -21,7 +21,7 @@ def plan():
 
 
 def _gib(n: int) -> str:
-    return f"{n / memplan.GIB:.2f}"
+    return f"{n / gpumem.GIB:.2f}"
 
 
 def _cfg_values(cfg: Config) -> dict:
@@ -69,19 +69,19 @@ def memory(as_json, path, recompute, strict):
       pyhelpers plan memory
       MAX_TOKENS_PER_GPU=32768 TP_SIZE=1 pyhelpers plan memory --json
     """
-    cfg = config_mod.load()
+    cfg = load.load()
     v = _cfg_values(cfg)  # (the JSON answer names the knobs it read)
     kw = {"path": path, "recompute": recompute}
-    ver = memplan.verdict(cfg.MAX_TOKENS_PER_GPU, cfg.ROLLOUT_MAX_CONTEXT_LEN, tp=cfg.TP_SIZE, num_gpus=cfg.NUM_GPUS,
+    ver = gpumem.verdict(cfg.MAX_TOKENS_PER_GPU, cfg.ROLLOUT_MAX_CONTEXT_LEN, tp=cfg.TP_SIZE, num_gpus=cfg.NUM_GPUS,
                           gpu_gib=cfg.GPU_MEMORY_GB, fraction=cfg.MEMORY_WARN_FRACTION, **kw)
     other = "reference" if path == "slime" else "slime"
-    alt = memplan.plan(ver.plan.tokens, ver.plan.tp, cfg.NUM_GPUS, path=other, recompute=recompute)
-    rows = memplan.table(cfg.NUM_GPUS, **kw)
+    alt = gpumem.plan(ver.plan.tokens, ver.plan.tp, cfg.NUM_GPUS, path=other, recompute=recompute)
+    rows = gpumem.table(cfg.NUM_GPUS, **kw)
     if as_json:
         click.echo(json.dumps({
             "knobs": v, "path": path, "recompute": recompute, "limit_bytes": ver.limit_bytes,
             "fits": ver.fits, "warning": ver.warning, "max_tokens_fit": ver.max_tokens_fit, "tp_fit": ver.tp_fit,
-            "plan": ver.plan.as_dict(), "rough_terms": memplan.ROUGH,
+            "plan": ver.plan.as_dict(), "rough_terms": gpumem.ROUGH,
             "alternative": alt.as_dict(),
             "table": [p.as_dict() for row in rows for p in row if p is not None],
         }, indent=2, sort_keys=True))
@@ -107,7 +107,7 @@ def _print_text(cfg: Config, ver, alt, rows, recompute) -> None:
         "runtime": "runtime: CUDA context, NCCL, workspaces",
     }
     for name, n in p.terms.items():
-        rough = "  rough" if name in memplan.ROUGH else ""
+        rough = "  rough" if name in gpumem.ROUGH else ""
         click.echo(f"  {_gib(n):>7} GiB  {labels[name]}{rough}")
     click.echo(f"  {_gib(p.total):>7} GiB  total per GPU")
     limit = f"{_gib(ver.limit_bytes)} GiB (MEMORY_WARN_FRACTION={cfg.MEMORY_WARN_FRACTION:g} x " \
@@ -122,5 +122,5 @@ def _print_text(cfg: Config, ver, alt, rows, recompute) -> None:
     click.echo("")
     click.echo(f"Total GiB per GPU (logits GiB) by micro-batch tokens T x TP_SIZE, NUM_GPUS={cfg.NUM_GPUS}; "
                f"'!' = over {_gib(ver.limit_bytes)} GiB, '-' = TP_SIZE not possible:")
-    for line in _table_lines(rows, memplan.TABLE_TP, ver.limit_bytes):
+    for line in _table_lines(rows, gpumem.TABLE_TP, ver.limit_bytes):
         click.echo(line)

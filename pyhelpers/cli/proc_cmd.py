@@ -13,7 +13,7 @@ import click
 
 from pyhelpers.config import load
 from pyhelpers.procs import family, groups, ports, ready
-from pyhelpers.run import lock as runlock
+from pyhelpers.run import lock
 
 _dir = click.Path(file_okay=False, path_type=Path)
 
@@ -159,7 +159,7 @@ def proc_hold_lock(lock_path, holder_pid):
         signal.signal(sig, lambda *_: done.set())
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    note = runlock.take(fd, lock_path, holder_pid)
+    note = lock.take(fd, lock_path, holder_pid)
     if note:
         click.echo(note, err=True)
     click.echo("locked")

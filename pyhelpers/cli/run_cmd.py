@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import click
 
-from pyhelpers.cli.common import ctx as _ctx
+from pyhelpers.cli.common import ctx
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.loop.console import stamp  # their lines are bin/train's, in its format
-from pyhelpers.overview import manifest as runmanifest
+from pyhelpers.overview import manifest
 from pyhelpers.overview import rehearsal as rehearsal_mod
-from pyhelpers.run import lock as runlock
+from pyhelpers.run import lock
 from pyhelpers.run.stop import clear_stop
-from pyhelpers.stages import position as runstate
+from pyhelpers.stages import position
 
 
 @click.group()
@@ -39,13 +39,13 @@ def run_init(rehearsal, resume, started_at):
     Example:
       pyhelpers run init
     """
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     if resume or lay.migrating_marker.is_file():
         _require_run(cfg, lay)
     rehearsal_mod.guard(lay, rehearsal)
     for d in (lay.run_dir, lay.pids, lay.logs, lay.wandb_dir, lay.megatron):
         d.mkdir(parents=True, exist_ok=True)
-    for change in runmanifest.record_or_compare(cfg, lay.manifest, rehearsal=rehearsal):
+    for change in manifest.record_or_compare(cfg, lay.manifest, rehearsal=rehearsal):
         click.echo(stamp("train", f"config change recorded in run.json: {change}"), err=True)
     if rehearsal:
         rehearsal_mod.mark(lay)
@@ -78,12 +78,12 @@ def run_check_resume(round_):
     Example:
       pyhelpers run check-resume --round 1
     """
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     _require_run(cfg, lay)
     if round_ is None:
-        pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL)
+        pos = position.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL)
     else:
-        pos = runstate.check_resume_round(lay, cfg.ROUNDS, round_)
+        pos = position.check_resume_round(lay, cfg.ROUNDS, round_)
     where = "finished" if pos.finished else f"round {pos.round} at {pos.stage}"
     click.echo(stamp("train", f"resuming {cfg.run_name}: {where} ({pos.detail})"), err=True)
 
@@ -97,6 +97,6 @@ def run_check_lock():
       pyhelpers run check-lock && echo "no driver is running"
     """
 
-    _, lay = _ctx()
-    runlock.require_free(lay.lock)
+    _, lay = ctx()
+    lock.require_free(lay.lock)
 

@@ -14,26 +14,20 @@ from pathlib import Path
 import click
 
 from pyhelpers import report, stages
-from pyhelpers.cli.common import ctx as _ctx
-from pyhelpers.cli.common import echo_err
-from pyhelpers.config import load as config_mod
+from pyhelpers.cli.common import ctx, echo_err
+from pyhelpers.config import load
 from pyhelpers.config.check import check
 from pyhelpers.config.load import Config
 from pyhelpers.doctor.envfile import netrc_has
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import convert_base as basemodel
-from pyhelpers.launch import slime_job
+from pyhelpers.launch import convert_base, slime_job
 from pyhelpers.loop.console import stamp
-from pyhelpers.overview import plan as runplan
-from pyhelpers.overview import rehearsal
-from pyhelpers.overview import status as runstatus
-from pyhelpers.procs import groups as procs
-from pyhelpers.run import hints
-from pyhelpers.run import lock as runlock
-from pyhelpers.run import stop as runstop
+from pyhelpers.overview import plan, rehearsal, status
+from pyhelpers.procs import groups
+from pyhelpers.run import hints, lock, stop
 from pyhelpers.run.layout import from_config
-from pyhelpers.stages import position as runstate
-from pyhelpers.tracking import sync as wandbsync
+from pyhelpers.stages import position
+from pyhelpers.tracking import sync
 
 
 @click.group()
@@ -55,19 +49,19 @@ def run_stop():
     Example:
       pyhelpers run stop
     """
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     if not lay.run_dir.is_dir():
-        beside = runstop.running_beside(lay)
+        beside = stop.running_beside(lay)
         click.echo(f"no run named {cfg.run_name} in {lay.run_dir.parent}: nothing to stop"
                    + (f"; {'; '.join(beside)}" if beside else ""))
         return
     say = hints.for_run(bool(rehearsal.is_rehearsal(lay)))  # a rehearsal's hints name its own commands
-    running = runlock.live_holder(lay.lock) is not None
+    running = lock.live_holder(lay.lock) is not None
     try:
-        finished = not running and runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL).finished
+        finished = not running and position.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL).finished
     except ToolkitError:
         finished = False
-    for line in runstop.stop_run(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay),
+    for line in stop.stop_run(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay),
                                  progress=click.echo, mark=not finished):
         click.echo(line)
     if finished:
@@ -75,7 +69,7 @@ def run_stop():
         return
     click.echo(say(f"run {cfg.run_name} stopped; continue it with `make resume`"))
     if not running:
-        for line in runstop.running_beside(lay):
+        for line in stop.running_beside(lay):
             click.echo(f"note: {line}")
 
 
@@ -89,8 +83,8 @@ def run_cleanup():
       pyhelpers run cleanup
     """
 
-    cfg, lay = _ctx()
-    for line in runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay)):
+    cfg, lay = ctx()
+    for line in stop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay)):
         click.echo(stamp("cleanup", line), err=True)
 
 
@@ -107,20 +101,20 @@ def run_rehearsal_reset(check_only):
       RUN_NAME=rehearsal pyhelpers run rehearsal-reset   (from bin/train, holding the lock)
     """
 
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     if check_only:
         rehearsal.fresh(lay, dry_run=True)
         return
-    holder = runlock.live_holder(lay.lock)
+    holder = lock.live_holder(lay.lock)
     if not holder or holder["pid"] != os.getppid():
-        raise runlock.refusal(lay.lock) if holder else ToolkitError(
+        raise lock.refusal(lay.lock) if holder else ToolkitError(
             "the previous rehearsal is removed only by the driver that holds its lock", str(lay.lock),
             "run `make rehearse`")
     if rehearsal.is_rehearsal(lay) is False:
         raise ToolkitError(f"RUN_NAME={cfg.run_name} is a real run, not a rehearsal", str(lay.manifest),
                            "give the rehearsal its own RUN_NAME (default: rehearsal)")
     if lay.run_dir.is_dir():  # a killed earlier rehearsal may have left services running
-        runstop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay))
+        stop.cleanup(lay, ray_temp_dir=cfg.ray_temp_dir, grace=cfg.STOP_GRACE, stop_job=_stop_job(cfg, lay))
 
     for p in rehearsal.fresh(lay):
         click.echo(stamp("rehearse", f"removed the previous rehearsal's {p}"), err=True)
@@ -137,7 +131,7 @@ def run_rehearsal_inputs():
     """
 
 
-    cfg, _ = _ctx()
+    cfg, _ = ctx()
     results, notes = rehearsal.user_inputs(cfg, dict(os.environ))
     for r in results:
         echo_err(stamp("rehearse", f"your inputs: {r.line()}"))
@@ -160,8 +154,8 @@ def run_summary():
       pyhelpers run summary
     """
 
-    cfg, lay = _ctx()
-    for line in runstatus.summary_lines(cfg, lay):
+    cfg, lay = ctx()
+    for line in status.summary_lines(cfg, lay):
         click.echo(line)
 
 
@@ -177,12 +171,12 @@ def run_status(as_json):
     """
 
 
-    cfg, lay = _ctx()
-    st = runstatus.gather(cfg, lay)
+    cfg, lay = ctx()
+    st = status.gather(cfg, lay)
     if as_json:
         click.echo(json.dumps(st, indent=1, sort_keys=True, default=str))
         return
-    for line in runstatus.render(st):
+    for line in status.render(st):
         click.echo(line)
 
 
@@ -201,7 +195,7 @@ def run_logs(service, lines, follow):
     """
 
 
-    _, lay = _ctx()
+    _, lay = ctx()
     logs = sorted(lay.logs.glob("*.log")) if lay.logs.is_dir() else []
     if not service:
         if not logs:
@@ -231,7 +225,7 @@ def run_logs(service, lines, follow):
             return
         raise SystemExit(tail.returncode)
     click.echo(f"--- {path} (last {lines} lines) ---")
-    for line in procs.log_tail(path, lines):
+    for line in groups.log_tail(path, lines):
         click.echo(line)
 
 
@@ -266,11 +260,11 @@ def run_watch(interval, count):
     """
 
 
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     tty = sys.stdout.isatty()
     try:
         for n in itertools.count(1):
-            lines = runstatus.render(runstatus.gather(cfg, lay))
+            lines = status.render(status.gather(cfg, lay))
             foot = f"{time.strftime('%H:%M:%S')}  refreshed every {interval:g} s; Ctrl-C to leave"
             if tty:
                 click.echo("\033[H\033[2J" + "\n".join(lines) + "\n\n" + foot, nl=True)
@@ -297,7 +291,7 @@ def run_plan(model_args):
 
     # Like `sky launch --dryrun`: the plan even when the configuration has errors, every error
     # first, and the run refused (exit 1) until they are fixed.
-    cfg = config_mod.load()
+    cfg = load.load()
     errors = [p for p in check(cfg) if p.level == "error"]
     if errors:
         click.echo(f"configuration: {len(errors)} error(s); make train refuses to start until they are fixed "
@@ -306,7 +300,7 @@ def run_plan(model_args):
             click.echo(f"  {p}")
         click.echo("the plan with the configuration as it stands:")
     try:
-        for line in runplan.plan(cfg, from_config(cfg), list(model_args) or None):
+        for line in plan.plan(cfg, from_config(cfg), list(model_args) or None):
             click.echo(line)
     except Exception as exc:  # noqa: BLE001 - a bad knob may stop the plan part-way: say where, keep the errors
         if not errors:
@@ -328,9 +322,9 @@ def run_wandb_sync(dry_run):
     """
 
 
-    cfg, lay = _ctx()
-    todo = wandbsync.pending(lay.run_dir)
-    done = len(wandbsync.offline_runs(lay.run_dir)) - len(todo)
+    cfg, lay = ctx()
+    todo = sync.pending(lay.run_dir)
+    done = len(sync.offline_runs(lay.run_dir)) - len(todo)
     click.echo(f"{len(todo)} offline W&B run(s) to upload, {done} already synced ({lay.wandb_dir})")
     for p in todo:
         click.echo(f"  {p.relative_to(lay.run_dir)}")
@@ -363,9 +357,9 @@ def run_convert_base(model_args):
       pyhelpers run convert-base -- "${MODEL_ARGS[@]}"
     """
 
-    cfg, _ = _ctx()
+    cfg, _ = ctx()
     log = cfg.MODELS_DIR / "convert-base.log"
-    basemodel.convert(cfg, list(model_args), log, progress=echo_err)
+    convert_base.convert(cfg, list(model_args), log, progress=echo_err)
 
 
 @run.command("report")
@@ -380,7 +374,7 @@ def run_report(out):
     """
 
 
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     if not lay.manifest.is_file():
         raise ToolkitError(f"there is no run named {cfg.run_name}", str(lay.run_dir),
                            "set RUN_NAME to the run you mean (`ls " + str(lay.run_dir.parent) + "`)")

@@ -9,8 +9,7 @@ import traceback
 import click
 
 from pyhelpers import report
-from pyhelpers.cli.common import ctx as _ctx
-from pyhelpers.cli.common import echo_err as _echo
+from pyhelpers.cli.common import ctx, echo_err
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.launch import secret_env, services
@@ -20,7 +19,7 @@ from pyhelpers.overview import rehearsal
 from pyhelpers.overview import status as runstatus
 from pyhelpers.procs import family, procfs, ready
 from pyhelpers.run import events, hints
-from pyhelpers.stages import NAMES as STAGES
+from pyhelpers.stages import NAMES
 from pyhelpers.stages import progress as runprogress
 
 
@@ -30,7 +29,7 @@ def run():
 
 
 @run.command("loop", context_settings={"ignore_unknown_options": True})
-@click.option("--stop-before", type=click.Choice(STAGES),
+@click.option("--stop-before", type=click.Choice(NAMES),
               help="End when this stage is next (make smoke stops before compile).")
 @click.argument("model_args", nargs=-1, type=click.UNPROCESSED)
 def run_loop(stop_before, model_args):
@@ -45,7 +44,7 @@ def run_loop(stop_before, model_args):
     """
     family.die_with_parent()
     driver.install_signal_handlers()
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     os.environ.update(cfg.process_env())  # what bin/train's shell exported before: for the children
     secret_env.drop_all(cfg)  # a key the shell exported is ours alone now: only its users get it (at spawn)
     # From here on library output (transformers, wandb, Ray) goes to logs/driver.log only.
@@ -101,12 +100,12 @@ def run_service(name, model, round_):
       pyhelpers run service shopsim
     """
 
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     try:
-        _echo(services.ensure(cfg, lay, name, model=model, round_=round_, progress=_echo))
+        echo_err(services.ensure(cfg, lay, name, model=model, round_=round_, progress=echo_err))
     except ready.NotReady as exc:
-        _echo(f"--- last {len(exc.log_tail)} lines of the log of {name} ---")
-        _echo("\n".join(exc.log_tail))
+        echo_err(f"--- last {len(exc.log_tail)} lines of the log of {name} ---")
+        echo_err("\n".join(exc.log_tail))
         raise
 
 
@@ -123,9 +122,9 @@ def run_log_wandb():
     # lazy: tracking.pending (evaluate.round, wandb_log: ~105 ms) only for this command
     from pyhelpers.overview import wandb_pending as wandb_pending
 
-    cfg, lay = _ctx()
+    cfg, lay = ctx()
     for line in wandb_pending.log_all(cfg, lay):
-        _echo(line)
+        echo_err(line)
     # its time since this process started (the driver waits for all of it at the run's end), for
     # the ETA of that last logging (stages/progress.py END_OF_RUN)
     took = procfs.age_seconds(procfs.start_ticks(os.getpid()) or 0)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pyhelpers.config import load as config_mod
+from pyhelpers.config import load
 from pyhelpers.errors import ToolkitError
 from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills import steps
@@ -72,7 +72,7 @@ def compile_cmd(bank_path, cand_dir, out, round_, hf_dir, spool_dir, embedder, d
       pyhelpers skillbank compile --bank round-000/skillbank.json \\
         --candidates round-000/candidates --out round-000/compiled.json --hf-dir "$HF_MODEL"
     """
-    cfg = config_mod.load()
+    cfg = load.load()
     bank, new, n_files = steps.compile_step(bank_path, cand_dir=cand_dir, round_=round_, hf_dir=hf_dir,
                                             spool_dir=spool_dir, dup_jaccard=cfg.SKILL_DUP_JACCARD,
                                             max_skill_tokens=cfg.SKILL_MAX_TOKENS, embedder=_embedder(embedder))
@@ -102,7 +102,7 @@ def inject_cmd(compiled_path, decisions_path, out, round_, dry_run):
         --decisions round-000/gate/decisions.json --out round-001/skillbank.json
     """
     compiled, new = steps.inject_step(compiled_path, decisions_path=decisions_path, round_=round_,
-                                      caps=steps.caps_from(config_mod.load()))
+                                      caps=steps.caps_from(load.load()))
     if dry_run:
         bank_mod.check_bank(new, str(out))
         click.echo("dry run: " + steps.change_summary(compiled, new, out=out, sha=bank_mod.bank_sha256(new)))
@@ -159,7 +159,7 @@ def render_cmd(bank_path, view, mask, budget, as_json):
       pyhelpers skillbank render round-001/skillbank.json --view full
     """
     bank = bank_mod.load_bank(bank_path)
-    budget = config_mod.load().SKILL_TOKEN_BUDGET if budget is None else budget
+    budget = load.load().SKILL_TOKEN_BUDGET if budget is None else budget
     ids = [m for m in mask.split(",") if m] if view == "masked" else None
     try:
         r = render(bank, view, budget, mask=ids)
@@ -185,5 +185,5 @@ def select_cmd(bank_path, max_skills, include_active):
       pyhelpers skillbank select round-000/compiled.json
     """
     bank = bank_mod.load_bank(bank_path)
-    max_skills = config_mod.load().GATE_MAX_SKILLS if max_skills is None else max_skills
+    max_skills = load.load().GATE_MAX_SKILLS if max_skills is None else max_skills
     click.echo(json.dumps(select_for_gate(bank, max_skills, include_active)))

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from pyhelpers.config import ray_ports
 from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import ports, procfs
+from pyhelpers.procs import groups, ports, procfs
 from pyhelpers.run import layout
 
 
 def _ours(ctx: Context) -> set[int]:
     """Pids of this run's Ray: its head's group and whatever references its temp dir (Ray's
     workers and agents live in process groups of their own)."""
-    return procs.live_pids(layout.from_config(ctx.cfg).pids) | set(procfs.marker_matches(ctx.cfg.ray_temp_dir))
+    return groups.live_pids(layout.from_config(ctx.cfg).pids) | set(procfs.marker_matches(ctx.cfg.ray_temp_dir))
 
 
 def check_ray_ports(ctx: Context) -> list[Result]:

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from pyhelpers.doctor.base import FAIL, PASS, Context, Result, result
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.run import hints
-from pyhelpers.run import layout as runlayout
-from pyhelpers.stages import preflight as run_inputs
+from pyhelpers.run import hints, layout
+from pyhelpers.stages import preflight
 
 SHOWN = 5
 
 
 def check_run_files(ctx: Context) -> list[Result]:
-    lay = runlayout.from_config(ctx.cfg)
-    inputs, bad = run_inputs.check(ctx.cfg, lay, fresh=ctx.fresh_run)
+    lay = layout.from_config(ctx.cfg)
+    inputs, bad = preflight.check(ctx.cfg, lay, fresh=ctx.fresh_run)
     if bad:
         first, why = bad[0]
         # A rehearsal's fixes name its own commands (run.json says which run this is; the rehearse

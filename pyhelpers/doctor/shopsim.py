@@ -6,15 +6,14 @@ from __future__ import annotations
 from pyhelpers.config import ray_ports
 from pyhelpers.config.check import is_loopback
 from pyhelpers.doctor.base import FAIL, PASS, WARN, Context, Result, result
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import ports
+from pyhelpers.procs import groups, ports
 from pyhelpers.run import layout
 
 
 def _ours(ctx: Context) -> set[int]:
     """Pids of this run's own live services: a port they hold is not a conflict (`make resume`
     stops them first; a second `make train` is refused by the run lock, naming the driver)."""
-    return procs.live_pids(layout.from_config(ctx.cfg).pids)
+    return groups.live_pids(layout.from_config(ctx.cfg).pids)
 
 
 def _held_by_us(port: int, ours: set[int]) -> bool:

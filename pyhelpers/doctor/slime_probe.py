@@ -10,7 +10,6 @@ with find_spec, which does not import them. It prints one line: MARKER + JSON.
 from __future__ import annotations
 
 import glob
-import importlib.metadata as md
 import importlib.util
 import json
 import os
@@ -18,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 
 MARKER = "SHOPSIMRL_PROBE "
 APEX_MODULES = ("amp_C", "fused_layer_norm_cuda", "fused_weight_gradient_mlp_cuda")
@@ -26,8 +26,8 @@ CUDNN_DISTS = ("nvidia-cudnn-cu12", "nvidia-cudnn-cu13")
 
 def dist_version(name):
     try:
-        return md.version(name)
-    except md.PackageNotFoundError:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
         return None
 
 

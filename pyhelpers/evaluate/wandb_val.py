@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyhelpers.tracking import wandb_log as wandb_logging
+from pyhelpers.tracking import wandb_log
 
 
 def val_metrics(summary: Mapping) -> dict:
@@ -29,7 +29,7 @@ def log_val(summary: Mapping, *, project: str, group: str, run_dir: Path, mode: 
     """Log one val summary once. Returns {run_id, logged, marker}."""
     rnd = summary.get("round")
     tag = f"r{rnd}" if rnd is not None else summary.get("label") or "baseline"
-    rid = wandb_logging.run_id(group, "val", tag)
+    rid = wandb_log.run_id(group, "val", tag)
     config = {"round": rnd, "label": summary.get("label"), "prompt_version": summary.get("prompt_version"),
               "tasks": summary.get("tasks"), **{f"eval_{k}": v for k, v in (summary.get("settings") or {}).items()}}
     metrics = val_metrics(summary)
@@ -38,6 +38,6 @@ def log_val(summary: Mapping, *, project: str, group: str, run_dir: Path, mode: 
         run.log(metrics, step=int(rnd or 0))
         run.summary["val/label"] = summary.get("label") or ""
 
-    done = wandb_logging.log_once(project=project, group=group, job_type="val", run_dir=run_dir, rid=rid,
+    done = wandb_log.log_once(project=project, group=group, job_type="val", run_dir=run_dir, rid=rid,
                                   name=f"val-{tag}", config=config, log=log, mode=mode)
-    return {"run_id": rid, "logged": done, "marker": str(wandb_logging.marker_path(run_dir, rid))}
+    return {"run_id": rid, "logged": done, "marker": str(wandb_log.marker_path(run_dir, rid))}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyhelpers.tracking import wandb_log as wandb_logging
+from pyhelpers.tracking import wandb_log
 
 _SKILL_FIELDS = ("estimate", "ci_low", "ci_high", "se", "p_value", "mde", "round_estimate")
 _TABLE = ("skill_id", "decision", "estimate", "ci_low", "ci_high", "se", "n", "p_value", "rounds_tested", "reason")
@@ -48,7 +48,7 @@ def log_gate(summary: Mapping, decisions: Mapping, bank_counts: Mapping[str, int
     mode: WANDB_MODE (None = wandb's own default). A second call for the same round (same id)
     logs nothing and returns logged=False.
     """
-    rid = run_id or wandb_logging.run_id(group, "gate", f"r{round}")
+    rid = run_id or wandb_log.run_id(group, "gate", f"r{round}")
     k = summary.get("knobs") or {}
     config = {"round": round, "seed": summary.get("seed"), "multiplicity": summary.get("multiplicity"),
               "plan_fingerprint": summary.get("plan_fingerprint"),
@@ -69,6 +69,6 @@ def log_gate(summary: Mapping, decisions: Mapping, bank_counts: Mapping[str, int
             run.summary[f"gate/skill/{sid}/reason"] = d.get("reason", "")
         run.summary["gate/warnings"] = "\n".join(summary.get("warnings") or [])
 
-    done = wandb_logging.log_once(project=project, group=group, job_type="gate", run_dir=run_dir, rid=rid,
+    done = wandb_log.log_once(project=project, group=group, job_type="gate", run_dir=run_dir, rid=rid,
                                   name=name or f"gate-r{round}", config=config, log=log, mode=mode)
-    return {"run_id": rid, "logged": done, "marker": str(wandb_logging.marker_path(run_dir, rid))}
+    return {"run_id": rid, "logged": done, "marker": str(wandb_log.marker_path(run_dir, rid))}

@@ -31,8 +31,7 @@ from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import node_env, node_storage, ray_auth, slime_args
 from pyhelpers.launch.node_probe import MARKER
 from pyhelpers.procs import procfs, ready
-from pyhelpers.run import events
-from pyhelpers.run import layout as run_layout
+from pyhelpers.run import events, layout
 from pyhelpers.run.layout import RunLayout
 
 PROBE = Path(__file__).with_name("node_probe.py")
@@ -49,7 +48,7 @@ def gcs_address(cfg, head: bool = True) -> str:
 
 def token_path(cfg, lay: RunLayout) -> Path:
     """The run's token as this node reads it: RAY_TOKEN_FILE (a copy the user made) or the shared run dir's."""
-    return cfg.RAY_TOKEN_FILE or run_layout.ray_token(lay.run_dir)
+    return cfg.RAY_TOKEN_FILE or layout.ray_token(lay.run_dir)
 
 
 WORKER_SERVICE = "ray-worker"  # the service `make join` starts (node_agent.py); its log is <node dir>/logs/ray-worker.log

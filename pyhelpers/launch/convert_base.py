@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.launch import slime_args
 from pyhelpers.launch.model_dirs import dist_problems, hf_problems
 from pyhelpers.procs.groups import log_tail
 
@@ -38,7 +38,7 @@ def convert(cfg: Config, model_args: list[str], log_path: Path, progress=lambda 
     staging = dist.with_name(dist.name + ".partial")
     if staging.exists():
         shutil.rmtree(staging)  # our own leftover of an interrupted conversion
-    argv = launch_args.slime_tool(cfg, "CONVERT_TO_TORCH_DIST", *model_args, "--hf-checkpoint", str(hf),
+    argv = slime_args.slime_tool(cfg, "CONVERT_TO_TORCH_DIST", *model_args, "--hf-checkpoint", str(hf),
                                   "--save", str(staging))
     progress(f"converting {hf} to torch_dist (GPUs {cfg.cuda_visible_devices}; log: {log_path})")
     log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,11 +20,11 @@ never argv. It prints one line: MARKER + JSON; a refusal prints MARKER + {"error
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata as md
 import json
 import platform
 import sys
 import time
+from importlib import metadata
 
 MARKER = "SHOPSIMRL_NODE "
 NAMESPACE = b"shopsimrl"
@@ -40,8 +40,8 @@ def versions() -> dict:
     out = {"python": platform.python_version()}
     for name in DISTS:
         try:
-            out[name] = md.version(name)
-        except md.PackageNotFoundError:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
             out[name] = None
     return out
 

@@ -17,8 +17,7 @@ import re
 from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args
-from pyhelpers.procs import groups as procs
-from pyhelpers.procs import procfs, ready
+from pyhelpers.procs import groups, procfs, ready
 from pyhelpers.run.layout import RunLayout
 
 SERVICE = "ray-head"
@@ -37,10 +36,10 @@ def error(what: str, where: str) -> ToolkitError:
 def why_lost(cfg, lay: RunLayout) -> str | None:
     """None while the head's Ray is whole: its `ray start --block` runs and its GCS port answers.
     Else what is wrong, in a few words (what died, when Ray said so)."""
-    path = procs.pidfile(lay.pids, SERVICE)
+    path = groups.pidfile(lay.pids, SERVICE)
     if not path.exists():
         return "the ray-head service is not running"
-    rec = procs.load(path)
+    rec = groups.load(path)
     st = procfs.read_stat(rec.pid)
     if not st or st.start_ticks != rec.start_ticks or st.state == "Z":
         return f"its `ray start --block` (pid {rec.pid}) ended{_what_died(rec.log)}"
@@ -54,7 +53,7 @@ def why_lost(cfg, lay: RunLayout) -> str | None:
 def _what_died(log: str) -> str:
     """': gcs_server exited (exit code -9)' from Ray's report of the processes that died."""
     died: list[tuple[str, str]] = []
-    for line in procs.log_tail(log, 400):
+    for line in groups.log_tail(log, 400):
         text = _ANSI.sub("", line)
         if "exited unexpectedly" in text:  # the latest report only (the log holds every start)
             died = []

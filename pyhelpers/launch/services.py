@@ -33,8 +33,16 @@ from pathlib import Path
 from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import gate_auth, node_agent, node_env, ray_auth, ray_lost, ray_sessions, secret_env
-from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.launch import (
+    gate_auth,
+    node_agent,
+    node_env,
+    ray_auth,
+    ray_lost,
+    ray_sessions,
+    secret_env,
+    slime_args,
+)
 from pyhelpers.procs import groups, procfs, ready
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
@@ -101,7 +109,7 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
     in_env = str(cfg.root / "bin" / "in-env")
     if name == "shopsim":
         host, port = cfg.SHOPSIM_HOST, cfg.SHOPSIM_PORT
-        return Spec([in_env, cfg.SHOPSIM_ENV, *launch_args.shopsim(cfg)],
+        return Spec([in_env, cfg.SHOPSIM_ENV, *slime_args.shopsim(cfg)],
                     {"SHOPSIM_ENV_MAX_NUM": str(cfg.SHOPSIM_SLOTS), "SHOPSIM_RESET_RETRIES": str(cfg.SHOPSIM_RESET_RETRIES),
                      "SHOPSIM_RESET_DELAY": f"{cfg.SHOPSIM_RESET_DELAY:g}"},
                     address=(host, port), probe=_shopsim_probe(f"http://{host}:{port}"), timeout_knob="SHOPSIM_START_TIMEOUT")
@@ -111,7 +119,7 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
         port = cfg.EVAL_PORT
-        return Spec([in_env, cfg.SLIME_ENV, *launch_args.eval_server(cfg, model or str(lay.hf_link))],
+        return Spec([in_env, cfg.SLIME_ENV, *slime_args.eval_server(cfg, model or str(lay.hf_link))],
                     jit_caches.env(cfg),
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
@@ -143,9 +151,9 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
         gone = ray_sessions.prune(lay.run_dir, temp)
         return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
 
-    return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
+    return Spec([in_env, cfg.SLIME_ENV, *slime_args.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
-                {**ray_ports.env(cfg), **launch_args.ray_start_env(cfg), **ray_auth.head_env(lay.run_dir),
+                {**ray_ports.env(cfg), **slime_args.ray_start_env(cfg), **ray_auth.head_env(lay.run_dir),
                  **node_env.of_this_node(cfg),
                  **jit_caches.env(cfg), **RAY_HEAD_STOP_ENV},
                 address=("127.0.0.1", port),
@@ -164,14 +172,14 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
 
 def _this_start(log: str | Path) -> str:
     """What a service's log holds since its latest start (procs.spawn's `==> ... start` line)."""
-    return "\n".join(procs.log_tail(log, 10**6)).rpartition("\n==> ")[2]
+    return "\n".join(groups.log_tail(log, 10**6)).rpartition("\n==> ")[2]
 
 
 def _ray_node_started(lay: RunLayout) -> ready.Probe:
     """Ready once the head's `ray start` says its node started; a `ray start` that ended before
     that ends the wait at once (what it started may linger in its group: no live head)."""
     def probe() -> tuple[bool, str]:
-        rec = procs.find(lay.pids, ray_lost.SERVICE)
+        rec = groups.find(lay.pids, ray_lost.SERVICE)
         if node_agent.STARTED.decode() in _this_start(rec.log):
             return True, "ray start: Ray runtime started"
         st = procfs.read_stat(rec.pid)
@@ -238,7 +246,7 @@ def ensure(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, 
             said = _this_start(rec.log)
             if attempts == 1 or RAY_MISSED_REGISTRATION not in said:
                 raise
-            procs.stop(rec, cfg.STOP_GRACE, pids_dir=lay.pids)  # what the missed start left in its group
+            groups.stop(rec, cfg.STOP_GRACE, pids_dir=lay.pids)  # what the missed start left in its group
             if attempt < attempts:
                 progress(f"{name}: Ray's node missed Ray's fixed 30 s wait to register with its GCS (a busy "
                          f"machine): starting it again (attempt {attempt + 1} of {attempts})")

@@ -34,17 +34,15 @@ from pyhelpers import stages
 from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
-from pyhelpers.evaluate import results as eval_results
+from pyhelpers.evaluate import results
 from pyhelpers.launch import cluster, ray_nodes, services, slime_job
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
 from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.metrics import last_record
-from pyhelpers.run import events
-from pyhelpers.run import stop as runstop
+from pyhelpers.run import events, stop
 from pyhelpers.run.layout import RunLayout
-from pyhelpers.stages import position as runstate
-from pyhelpers.stages import progress
+from pyhelpers.stages import position, progress
 
 Echo = Callable[[str], None]
 
@@ -100,7 +98,7 @@ class Loop:
                                  r=r, stage=stage, steps_done=steps_done, wandb=self.cfg.WANDB_MODE != "disabled")
 
     def _round_headline(self, r: int) -> str:
-        row = next((x for x in eval_results.results(self.cfg, self.lay) if x["round"] == r), {})
+        row = next((x for x in results.results(self.cfg, self.lay) if x["round"] == r), {})
         parts = [x for x in (row.get("val"), row.get("gate")) if x]
         return f"round {r} of {self.cfg.ROUNDS} done: " + ("; ".join(parts) or "no results")
 
@@ -175,7 +173,7 @@ class Loop:
         """Stages until the run is done ("done") or the next is `stop_before` ("stopped-before").
         Transient failures are restarted (see the module doc); a permanent one raises ToolkitError."""
         self._note_lost_driver()
-        first = runstate.position(self.lay, self.cfg.ROUNDS, self.cfg.BASELINE_VAL)
+        first = position.position(self.lay, self.cfg.ROUNDS, self.cfg.BASELINE_VAL)
         if not first.finished:
             self.notifier.send("run-start", f"run started at round {first.round}, stage {first.stage} "
                                             f"({self.cfg.ROUNDS} rounds of {self.cfg.STEPS_PER_ROUND} steps)")
@@ -212,7 +210,7 @@ class Loop:
         while True:
             if self.lay.stopped_marker.is_file():  # make stop, between two stages: asked for, not an error
                 raise Stopped("make stop")
-            pos = runstate.position(self.lay, self.cfg.ROUNDS, self.cfg.BASELINE_VAL)
+            pos = position.position(self.lay, self.cfg.ROUNDS, self.cfg.BASELINE_VAL)
             if pos.finished:
                 self.notifier.send("run-done", f"run finished: {self.cfg.ROUNDS} rounds")
                 return "done"
@@ -294,7 +292,7 @@ class Loop:
                 if " lost (" in gap]
 
     def _stop_everything(self) -> None:
-        for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.STOP_GRACE,
+        for line in stop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.STOP_GRACE,
                                     stop_job=lambda: slime_job.stop(self.cfg, self.lay)):
             self.echo(line)
 

@@ -40,9 +40,9 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.migrate.pack import HASH, file_hash, pack_dir
 from pyhelpers.overview import manifest as runmanifest
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RunLayout
-from pyhelpers.stages import position as runstate
+from pyhelpers.stages import position
 
 ENV_CHECKS = ("conda", "versions", "cudnn", "gpus", "arch", "system-disk", "legacy-symlinks")
 AFTER_CHECKS = ("model-hf", "model-torch-dist", "train-tasks", "val-tasks", "dotenv", "secrets")
@@ -182,7 +182,7 @@ def _test_corruption(roots: dict[str, Path], staging: Path, copied: str) -> None
 def place_links(lay: RunLayout, manifest: dict) -> None:
     for link in manifest.get("symlinks", []):
         if link["root"] == "save" and link["path"] == lay.hf_link.name:
-            ck.flip_hf(lay.hf_link, lay.save_dir / link["target"])
+            checkpoints.flip_hf(lay.hf_link, lay.save_dir / link["target"])
 
 
 def after_checks(cfg: Config, environ, profile: str, lay: RunLayout, echo) -> list[str]:
@@ -205,7 +205,7 @@ def after_checks(cfg: Config, environ, profile: str, lay: RunLayout, echo) -> li
 
 
 def resume_command(cfg: Config, lay: RunLayout) -> str:
-    pos = runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL)
+    pos = position.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL)
     if pos.finished:
         return "nothing to resume: every round is finished (raise ROUNDS to train further)"
     return f"make resume ROUND={pos.round}  (round {pos.round} at {pos.stage}: {pos.detail})"

@@ -38,8 +38,7 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.overview import rehearsal
-from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import lock as runlock
+from pyhelpers.run import checkpoints, lock
 from pyhelpers.run.layout import RunLayout
 
 HASH = "blake2b-256"
@@ -94,20 +93,20 @@ def _run_files(run_dir: Path) -> list[tuple[Path, str]]:
 
 def _save_files(lay: RunLayout) -> tuple[list[tuple[Path, str]], list[dict], int | None]:
     mega, out = lay.megatron, []
-    newest = ck.newest_complete(mega)
-    tracked = ck.read_tracker(mega)
+    newest = checkpoints.newest_complete(mega)
+    tracked = checkpoints.read_tracker(mega)
     if newest is not None:
         if tracked != newest:
             raise ToolkitError(f"the checkpoint tracker names iteration {tracked}, the newest complete save is "
                                f"{newest}", str(mega), "finish or resume the run first (make resume), then pack")
-        it_dir = ck.iter_dirs(mega)[newest]
+        it_dir = checkpoints.iter_dirs(mega)[newest]
         out += [(p, p.relative_to(lay.save_dir).as_posix()) for p in sorted(it_dir.rglob("*")) if p.is_file()]
-        out.append((mega / ck.TRACKER, f"megatron/{ck.TRACKER}"))
-        state = ck.rollout_states(mega).get(newest)
+        out.append((mega / checkpoints.TRACKER, f"megatron/{checkpoints.TRACKER}"))
+        state = checkpoints.rollout_states(mega).get(newest)
         if state is not None:
             out.append((state, f"megatron/rollout/{state.name}"))
     links = []
-    hf = ck.hf_target(lay.hf_link)
+    hf = checkpoints.hf_target(lay.hf_link)
     if hf is not None and hf.is_dir():
         out += [(p, p.relative_to(lay.save_dir).as_posix()) for p in sorted(hf.rglob("*")) if p.is_file()]
         links.append({"root": "save", "path": lay.hf_link.name, "target": hf.name})
@@ -163,7 +162,7 @@ def pack(cfg: Config, lay: RunLayout, progress=lambda s: None) -> Path:
     if not lay.manifest.is_file():
         raise ToolkitError(f"there is no run named {cfg.run_name} to pack", str(lay.run_dir),
                            "set RUN_NAME to the run you mean")
-    if not runlock.lock_free(lay.lock):
+    if not lock.lock_free(lay.lock):
         raise ToolkitError("the run is in progress: its files change while it trains", str(lay.lock),
                            "stop it first (make stop), then make migrate-pack")
     out = pack_dir(cfg.RUNS_DIR, cfg.run_name)

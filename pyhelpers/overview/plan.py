@@ -20,7 +20,7 @@ from pyhelpers.launch import cluster, services
 from pyhelpers.overview import rehearsal
 from pyhelpers.run import hints
 from pyhelpers.run.layout import RunLayout
-from pyhelpers.stages import position as runstate
+from pyhelpers.stages import position
 
 
 def _chain(labels: list[str], chain: tuple, beside: bool) -> str:
@@ -31,7 +31,7 @@ def _chain(labels: list[str], chain: tuple, beside: bool) -> str:
     return out
 
 
-def _stages_left(pos: runstate.Position, rounds: int, beside: bool = False) -> list[str]:
+def _stages_left(pos: position.Position, rounds: int, beside: bool = False) -> list[str]:
     if pos.finished:
         return []
     out = []
@@ -59,7 +59,7 @@ def _what_next(lay: RunLayout, exists: bool, finished: bool) -> str:
             else "continues (make resume / make train)")
 
 
-def launches(cfg: Config, lay: RunLayout, pos: runstate.Position,
+def launches(cfg: Config, lay: RunLayout, pos: position.Position,
              model_args: list[str] | None) -> list[tuple[str, str, str]]:
     """(name, command line, note) of what the run launches from `pos` on, in order: each stage's
     `launches()` (built by the very functions the stage calls), then the background services. The
@@ -80,7 +80,7 @@ def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> li
     rounds = cfg.ROUNDS
     exists = lay.manifest.is_file()
     try:
-        pos = runstate.position(lay, rounds, cfg.BASELINE_VAL)
+        pos = position.position(lay, rounds, cfg.BASELINE_VAL)
     except ToolkitError as exc:
         return [f"run {cfg.run_name}: cannot plan: {exc}"]
     r = 0 if pos.round is None else pos.round

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RunLayout
 
 MARKER = "REHEARSAL"
@@ -47,7 +47,7 @@ def _real_checkpoints(train_save: Path) -> list[Path]:
     out = []
     for run in sorted(p for p in train_save.iterdir() if p.is_dir()):
         megatron = run / "megatron"
-        has_ckpt = (megatron / ck.TRACKER).is_file() or bool(ck.iter_dirs(megatron))
+        has_ckpt = (megatron / checkpoints.TRACKER).is_file() or bool(checkpoints.iter_dirs(megatron))
         if has_ckpt and not (run / MARKER).is_file():
             out.append(run)
     return out

@@ -21,14 +21,10 @@ from pyhelpers.launch import cluster, ray_nodes, rayjob
 from pyhelpers.overview import manifest
 from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.metrics import last_record, read_jsonl
-from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import events, gpu_time, hints
-from pyhelpers.run import lock as runlock
+from pyhelpers.run import checkpoints, events, gpu_time, hints, lock
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.skills.bank import status_line
-from pyhelpers.stages import eval_session
-from pyhelpers.stages import position as runstate
-from pyhelpers.stages import progress as runprogress
+from pyhelpers.stages import eval_session, position, progress
 from pyhelpers.stages.progress import duration, step_words
 
 # Service -> the knob(s) of the address it serves on (for the status table).
@@ -55,8 +51,8 @@ def _result_line(row: dict) -> str:
 
 
 def _driver(lay: RunLayout, evs: list[dict]) -> dict:
-    holder = runlock.read_holder(lay.lock)
-    running = runlock.live_holder(lay.lock) is not None
+    holder = lock.read_holder(lay.lock)
+    running = lock.live_holder(lay.lock) is not None
     out = {"running": running, "pid": holder.get("pid") if holder else None,
            "since": holder.get("since") if holder else None, "host": holder.get("host") if holder else None}
     if lay.stopped_marker.is_file():
@@ -124,12 +120,12 @@ def _progress(lay: RunLayout, pos: dict, evs: list[dict], running: bool, rounds:
         if recs:
             out["last_step"] = step_words(recs[max(recs)].get("metrics") or {})
     start = next((e["t"] for e in reversed(evs) if e.get("kind") == "stage-start" and e.get("stage") == stage), None)
-    pub = runprogress.published(lay.run_dir)
+    pub = progress.published(lay.run_dir)
     # a stage on the eval server (its log is the server's: eval_session) publishes its episodes
     if stages.get(stage).log == eval_session.SERVER_LOG and pub and start and pub.get("t", 0) >= start:
         out.update(episodes=pub.get("line"), episodes_age_s=round(time.time() - pub["t"]))
     if running:
-        eta = runprogress.estimate(evs, stages.ROUND, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage,
+        eta = progress.estimate(evs, stages.ROUND, rounds=rounds, steps=steps, r=-1 if r is None else r, stage=stage,
                                    steps_done=out.get("steps_done", 0), wandb=wandb)
         out.update(eta=eta.words(), eta_round_s=eta.round_s, eta_run_s=eta.run_s, step_s=eta.step_s)
     return out
@@ -197,7 +193,7 @@ def _node_lines(nodes: dict) -> list[str]:
 def gather(cfg: Config, lay: RunLayout) -> dict:
     rounds = manifest.as_recorded(cfg, lay.manifest).ROUNDS
     try:
-        pos = runstate.position(lay, rounds, cfg.BASELINE_VAL).as_dict()
+        pos = position.position(lay, rounds, cfg.BASELINE_VAL).as_dict()
     except ToolkitError as exc:
         pos = {"round": None, "stage": None, "detail": str(exc), "error": True}
     evs = events.read(lay.run_dir)
@@ -209,7 +205,7 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "progress": _progress(lay, pos=pos, evs=evs, running=driver["running"], rounds=rounds,
                               wandb=cfg.WANDB_MODE != "disabled"),
         "gpus": gpu_now(evs, time.time(), running=driver["running"]),
-        "tracker": _tracker(lay), "hf": (ck.hf_target(lay.hf_link).name if ck.hf_target(lay.hf_link) else None),
+        "tracker": _tracker(lay), "hf": (checkpoints.hf_target(lay.hf_link).name if checkpoints.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
         "results": results(cfg, lay), "nodes": cluster.node_rows(cfg, lay, time.time()),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
@@ -246,7 +242,7 @@ def gpu_line(g: dict | None) -> str:
 
 def _tracker(lay: RunLayout) -> int | None:
     try:
-        return ck.read_tracker(lay.megatron)
+        return checkpoints.read_tracker(lay.megatron)
     except ToolkitError:
         return None
 

@@ -16,11 +16,10 @@ import os
 from pyhelpers import stages
 from pyhelpers.analyst.stats import Stats
 from pyhelpers.config.load import Config
-from pyhelpers.evaluate import round as rnd
+from pyhelpers.evaluate import round
 from pyhelpers.run import events, gpu_time
 from pyhelpers.run.layout import RunLayout, wandb_markers
-from pyhelpers.tracking import gpu_wandb
-from pyhelpers.tracking import wandb_log as wandb_logging
+from pyhelpers.tracking import gpu_wandb, wandb_log
 
 
 def _analyst_final(cfg: Config, lay: RunLayout, r: int) -> str | None:
@@ -31,8 +30,8 @@ def _analyst_final(cfg: Config, lay: RunLayout, r: int) -> str | None:
 
     stats = Stats(stats_path)
     stats.values = json.loads(stats_path.read_text(encoding="utf-8"))
-    rid = wandb_logging.run_id(cfg.run_name, "analyst", f"r{r:03d}")
-    done = wandb_logging.log_once(project=cfg.WANDB_PROJECT, group=cfg.WANDB_GROUP, job_type="analyst",
+    rid = wandb_log.run_id(cfg.run_name, "analyst", f"r{r:03d}")
+    done = wandb_log.log_once(project=cfg.WANDB_PROJECT, group=cfg.WANDB_GROUP, job_type="analyst",
                                   run_dir=cfg.run_dir, rid=rid, name=rid, config={"round": r},
                                   log=lambda run: run.log(stats.metrics()), mode=cfg.WANDB_MODE or None)
     return f"W&B run {rid}: " + ("logged the final counters" if done else "already logged, nothing sent")
@@ -49,12 +48,12 @@ def log_all(cfg: Config, lay: RunLayout) -> list[str]:
         fcntl.flock(fd, fcntl.LOCK_EX)
         out = []
         if lay.baseline_val_summary.is_file():
-            out.append(rnd.log_val_wandb(cfg, lay.baseline_val_dir))
+            out.append(round.log_val_wandb(cfg, lay.baseline_val_dir))
         for r in range(cfg.ROUNDS):
             if lay.val_summary(r).is_file():
-                out.append(rnd.log_val_wandb(cfg, lay.val_dir(r)))
+                out.append(round.log_val_wandb(cfg, lay.val_dir(r)))
             if lay.gate_summary(r).is_file() and lay.gate_decisions(r).is_file():
-                out.append(rnd.log_gate_wandb(cfg, lay.round_dir(r)))
+                out.append(round.log_gate_wandb(cfg, lay.round_dir(r)))
             if lay.compiled(r).is_file():  # the analyst's drain is over once the round compiled
                 line = _analyst_final(cfg, lay, r)
                 if line:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.procs import groups as procs
+from pyhelpers.procs import groups
 
 Probe = Callable[[], tuple[bool, str]]
 TAIL_LINES = 30
@@ -120,10 +120,10 @@ def wait_service(pids_dir: Path, name: str, probe: Probe, *, timeout: float, bac
                  knob: str = "") -> float:
     """wait_ready for a recorded service: fails fast when its group dies. The NotReady raised
     names the service, its log and the fix, and carries the log's last lines in .log_tail."""
-    rec = procs.find(pids_dir, name)
+    rec = groups.find(pids_dir, name)
     try:
         return wait_ready(probe, timeout=timeout, backoff_max=backoff_max,
-                          alive=lambda: procs.state(rec) == "alive")
+                          alive=lambda: groups.state(rec) == "alive")
     except NotReady as exc:
         if exc.reason == "died":
             what = f"service {name!r} (pid {rec.pid}) exited before it was ready"
@@ -133,5 +133,5 @@ def wait_service(pids_dir: Path, name: str, probe: Probe, *, timeout: float, bac
             slower = f"; if it is only slow, raise {knob}" if knob else ""
             fix = f"read the log lines above: it is still starting or hung{slower}"
         err = NotReady(exc.reason, exc.detail, what=what, where=f"last probe: {exc.detail}; log {rec.log}", fix=fix)
-        err.log_tail = procs.log_tail(rec.log, TAIL_LINES)
+        err.log_tail = groups.log_tail(rec.log, TAIL_LINES)
         raise err from None

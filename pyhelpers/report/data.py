@@ -32,8 +32,7 @@ from pyhelpers import stages
 from pyhelpers.config.load import Config
 from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
 from pyhelpers.rollout.metrics import read_jsonl
-from pyhelpers.run import events, gpu_time
-from pyhelpers.run import lock as runlock
+from pyhelpers.run import events, gpu_time, lock
 from pyhelpers.run.layout import RunLayout
 
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
@@ -237,7 +236,7 @@ def gather(cfg: Config, lay: RunLayout) -> Tables:
     t.bank.append(_bank_row("final", final))
     t.train = _train(lay)
     evs = events.read(lay.run_dir)
-    t.timeline, t.restarts = _timeline(evs, runlock.live_holder(lay.lock) is not None)
+    t.timeline, t.restarts = _timeline(evs, lock.live_holder(lay.lock) is not None)
     t.gpu, t.gpu_idle_frac = gpu_rows(evs)
     return t
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +31,11 @@ _checked: set[int] = set()  # data sources whose resume was checked (one per sli
 
 
 def record_path(root: str | Path, rollout_id: int) -> Path:
-    return ck.plugin_record_path(Path(root), rollout_id)
+    return checkpoints.plugin_record_path(Path(root), rollout_id)
 
 
 def slime_path(root: str | Path, rollout_id: int) -> Path:
-    return ck.rollout_state_path(Path(root), rollout_id)
+    return checkpoints.rollout_state_path(Path(root), rollout_id)
 
 
 def _enabled(args: Any) -> bool:

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from pyhelpers.jsonfiles import write_json_atomic
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import checkpoints
 
 LINKED = "origin-"  # prefix of the shard files linked from HF_MODEL
 
@@ -35,7 +35,7 @@ def tensor_specs(path: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
 def model_specs(hf_dir: Path) -> dict[str, tuple[str, tuple[int, ...]]]:
     """{name: (dtype, shape)} of every weight an HF dir's index (or its shards) names."""
     out: dict[str, tuple[str, tuple[int, ...]]] = {}
-    for fname in sorted(set(ck.weight_names(hf_dir).values())):
+    for fname in sorted(set(checkpoints.weight_names(hf_dir).values())):
         out.update(tensor_specs(Path(hf_dir) / fname))
     return out
 
@@ -58,12 +58,12 @@ def complete(target: Path, origin: Path) -> tuple[bool, str]:
     it. (True, what was linked) or (False, why not: the caller converts instead)."""
     target, origin = Path(target), Path(origin)
     try:
-        have, orig = ck.weight_names(target), ck.weight_names(origin)
+        have, orig = checkpoints.weight_names(target), checkpoints.weight_names(origin)
     except (OSError, ValueError) as exc:
         return False, f"unreadable index: {exc}"
     missing = sorted(set(orig) - set(have))
-    tied = ck.ties_embeddings(origin)
-    held = [n for n in missing if ck.trained_model_holds(n, tied)]
+    tied = checkpoints.ties_embeddings(origin)
+    held = [n for n in missing if checkpoints.trained_model_holds(n, tied)]
     if held:
         return False, f"the --save-hf export lacks {held[0]}, a weight the trained model holds"
     files = sorted({orig[n] for n in missing})

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pyhelpers.analyst import drain
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
-from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills import bank
 from pyhelpers.skills.steps import change_summary, compile_step
 from pyhelpers.stages import inputs
 
@@ -45,5 +45,5 @@ def run(loop: StageContext, r: int) -> None:
                                hf_dir=hf if hf.is_dir() else None, spool_dir=lay.spool(r),
                                dup_jaccard=cfg.SKILL_DUP_JACCARD, max_skill_tokens=cfg.SKILL_MAX_TOKENS)
     out = lay.compiled(r)
-    loop.echo(change_summary(old, new, out=out, sha=bank_mod.write_bank(out, new)))
+    loop.echo(change_summary(old, new, out=out, sha=bank.write_bank(out, new)))
     write_record(lay, r, "compile", output=out)

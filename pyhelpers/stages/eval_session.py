@@ -43,7 +43,7 @@ def wandb_in_background(cfg: Config, lay: RunLayout) -> None:
 
 def play(loop: StageContext, r: int | None, *, baseline: bool = False) -> None:
     """Round r's val and gate, or (baseline=True, r None) the base model's bare val."""
-    from pyhelpers.evaluate import round as rnd  # local: as in evaluate/builders.py (httpx)
+    from pyhelpers.evaluate import round  # local: as in evaluate/builders.py (httpx)
     from pyhelpers.evaluate.settings import EvalSettings
 
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
@@ -69,13 +69,13 @@ def play(loop: StageContext, r: int | None, *, baseline: bool = False) -> None:
             raise ready[0]
         echo(ready[0])
         if baseline:
-            rnd.play_val(cfg, settings, builder, out=lay.baseline_val_dir, round_no=None, label="baseline",
+            round.play_val(cfg, settings, builder, out=lay.baseline_val_dir, round_no=None, label="baseline",
                          tasks_path=None, resume=True, echo=echo, progress=progress)
         else:
-            rnd.play_val(cfg, settings, builder, out=lay.val_dir(r), round_no=r, label=lay.round_dir(r).name,
+            round.play_val(cfg, settings, builder, out=lay.val_dir(r), round_no=r, label=lay.round_dir(r).name,
                          tasks_path=None, resume=True, echo=echo, progress=progress)
             loop.wait_beside(r, "compile")  # the gate tests compiled.json's skills
-            rnd.play_gate(cfg, settings, lambda: builder, round_dir=lay.round_dir(r), tasks_path=None, resume=True,
+            round.play_gate(cfg, settings, lambda: builder, round_dir=lay.round_dir(r), tasks_path=None, resume=True,
                           echo=echo, progress=progress)
     finally:
         stop.set()

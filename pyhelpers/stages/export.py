@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING
 from pyhelpers.capacity import diskguard
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import slime_args as launch_args
-from pyhelpers.procs import groups as procs
-from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import events, hf_complete
+from pyhelpers.launch import slime_args
+from pyhelpers.procs import groups
+from pyhelpers.run import checkpoints, events, hf_complete
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.stages import inputs
@@ -46,13 +45,13 @@ def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     want = lay.hf_dir(lay.last_iteration(r)).resolve()
-    target = ck.hf_target(lay.hf_link)
+    target = checkpoints.hf_target(lay.hf_link)
     if target != want:
         return False, f"hf points at {target.name if target else 'nothing'}; needs {want.name}"
-    problems = ck.hf_problems(want)
+    problems = checkpoints.hf_problems(want)
     if problems:
         return False, f"{want.name} incomplete: {problems[0]}"
-    left = ck.old_exports(lay.save_dir, want)
+    left = checkpoints.old_exports(lay.save_dir, want)
     if left:  # a kill between the flip and the cleanup: the stage finishes by removing them
         return False, f"hf -> {want.name}; {len(left)} older export(s) to remove ({left[0].name})"
     return True, f"hf -> {want.name}"
@@ -80,18 +79,18 @@ def prepare_export(lay: RunLayout, r: int, origin: Path | None = None, save_hf: 
     A convert first REMOVES what a crashed export left (an incomplete hf-<iter>/, the staging dir):
     the converter rewrites both."""
     it = lay.last_iteration(r)
-    source = ck.iter_dirs(lay.megatron).get(it)
-    if source is None or not ck.is_complete(source):
+    source = checkpoints.iter_dirs(lay.megatron).get(it)
+    if source is None or not checkpoints.is_complete(source):
         raise ToolkitError(f"round {r}'s checkpoint iter_{it:07d} is missing or incomplete", str(lay.megatron),
                            "the train stage must finish first: run `make resume`")
     target = lay.hf_dir(it)
     staging = lay.hf_staging(it)
-    if save_hf and origin is not None and target.is_dir() and not ck.hf_problems(target):
+    if save_hf and origin is not None and target.is_dir() and not checkpoints.hf_problems(target):
         ok, why = hf_complete.complete(target, origin)
         say(why if ok else f"{why}; converting instead")
         if ok:
             return ExportChoice("flip", it, source=source, target=target, staging=staging)
-    elif target.is_dir() and not ck.hf_problems(target, origin):
+    elif target.is_dir() and not checkpoints.hf_problems(target, origin):
         return ExportChoice("flip", it, source=source, target=target, staging=staging)
     if target.exists():
         shutil.rmtree(target)
@@ -108,20 +107,20 @@ def finish_export(lay: RunLayout, r: int, origin: Path | None = None) -> tuple[P
     it = lay.last_iteration(r)
     target, staging = lay.hf_dir(it), lay.hf_staging(it)
     if staging.exists():
-        problems = ck.hf_problems(staging, origin)
+        problems = checkpoints.hf_problems(staging, origin)
         if origin is not None and not problems:
-            problems = ck.origin_copy_problems(converter_added(lay, staging), origin)
+            problems = checkpoints.origin_copy_problems(converter_added(lay, staging), origin)
         if problems:
             raise ToolkitError(f"the converter's output is incomplete: {problems[0]}", str(staging),
                                "see logs/convert.log; the checkpoint is untouched, run `make resume` to retry")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
-    problems = ck.hf_problems(target, origin)
+    problems = checkpoints.hf_problems(target, origin)
     if problems:
         raise ToolkitError(f"HF export incomplete: {problems[0]}", str(target), "run `make resume` to retry")
-    ck.flip_hf(lay.hf_link, target)
-    return target, ck.remove_old_exports(lay.save_dir, target)
+    checkpoints.flip_hf(lay.hf_link, target)
+    return target, checkpoints.remove_old_exports(lay.save_dir, target)
 
 
 def converter_added(lay: RunLayout, staging: Path) -> set[str] | None:
@@ -134,12 +133,12 @@ def converter_added(lay: RunLayout, staging: Path) -> set[str] | None:
         return None
     runs = [part for part in ("\n" + text).split("\n==> ")[1:]
             if part.split("\n", 1)[0].find(f"--output-dir {staging}") >= 0]
-    return ck.added_from_origin(runs[-1]) if runs else None
+    return checkpoints.added_from_origin(runs[-1]) if runs else None
 
 
 def convert_argv(cfg: Config, lay: RunLayout, iteration: int) -> list[str]:
     """CONVERT_TO_HF on checkpoint iter_<iteration> into its staging dir (export(); make plan)."""
-    return launch_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(lay.megatron / f"iter_{iteration:07d}"),
+    return slime_args.slime_tool(cfg, "CONVERT_TO_HF", "--input-dir", str(lay.megatron / f"iter_{iteration:07d}"),
                                   "--output-dir", str(lay.hf_staging(iteration)), "--origin-hf-dir",
                                   str(cfg.HF_MODEL), *CONVERTER_FLAGS)
 
@@ -154,14 +153,14 @@ def export(cfg: Config, lay: RunLayout, r: int, *, progress=lambda s: None) -> t
         argv = convert_argv(cfg, lay, choice.iteration)
         progress(f"converting {choice.source.name} to HF weights (log: {log_path})")
         events.append(lay.run_dir, "convert-start", round=r, iteration=choice.iteration)
-        _, child = procs.spawn(log_path.stem, argv, pids_dir=lay.pids, logs_dir=lay.logs)
+        _, child = groups.spawn(log_path.stem, argv, pids_dir=lay.pids, logs_dir=lay.logs)
         try:
             status = child.wait()
         finally:
-            procs.stop_all(lay.pids, cfg.STOP_GRACE, names=[log_path.stem])
+            groups.stop_all(lay.pids, cfg.STOP_GRACE, names=[log_path.stem])
         events.append(lay.run_dir, "convert-end", round=r, iteration=choice.iteration, status=status)
         if status != 0:
-            tail = "\n".join(procs.log_tail(log_path, 20))
+            tail = "\n".join(groups.log_tail(log_path, 20))
             raise ToolkitError(f"HF conversion of {choice.source.name} failed (exit {status})",
                                f"{log_path}; last lines:\n{tail}\n",
                                "the checkpoint is untouched; fix the cause, then `make resume`")

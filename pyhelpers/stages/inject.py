@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
-from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills import bank
 from pyhelpers.skills.steps import caps_from, change_summary, inject_step
 from pyhelpers.stages import inputs
 
@@ -49,6 +49,6 @@ def run(loop: StageContext, r: int) -> None:
                            caps=caps_from(cfg))
     last = r == cfg.ROUNDS - 1
     label = f"final bank (after round {r}, the last)" if last else None  # its `round` names no round of the run
-    loop.echo(change_summary(old, new, out=out, sha=bank_mod.write_bank(out, new), label=label))
+    loop.echo(change_summary(old, new, out=out, sha=bank.write_bank(out, new), label=label))
     write_record(lay, r, "inject", output=out)
     loop.round_done(r)

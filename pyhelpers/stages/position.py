@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from pyhelpers import stages
 from pyhelpers.errors import ToolkitError
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RunLayout
 
 
@@ -46,7 +46,7 @@ def position(lay: RunLayout, rounds: int, baseline_val: bool = False) -> Positio
     r = current_round(lay, rounds)
     if r is None:
         return Position(None, None, f"all {rounds} rounds done; final bank at {lay.final_bank.name}")
-    tracked = ck.read_tracker(lay.megatron)
+    tracked = checkpoints.read_tracker(lay.megatron)
     if tracked is not None and tracked > lay.last_iteration(r):
         raise ToolkitError(
             f"checkpoint at iteration {tracked} is past round {r}'s end ({lay.last_iteration(r)}) but round {r} "
@@ -65,7 +65,7 @@ def check_resume_round(lay: RunLayout, rounds: int, asked: int) -> Position:
         raise ToolkitError(f"ROUND={asked} is outside this run's rounds 0..{rounds - 1}", "make resume ROUND",
                            "round numbers are 0-based (round-000 is ROUND=0); raise ROUNDS to add rounds")
     pos = position(lay, rounds)
-    tracked = ck.read_tracker(lay.megatron)
+    tracked = checkpoints.read_tracker(lay.megatron)
     if pos.finished:
         raise ToolkitError(f"ROUND={asked} asked, but every round is finished", str(lay.run_dir),
                            "nothing to resume; raise ROUNDS to train further")

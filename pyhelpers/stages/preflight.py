@@ -10,12 +10,12 @@ from pathlib import Path
 from pyhelpers import stages
 from pyhelpers.config.load import Config
 from pyhelpers.run.layout import RunLayout
-from pyhelpers.stages import position as runstate
+from pyhelpers.stages import position
 from pyhelpers.stages.inputs import RunInput, problem
 from pyhelpers.stages.inputs import seed as seed_input
 
 
-def upcoming(lay: RunLayout, pos: runstate.Position, seed_bank: Path | None) -> list[RunInput]:
+def upcoming(lay: RunLayout, pos: position.Position, seed_bank: Path | None) -> list[RunInput]:
     """The files the stages from `pos` to the end of its round will read."""
     if pos.finished:
         return []
@@ -30,6 +30,6 @@ def check(cfg: Config, lay: RunLayout, fresh: bool = False) -> tuple[list[RunInp
     rehearsal replaces the previous one's files, which nothing will read)."""
     seed = cfg.SEED_BANK
     inputs = seed_input(seed) if fresh else \
-        upcoming(lay, runstate.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL), seed)
+        upcoming(lay, position.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL), seed)
     bad = [(i, p) for i in inputs if (p := problem(i))]
     return inputs, bad

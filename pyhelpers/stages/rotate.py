@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyhelpers.run import checkpoints as ck
+from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.stages import inputs
@@ -26,12 +26,12 @@ def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInpu
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
-    dirs = ck.iter_dirs(lay.megatron)
-    kept = ck.plan_rotation(lay.megatron).fallback  # the tracked save lost its data state (checkpoints.py)
+    dirs = checkpoints.iter_dirs(lay.megatron)
+    kept = checkpoints.plan_rotation(lay.megatron).fallback  # the tracked save lost its data state (checkpoints.py)
     older = [i for i in dirs if i < lay.last_iteration(r) and i != kept]
     if older:
         return False, f"{len(older)} older checkpoint(s) to rotate"
-    strays = ck.stray_states(lay.megatron, below=lay.last_iteration(r))
+    strays = checkpoints.stray_states(lay.megatron, below=lay.last_iteration(r))
     if strays:  # a rotation cut short between a save's dir and its state file
         return False, f"{len(strays)} rollout state file(s) of deleted checkpoints to remove"
     return True, "only the newest checkpoint remains"
@@ -39,7 +39,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 def run(loop: StageContext, r: int) -> None:
     lay = loop.lay
-    rotation = ck.rotate(lay.megatron)
+    rotation = checkpoints.rotate(lay.megatron)
     for p in rotation.delete:
         loop.echo(f"rotate: deleted {p.relative_to(lay.save_dir)}")
     for note in rotation.notes:

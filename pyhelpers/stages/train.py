@@ -35,16 +35,14 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate.builders import builder_for
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import cluster, ray_lost, rayjob, secret_env, services, slime_job
-from pyhelpers.launch import slime_args as launch_args
+from pyhelpers.launch import cluster, ray_lost, rayjob, secret_env, services, slime_args, slime_job
 from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.flags import plugin_flags
 from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
-from pyhelpers.run import checkpoints as ck
-from pyhelpers.run import events, gpu_time
+from pyhelpers.run import checkpoints, events, gpu_time
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
-from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills import bank
 from pyhelpers.skills.tokens import counter_for
 from pyhelpers.stages import inputs, stepwatch
 from pyhelpers.tasks.files import check_slime_prompts
@@ -72,7 +70,7 @@ def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list
            *([cluster.worker_plan_line(cfg)] if multi else []),
            ("slime job", job_entrypoint(cfg, lay, r=r, model_args=model_args),
             f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
-            f"{json.dumps(launch_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)};"
+            f"{json.dumps(slime_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)};"
             f" MODEL_ARGS from {cfg.MODEL_ARGS_SCRIPT}")]
     if cfg.ANALYST_ENABLED:
         out.append(("analyst", shlex.join(analyst_argv(lay, r)),
@@ -81,14 +79,14 @@ def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list
 
 
 def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
-    tracked = ck.read_tracker(lay.megatron)
+    tracked = checkpoints.read_tracker(lay.megatron)
     want = lay.last_iteration(r)
     if tracked is None:
         return False, f"no checkpoint yet; round {r} trains iterations {want - lay.steps_per_round + 1}..{want}"
     if tracked < want:
         return False, f"checkpoint at iteration {tracked}; round {r} continues to {want}"
-    path = ck.iter_dirs(lay.megatron).get(tracked)
-    if path is None or not ck.is_complete(path):
+    path = checkpoints.iter_dirs(lay.megatron).get(tracked)
+    if path is None or not checkpoints.is_complete(path):
         return False, f"tracker names iteration {tracked} but iter_{tracked:07d} is missing or incomplete"
     return True, f"trained through iteration {tracked}"
 
@@ -100,15 +98,15 @@ def prepare(loop: StageContext, r: int) -> None:
         d.mkdir(parents=True, exist_ok=True)
     if r == 0 and not lay.bank_in(0).is_file():
         if cfg.SEED_BANK:
-            seed = bank_mod.load_bank(cfg.SEED_BANK)
-            bank_mod.write_bank(lay.bank_in(0), {**seed, "round": 0})
+            seed = bank.load_bank(cfg.SEED_BANK)
+            bank.write_bank(lay.bank_in(0), {**seed, "round": 0})
         else:
             hf = cfg.HF_MODEL
             name, count = counter_for(hf if hf.is_dir() else None)
-            bank_mod.write_bank(lay.bank_in(0), bank_mod.empty_bank(0, name, bank_mod.header_tokens(count)))
+            bank.write_bank(lay.bank_in(0), bank.empty_bank(0, name, bank.header_tokens(count)))
     write_plugin_yaml(lay.plugin_config(r), **plugin_values(cfg, lay, r))
     echo("disk: " + diskguard.check(cfg, lay, "train", WRITES).explain())
-    gap = ck.data_state_gap(lay.megatron)  # a save cut between its tracker and its data state
+    gap = checkpoints.data_state_gap(lay.megatron)  # a save cut between its tracker and its data state
     if gap:
         echo(f"checkpoint: {gap}")
     lay.started_marker(r).unlink(missing_ok=True)
@@ -133,7 +131,7 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
 
 def job_entrypoint(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     """The slime job's entry point for round r, as submitted (and as `make plan` shows it)."""
-    return launch_args.slime_entrypoint(cfg, model_args, launch_args.slime_train(cfg, lay, r=r, plugin_flags=plugin_flags()))
+    return slime_args.slime_entrypoint(cfg, model_args, slime_args.slime_train(cfg, lay, r=r, plugin_flags=plugin_flags()))
 
 
 def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
@@ -141,7 +139,7 @@ def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
     port = cfg.RAY_DASHBOARD_PORT
     # The head answered within RAY_START_TIMEOUT; its job agent may need part of that again.
-    runtime_env = launch_args.runtime_env(cfg, secret_env.job_netrc(cfg, lay.run_dir))
+    runtime_env = slime_args.runtime_env(cfg, secret_env.job_netrc(cfg, lay.run_dir))
     rayjob.JobApi(port, lay.run_dir).submit(job_id, entry, runtime_env,
                                             agent_wait=cfg.RAY_START_TIMEOUT,
                                             head_up=lambda: ray_lost.why_lost(cfg, lay) is None)
@@ -195,8 +193,8 @@ def _note_checkpoint(lay: RunLayout, r: int) -> None:
     """When the round's final save completed (Megatron writes the tracker once the iteration's
     files are in place): the end of the GPUs' save and the start of the job's teardown
     (pyhelpers/run/gpu_time.py). Read after the job ended, from the tracker's mtime."""
-    tracker = lay.megatron / ck.TRACKER
-    if ck.read_tracker(lay.megatron) == lay.last_iteration(r) and tracker.is_file():
+    tracker = lay.megatron / checkpoints.TRACKER
+    if checkpoints.read_tracker(lay.megatron) == lay.last_iteration(r) and tracker.is_file():
         events.append(lay.run_dir, "checkpoint-saved", round=r, iteration=lay.last_iteration(r),
                       since=round(tracker.stat().st_mtime, 3))
 

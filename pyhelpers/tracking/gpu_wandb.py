@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyhelpers.run import gpu_time
-from pyhelpers.tracking import wandb_log as wandb_logging
+from pyhelpers.tracking import wandb_log
 
 
 def metrics(rt: gpu_time.RoundTime) -> dict[str, float]:
@@ -27,9 +27,9 @@ def log_rounds(rounds: list[gpu_time.RoundTime], *, project: str, group: str, ru
     for rt in rounds:
         if not rt.finished:
             continue
-        rid = wandb_logging.run_id(group, "gpu", f"r{rt.round}")
+        rid = wandb_log.run_id(group, "gpu", f"r{rt.round}")
         figures = metrics(rt)
-        done = wandb_logging.log_once(project=project, group=group, job_type="round", run_dir=run_dir, rid=rid,
+        done = wandb_log.log_once(project=project, group=group, job_type="round", run_dir=run_dir, rid=rid,
                                       name=f"gpu-r{rt.round}", config={"round": rt.round},
                                       log=lambda run, f=figures, r=rt.round: run.log(f, step=r), mode=mode)
         if done:

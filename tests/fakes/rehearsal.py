@@ -155,9 +155,9 @@ def _build(world: Path) -> Path:
 
 def exports(environ: dict[str, str]) -> dict[str, str]:
     """The rehearsal's environment: stand-ins always, scale unless given, fake keys if none."""
-    from pyhelpers.config import load as config_mod
+    from pyhelpers.config import load
 
-    runs = config_mod.load(environ).path("RUNS_DIR")
+    runs = load.load(environ).path("RUNS_DIR")
     base = runs / ".rehearsal"
     # Tests share one world between their rehearsals (it is read-only once built).
     world = build(Path(environ.get("SHOPSIMRL_REHEARSAL_WORLD") or base / "world"))
@@ -187,14 +187,14 @@ def exports(environ: dict[str, str]) -> dict[str, str]:
     }
     scale = {**SCALE, "TRAIN_SAVE": str(base / "train_save")}
     out.update({k: v for k, v in scale.items() if k not in environ})
-    yours = config_mod.load(environ)
+    yours = load.load(environ)
     out.update({k: v for k, v in PORTS.items() if yours.sources.get(k) == DEFAULTS})
     # A rehearsal's W&B runs never join the real run's group, and it tells nobody's webhook
     # unless asked (REHEARSAL_NOTIFY=1 keeps NOTIFY_WEBHOOK: a way to try the webhook itself).
     out["WANDB_GROUP"] = f"rehearsal-{environ.get('RUN_NAME') or SCALE['RUN_NAME']}"
     if environ.get("REHEARSAL_NOTIFY") != "1":
         out["NOTIFY_WEBHOOK"] = ""
-    cfg = config_mod.load({**environ, **out})
+    cfg = load.load({**environ, **out})
     out.update({k: v for k, v in FAKE_KEYS.items() if not cfg.get(k)})
     return out
 
@@ -211,11 +211,11 @@ REPLACED = (
 
 def explain(environ: dict[str, str], out: dict[str, str]) -> list[str]:
     """The lines `make rehearse` prints before it starts (stderr); `out`: exports(environ)."""
-    from pyhelpers.config import load as config_mod
+    from pyhelpers.config import load
     from pyhelpers.loop.console import stamp
 
-    yours = config_mod.load(environ)
-    knobs = config_mod.read_knobs()
+    yours = load.load(environ)
+    knobs = load.read_knobs()
     replaced = [k for k, v in out.items() if k in knobs and yours.sources.get(k) == str(yours.env_file)
                 and yours[k] != v and k not in yours.secret_names]
     small = ", ".join(k for k in SCALE if yours.sources.get(k) == DEFAULTS)

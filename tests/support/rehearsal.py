@@ -59,9 +59,9 @@ class Run:
         return [e for e in events.read(self.run_dir) if kind is None or e.get("kind") == kind]
 
     def lock_holder(self) -> dict | None:
-        from pyhelpers.run import lock as runlock
+        from pyhelpers.run import lock
 
-        return runlock.read_holder(self.run_dir / "lock")
+        return lock.read_holder(self.run_dir / "lock")
 
 
 _created: list[dict] = []
