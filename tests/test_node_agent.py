@@ -87,7 +87,7 @@ LEFT = "sleep 3600"  # the command line of what each start leaves running
 
 # The agent's supervision, in its own session as the ray-worker service runs it (its cleanup ends the
 # other members of its process group: never the test's), with main()'s two ways to be asked to stop:
-# the run's stop marker and TERM (make leave). Its heartbeat goes where main() writes node.json, into
+# the run's stop marker and TERM (make leave); the head's GCS answers once the file head-up exists. Its heartbeat goes where main() writes node.json, into
 # a directory of the run (here run/), atomically as there.
 DRIVER = textwrap.dedent("""\
     import json, os, signal, sys
@@ -103,7 +103,8 @@ DRIVER = textwrap.dedent("""\
         beats.append(state)
         write_json_atomic(d / "run" / "beat.json", state)
     ended = node_agent.supervise([str(d / "ray")], dict(os.environ), grace=0.5, pause=0.1,
-                                 stop_reason=stop_reason, beat=beat, heartbeat=0.1)
+                                 stop_reason=stop_reason, beat=beat, heartbeat=0.1,
+                                 head_answers=lambda: (d / "head-up").exists())
     (d / "result.json").write_text(json.dumps({"rc": ended.code, "ray_exit": ended.ray_exit, "beats": beats}))
 """)
 
@@ -191,13 +192,24 @@ def test_a_ray_start_that_timed_out_before_registering_is_started_again_after_it
     assert not _survivors(tmp_path, proc.pid), out
 
 
-def test_a_ray_node_that_ends_after_it_started_is_not_started_again(tmp_path, agent):
-    # a node lost mid-run (its raylet killed, the head gone): the head's node-lost restart and the
-    # user's `make join` decide, not the agent
-    proc = agent("die")
+def test_a_ray_node_that_ends_after_it_started_joins_again_once_the_head_answers(tmp_path, agent):
+    """Issue 41 item 1: a node lost mid-run (the head's Ray lost and restarted, its own raylet killed)
+    joins again on its own, with no hand on the worker: the agent waits for the head's GCS (held
+    here until head-up exists), then starts Ray again, with a fresh count of attempts, once all the
+    ended start left has ended."""
+    proc = agent("die fail start")
+    _wait_for(proc, lambda: _beat(tmp_path).get("rejoining") is not None)
+    assert (tmp_path / "count").read_text().strip() == "1"  # no start while the head does not answer
+    assert not _survivors(tmp_path, proc.pid, attempt=1), "the ended node's processes outlived it"
+    (tmp_path / "head-up").touch()
+    _wait_for(proc, lambda: _beat(tmp_path).get("ray_started") is not None)
+    assert {k: _beat(tmp_path)[k] for k in ("attempt", "rejoins")} == {"attempt": 2, "rejoins": 1}
+    (tmp_path / "stop").touch()
     out, result = _finish(proc)
-    assert (tmp_path / "count").read_text().strip() == "1"
-    assert result["rc"] == 1 and "starting it again" not in out
+    assert "this node's Ray ended (exit 1) after it had started" in out, out
+    assert "the head's GCS answers: starting this node's Ray again" in out, out
+    assert "starting it again: attempt 2 of 3" in out, out  # the rejoin's own count of attempts
+    assert result["rc"] == 0 and not _survivors(tmp_path, proc.pid), out
 
 
 def test_a_ray_start_failing_every_attempt_gives_up_naming_the_attempts(tmp_path, agent):
@@ -231,7 +243,8 @@ def _lose_the_run_dir(tmp_path: Path, proc: subprocess.Popen) -> None:
     pytest.param("start", "", _stop, id="run-stopped-after-ray-started"),
     pytest.param("start", "", _leave, id="make-leave-after-ray-started"),
     pytest.param("start", "", _lose_the_run_dir, id="an-error-in-the-agent"),
-    pytest.param("die", "", None, id="ray-ended-after-it-started"),
+    pytest.param("die", "", _stop, id="run-stopped-while-waiting-to-rejoin"),
+    pytest.param("die", "", _leave, id="make-leave-while-waiting-to-rejoin"),
 ])
 def test_nothing_a_ray_start_left_outlives_the_agent_whatever_ends_it(tmp_path, agent, plan, hold, end):
     """Every way the agent ends, at each point of a start (a failing start held at its gate, a started
@@ -240,10 +253,11 @@ def test_nothing_a_ray_start_left_outlives_the_agent_whatever_ends_it(tmp_path, 
     proc = agent(plan, hold)
     if hold:
         _wait_for(proc, lambda: (tmp_path / f"at-{hold}").exists())
-    elif end is not None:
+    elif plan == "die":
+        _wait_for(proc, lambda: _beat(tmp_path).get("rejoining") is not None)
+    else:
         _wait_for(proc, lambda: _beat(tmp_path).get("ray_started") is not None)
-    if end is not None:
-        end(tmp_path, proc)
+    end(tmp_path, proc)
     out, _ = _finish(proc)
     assert len(_spawned(tmp_path)) == 3, out
     assert not _survivors(tmp_path, proc.pid), f"outlived the agent (exit {proc.returncode}):\n{out}"

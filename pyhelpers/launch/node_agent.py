@@ -11,9 +11,11 @@ copies its output into its log, and watches two things every half second while i
   start attempt and whether Ray said it started), which `make status` on any node reads.
 A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
 all: Ray waits a fixed 30 s for a new raylet to register with the head's GCS
-(ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that
-had started and then ends (the head's GCS gone, a killed raylet) is not started again here: the
-head's node-lost restart waits for `make join` on it. The agent also ends when the run is stopped, or
+(ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that had started and
+then ends (the head's GCS gone and restarted by its ray-lost restart, its own raylet killed) joins
+again on its own, with no hand on the worker (issue 41 item 1): the agent waits for the head's GCS
+port to answer, then starts Ray again with a fresh START_ATTEMPTS; the head's restart waits
+JOIN_TIMEOUT for it and checks its storage again. The agent ends when the run is stopped, or
 on TERM (`make leave`). Whichever way a start ends, all it started ends with it before the agent goes
 on or exits (supervise: its group and its descendants, TERM, STOP_GRACE, KILL).
 """
@@ -34,7 +36,7 @@ from typing import IO
 from pyhelpers.config.load import load
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import cluster, node_env
-from pyhelpers.procs import groups, procfs
+from pyhelpers.procs import groups, procfs, ready
 from pyhelpers.run.layout import RunLayout, from_config
 
 HEARTBEAT = 2.0
@@ -77,11 +79,12 @@ def _run_once(child: subprocess.Popen, state: dict, *, stop_reason: Callable[[],
 
 
 def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason: Callable[[], str | None],
-              beat: Callable[[dict], None], attempts: int = START_ATTEMPTS, pause: float = RETRY_PAUSE_S,
-              heartbeat: float = HEARTBEAT) -> Ended:
-    """Run `argv` (`ray start --block`) until it ends or is stopped, starting it again when it ends
-    before Ray said it started. `beat(state)` is called every `heartbeat` s with the attempt, the
-    number of attempts and when Ray said it started (None until then).
+              beat: Callable[[dict], None], head_answers: Callable[[], bool], attempts: int = START_ATTEMPTS,
+              pause: float = RETRY_PAUSE_S, heartbeat: float = HEARTBEAT) -> Ended:
+    """Run `argv` (`ray start --block`) until it is stopped, starting it again when it ends before Ray
+    said it started (at most `attempts` in a row), and, once `head_answers()`, when it ends after it
+    had started (a rejoin: its count starts afresh). `beat(state)` is called every `heartbeat` s with
+    the attempt, the number of attempts, when Ray said it started (None until then) and the rejoins.
 
     However an attempt ends (it failed, it ended after it started, a stop, an error in here), it and
     everything it started end with it before anything else happens: its raylet holds the node's
@@ -89,9 +92,10 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
     Ray's workers run in groups of their own. This process is made their subreaper, so that even a
     process whose parent died and that made itself a new session is still found as a descendant."""
     groups.become_subreaper()
-    reason, rc = None, 0
-    for attempt in range(1, attempts + 1):
-        state = {"attempt": attempt, "attempts": attempts, "ray_started": None}
+    reason, rc, rejoins, attempt = None, 0, 0, 0
+    while attempt < attempts:
+        attempt += 1
+        state = {"attempt": attempt, "attempts": attempts, "ray_started": None, "rejoins": rejoins}
         child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         copier = threading.Thread(target=_copy, args=(child.stdout, state), daemon=True)
         copier.start()
@@ -105,8 +109,15 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         for r in ended:
             print(r.message, flush=True)
         beat(dict(state))
-        if reason or state["ray_started"] is not None:
+        if reason:
             break
+        if state["ray_started"] is not None:
+            reason = _wait_for_the_head(rc, state, stop_reason=stop_reason, beat=beat, head_answers=head_answers,
+                                        every=min(0.5, heartbeat))
+            if reason:
+                break
+            rejoins, attempt = rejoins + 1, 0
+            continue
         if attempt == attempts:
             print(f"this node's Ray did not register with the head in {attempts} attempts (last exit {rc}): "
                   "the lines above say why; `make join` starts it again", flush=True)
@@ -121,6 +132,22 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
             break
     code = 0 if reason or rc in (0, -signal.SIGTERM) else 1
     return Ended(code, rc)
+
+
+def _wait_for_the_head(rc: int, state: dict, *, stop_reason: Callable[[], str | None], beat: Callable[[dict], None],
+                       head_answers: Callable[[], bool], every: float) -> str | None:
+    """After a started node ended: until the head's GCS answers (None: join again) or a stop is asked
+    for (its reason). The heartbeat goes on, saying the node waits to rejoin."""
+    print(f"this node's Ray ended (exit {rc}) after it had started (the head's Ray lost, or this node's raylet "
+          "killed): joining the head again once its GCS answers", flush=True)
+    state = {**state, "ray_started": None, "rejoining": time.time()}
+    while not (reason := stop_reason()):
+        beat(dict(state))
+        if head_answers():
+            print("the head's GCS answers: starting this node's Ray again", flush=True)
+            return None
+        time.sleep(every)
+    return reason
 
 
 def _version(path: Path) -> tuple | None:
@@ -176,7 +203,8 @@ def main() -> int:
         last.update(state)
         write_json_atomic(mine / "node.json", {**info, **state, "heartbeat": time.time()})
 
-    ended = supervise(cluster.worker_argv(cfg), env, grace=cfg.STOP_GRACE, stop_reason=stop_reason, beat=beat)
+    ended = supervise(cluster.worker_argv(cfg), env, grace=cfg.STOP_GRACE, stop_reason=stop_reason, beat=beat,
+                      head_answers=lambda: ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0])
     write_json_atomic(mine / "node.json", {**info, **last, "heartbeat": time.time(), "ended": time.time(),
                                            "exit": ended.ray_exit})
     print(f"the Ray worker node ended (exit {ended.ray_exit})", flush=True)
