@@ -148,3 +148,44 @@ def test_a_ray_head_whose_gcs_is_gone_is_not_already_up(tmp_path, toolkit_env, m
         assert f"127.0.0.1:{cfg.RAY_PORT}" in err.value.what, err.value.what
     finally:
         procs.stop_all(lay.pids, 2.0)
+
+
+@pytest.mark.heavy  # processes recorded as the ray-head service
+def test_a_head_start_is_registered_only_once_this_start_said_ray_started(tmp_path, toolkit_env):
+    """A loaded head: its dashboard answers the readiness probe while its raylet misses Ray's fixed
+    30 s registration wait, then `ray start` exits 1 (ray/_private/node.py:424-444, 2.60.0). In a
+    fault-matrix rehearsal on a loaded machine this start was taken as up, the job submitted to it
+    failed as `ray-lost`, and the restart it cost repeated the kill's own step: the run stopped as
+    "failed the same way twice". services.ensure starts such a head again (HEAD_START_ATTEMPTS); here
+    what it reads: this start's own words, never an earlier start's in the same log."""
+    import time
+
+    from pyhelpers.launch import ray_lost
+    from pyhelpers.procs import procfs
+
+    lay = from_config(load())
+    ended = tmp_path / "ended"
+
+    def start(script: str) -> None:
+        procs.start("ray-head", ["bash", "-c", script], pids_dir=lay.pids, logs_dir=lay.logs)
+
+    try:
+        start(f"echo 'SUCC scripts.py:1251 -- Ray runtime started.'; touch {ended}")
+        while not ended.exists():
+            time.sleep(0.05)
+        procs.stop_all(lay.pids, 2.0)
+        start(f"while [ ! -e {tmp_path}/fail ]; do sleep 0.05; done; "
+              "echo 'Exception: The current node timed out during startup.'; exit 1")
+        assert ray_lost.registered(lay) is None  # still registering: an earlier start's words do not count
+        (tmp_path / "fail").touch()
+        rec = procs.find(lay.pids, "ray-head")
+        while (st := procfs.read_stat(rec.pid)) and st.state != "Z":
+            time.sleep(0.05)
+        assert ray_lost.registered(lay) is False
+        procs.stop_all(lay.pids, 2.0)
+        start("echo 'SUCC scripts.py:1251 -- Ray runtime started.'; sleep 600")
+        while ray_lost.registered(lay) is None:
+            time.sleep(0.05)
+        assert ray_lost.registered(lay) is True
+    finally:
+        procs.stop_all(lay.pids, 2.0)

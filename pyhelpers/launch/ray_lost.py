@@ -24,6 +24,8 @@ from pyhelpers.run.layout import RunLayout
 SERVICE = "ray-head"
 # What ray-lost's RULES row matches first: the toolkit's own words for a lost head.
 LOST = "the head's Ray is lost"
+# ray 2.60.0 scripts/scripts.py:1249-1251: printed once Node() returned, i.e. the raylet registered
+STARTED = "Ray runtime started."
 # ray 2.60.0 scripts/scripts.py:87 prints one line per process that died: "<name> [exit code=N]"
 _DIED = re.compile(r"(\w+) \[exit code=(-?\d+)\]")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -65,3 +67,17 @@ def _what_died(log: str) -> str:
         return f" (see {log})"
     return ": " + ", ".join(f"{name} exited (exit code {code}{', SIGKILL: the OOM killer?' if code == '-9' else ''})"
                             for name, code in died)
+
+
+def registered(lay: RunLayout) -> bool | None:
+    """This start of the head's `ray start`: True once it said Ray started, False once it ended without
+    saying so, None while its raylet registers. Ray gives a new raylet a fixed 30 s to register with
+    the GCS (ray/_private/node.py:424-444, 2.60.0), then `ray start` exits 1; a loaded head misses that
+    while its dashboard already answers the readiness probe (services._ray_head)."""
+    rec = procs.load(procs.pidfile(lay.pids, SERVICE))
+    text = "\n".join(procs.log_tail(rec.log, 400))
+    header = text.rfind(f" start {SERVICE}: ")  # the log holds every start: this one's lines come after
+    if STARTED in text[max(header, 0):]:
+        return True
+    st = procfs.read_stat(rec.pid)
+    return None if st and st.start_ticks == rec.start_ticks and st.state != "Z" else False

@@ -50,6 +50,7 @@ RAY_READY_PATH = "/api/version"
 # Serve's requests), waited on a GCS that was gone until STOP_GRACE ran out: killed on every run.
 # The run serves no requests and stops its job before the head: no drain.
 RAY_HEAD_STOP_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
+HEAD_START_ATTEMPTS = 3  # a head whose raylet missed Ray's fixed registration wait is started again (ensure)
 
 
 @dataclass(frozen=True)
@@ -198,8 +199,28 @@ def ensure(cfg: Config, lay: RunLayout, name: str, *, model: str | None = None, 
     if alive(lay, name):
         spec(cfg, lay, name, model=model).check_whole()
         return f"{name}: already up"
-    start(cfg, lay, name, model=model, round_=round_, progress=progress)
-    return wait(cfg, lay, name, model=model, round_=round_)
+    attempts = HEAD_START_ATTEMPTS if name == "ray-head" else 1
+    for attempt in range(1, attempts + 1):
+        start(cfg, lay, name, model=model, round_=round_, progress=progress)
+        said = wait(cfg, lay, name, model=model, round_=round_)
+        if name != "ray-head" or _head_registered(cfg, lay):
+            return said
+        for line in stop(cfg, lay, name):
+            progress(line)
+        if attempt < attempts:
+            progress(f"the head's `ray start` ended before its raylet registered (Ray waits a fixed 30 s; a busy "
+                     f"node can miss that): starting it again, attempt {attempt + 1} of {attempts}")
+    raise ray_lost.error(f"its `ray start` ended before its raylet registered, {attempts} times",
+                         str(lay.logs / "ray-head.log"))
+
+
+def _head_registered(cfg: Config, lay: RunLayout, poll: float = 0.2) -> bool:
+    """Whether the head's `ray start`, whose dashboard answers, also saw its raylet register (its
+    Ray runtime started) rather than ending at Ray's registration wait (ray_lost.registered)."""
+    end = time.monotonic() + cfg.RAY_START_TIMEOUT
+    while (got := ray_lost.registered(lay)) is None and time.monotonic() < end:
+        time.sleep(poll)
+    return got is not False
 
 
 # Work off the loop's path, as recorded services: name -> its `pyhelpers run` command.
