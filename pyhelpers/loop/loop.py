@@ -35,6 +35,7 @@ from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results as eval_results
+from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import cluster, node_env, ray_nodes, services, slime_job
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
@@ -265,7 +266,8 @@ class Loop:
 
     def _wait_for_lost_node(self, wait_s: float) -> None:
         """A worker node left mid-round: only the job is stopped -- the head, the other workers and
-        ShopSimulator stay, so the lost node rejoins the same cluster (`make join` there) -- then
+        ShopSimulator stay, so the lost node rejoins the same cluster (its node agent starts its Ray
+        again on its own; `make join` there where the agent is gone too) -- then
         the cluster is awaited whole for up to JOIN_TIMEOUT (raises, naming the missing node, when
         it is not). The train stage then continues from the last checkpoint: slime replays the
         steps after it, whose records the plugin rewrites, so nothing is counted twice."""
@@ -274,7 +276,8 @@ class Loop:
         time.sleep(wait_s)
         port = cfg.RAY_DASHBOARD_PORT
         self.echo(f"waiting up to {cfg.JOIN_TIMEOUT:g} s (JOIN_TIMEOUT) for the cluster to be whole "
-                  "again (run `make join` on the lost worker)")
+                  "again (the lost worker's agent joins it again on its own; `make join` on it if its agent "
+                  "is gone too)")
         nodes = ray_nodes.wait_for(cfg.NNODES, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT,
                                    nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir, self._raylet_port()),
                                    progress=self.echo)
@@ -291,8 +294,10 @@ class Loop:
             nodes = ray_nodes.list_nodes(self.cfg.RAY_DASHBOARD_PORT, self.lay.run_dir, self._raylet_port())
         except Exception:  # noqa: BLE001 - no answer: classify by the log alone
             return []
-        return [gap for gap in ray_nodes.missing(nodes, self.cfg.NNODES, self.cfg.NUM_GPUS)
-                if " lost (" in gap]
+        gaps = [gap for gap in ray_nodes.missing(nodes, self.cfg.NNODES, self.cfg.NUM_GPUS) if " lost (" in gap]
+        placed = (load_json_or_none(self.lay.run_dir / "nodes.json") or {}).get("workers") or []
+        lost = {gap.split()[0] for gap in gaps}
+        return gaps + [gap for gap in ray_nodes.replaced(nodes, placed) if gap.split()[0] not in lost]
 
     def _stop_everything(self) -> None:
         for line in runstop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.STOP_GRACE,
