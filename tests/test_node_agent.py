@@ -104,7 +104,8 @@ DRIVER = textwrap.dedent("""\
         write_json_atomic(d / "run" / "beat.json", state)
     ended = node_agent.supervise([str(d / "ray")], dict(os.environ), grace=0.5, pause=0.1,
                                  stop_reason=stop_reason, beat=beat, heartbeat=0.1,
-                                 head_answers=lambda: (d / "head-up").exists())
+                                 head_answers=lambda: (d / "head-up").exists(),
+                                 rejoin_wait=float(os.environ.get("REJOIN_WAIT", "3600")))
     (d / "result.json").write_text(json.dumps({"rc": ended.code, "ray_exit": ended.ray_exit, "beats": beats}))
 """)
 
@@ -115,12 +116,12 @@ def agent(tmp_path):
     `ray` starts left and the agent's group are killed, so that a failing test leaves nothing."""
     started = []
 
-    def start(plan: str, hold: str = "") -> subprocess.Popen:
+    def start(plan: str, hold: str = "", rejoin_wait: str = "3600") -> subprocess.Popen:
         ray = tmp_path / "ray"
         ray.write_text(FAKE_RAY)
         ray.chmod(0o755)
         (tmp_path / "run").mkdir()
-        env = {**os.environ, "FAKE_RAY_DIR": str(tmp_path), "FAKE_RAY_PLAN": plan, "FAKE_RAY_HOLD": hold,
+        env = {**os.environ, "FAKE_RAY_DIR": str(tmp_path), "FAKE_RAY_PLAN": plan, "FAKE_RAY_HOLD": hold, "REJOIN_WAIT": rejoin_wait,
                "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], env=env, cwd=ROOT, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -210,6 +211,16 @@ def test_a_ray_node_that_ends_after_it_started_joins_again_once_the_head_answers
     assert "the head's GCS answers: starting this node's Ray again" in out, out
     assert "starting it again: attempt 2 of 3" in out, out  # the rejoin's own count of attempts
     assert result["rc"] == 0 and not _survivors(tmp_path, proc.pid), out
+
+
+def test_a_node_whose_head_does_not_come_back_within_join_timeout_leaves(tmp_path, agent):
+    # the run finished or failed on the head (its Ray stopped for good): the agent ends as it used
+    # to, after the wait, with nothing of its node left
+    proc = agent("die", rejoin_wait="0.5")
+    out, result = _finish(proc)
+    assert (tmp_path / "count").read_text().strip() == "1"
+    assert result["rc"] == 1 and "did not answer within 0.5 s (JOIN_TIMEOUT): this node leaves" in out, out
+    assert not _survivors(tmp_path, proc.pid), out
 
 
 def test_a_ray_start_failing_every_attempt_gives_up_naming_the_attempts(tmp_path, agent):

@@ -13,9 +13,11 @@ A start that ends before Ray printed "Ray runtime started." is started again, up
 all: Ray waits a fixed 30 s for a new raylet to register with the head's GCS
 (ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that had started and
 then ends (the head's GCS gone and restarted by its ray-lost restart, its own raylet killed) joins
-again on its own, with no hand on the worker (issue 41 item 1): the agent waits for the head's GCS
-port to answer, then starts Ray again with a fresh START_ATTEMPTS; the head's restart waits
-JOIN_TIMEOUT for it and checks its storage again. The agent ends when the run is stopped, or
+again on its own, with no hand on the worker (issue 41 item 1): the agent waits up to JOIN_TIMEOUT for
+the head's GCS port to answer, then starts Ray again with a fresh START_ATTEMPTS; the head's restart
+waits JOIN_TIMEOUT for it and checks its storage again. A head that does not come back in that time
+(the run finished or failed: its Ray is stopped for good) ends the agent, as before: `make join`
+starts it again. The agent ends when the run is stopped, or
 on TERM (`make leave`). Whichever way a start ends, all it started ends with it before the agent goes
 on or exits (supervise: its group and its descendants, TERM, STOP_GRACE, KILL).
 """
@@ -79,11 +81,11 @@ def _run_once(child: subprocess.Popen, state: dict, *, stop_reason: Callable[[],
 
 
 def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason: Callable[[], str | None],
-              beat: Callable[[dict], None], head_answers: Callable[[], bool], attempts: int = START_ATTEMPTS,
-              pause: float = RETRY_PAUSE_S, heartbeat: float = HEARTBEAT) -> Ended:
+              beat: Callable[[dict], None], head_answers: Callable[[], bool], rejoin_wait: float,
+              attempts: int = START_ATTEMPTS, pause: float = RETRY_PAUSE_S, heartbeat: float = HEARTBEAT) -> Ended:
     """Run `argv` (`ray start --block`) until it is stopped, starting it again when it ends before Ray
-    said it started (at most `attempts` in a row), and, once `head_answers()`, when it ends after it
-    had started (a rejoin: its count starts afresh). `beat(state)` is called every `heartbeat` s with
+    said it started (at most `attempts` in a row), and, once `head_answers()` (waited for up to
+    `rejoin_wait` s), when it ends after it had started (a rejoin: its count starts afresh). `beat(state)` is called every `heartbeat` s with
     the attempt, the number of attempts, when Ray said it started (None until then) and the rejoins.
 
     However an attempt ends (it failed, it ended after it started, a stop, an error in here), it and
@@ -113,8 +115,8 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
             break
         if state["ray_started"] is not None:
             reason = _wait_for_the_head(rc, state, stop_reason=stop_reason, beat=beat, head_answers=head_answers,
-                                        every=min(0.5, heartbeat))
-            if reason:
+                                        every=min(0.5, heartbeat), wait=rejoin_wait)
+            if reason or not head_answers():
                 break
             rejoins, attempt = rejoins + 1, 0
             continue
@@ -135,16 +137,22 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
 
 
 def _wait_for_the_head(rc: int, state: dict, *, stop_reason: Callable[[], str | None], beat: Callable[[dict], None],
-                       head_answers: Callable[[], bool], every: float) -> str | None:
-    """After a started node ended: until the head's GCS answers (None: join again) or a stop is asked
-    for (its reason). The heartbeat goes on, saying the node waits to rejoin."""
+                       head_answers: Callable[[], bool], every: float, wait: float) -> str | None:
+    """After a started node ended: until the head's GCS answers (None: join again), a stop is asked
+    for (its reason) or `wait` s passed (None; the head did not answer). The heartbeat goes on,
+    saying the node waits to rejoin."""
     print(f"this node's Ray ended (exit {rc}) after it had started (the head's Ray lost, or this node's raylet "
-          "killed): joining the head again once its GCS answers", flush=True)
+          f"killed): joining the head again once its GCS answers (up to {wait:g} s, JOIN_TIMEOUT)", flush=True)
     state = {**state, "ray_started": None, "rejoining": time.time()}
+    end = time.monotonic() + wait
     while not (reason := stop_reason()):
         beat(dict(state))
         if head_answers():
             print("the head's GCS answers: starting this node's Ray again", flush=True)
+            return None
+        if time.monotonic() >= end:
+            print(f"the head's GCS did not answer within {wait:g} s (JOIN_TIMEOUT): this node leaves; `make join` "
+                  "starts it again", flush=True)
             return None
         time.sleep(every)
     return reason
@@ -204,7 +212,7 @@ def main() -> int:
         write_json_atomic(mine / "node.json", {**info, **state, "heartbeat": time.time()})
 
     ended = supervise(cluster.worker_argv(cfg), env, grace=cfg.STOP_GRACE, stop_reason=stop_reason, beat=beat,
-                      head_answers=lambda: ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0])
+                      head_answers=lambda: ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0], rejoin_wait=cfg.JOIN_TIMEOUT)
     write_json_atomic(mine / "node.json", {**info, **last, "heartbeat": time.time(), "ended": time.time(),
                                            "exit": ended.ray_exit})
     print(f"the Ray worker node ended (exit {ended.ray_exit})", flush=True)
