@@ -1,7 +1,7 @@
 """The head's Ray dying (its GCS, raylet or dashboard killed, e.g. by the OOM killer) is `ray-lost`:
 transient, whenever it happens -- before the job trains, between rounds, while it trains -- never a
 hang, a `bug` or `unknown` (issue 41 item 1). The run's part (restart, resume, the same result) is
-tests/test_selfheal.py's rehearsal; here each way the loss reaches the driver, in one process."""
+tests/test_fault_matrix.py's rehearsals; here each way the loss reaches the driver, in one process."""
 
 from __future__ import annotations
 
