@@ -189,3 +189,27 @@ def test_a_head_start_is_registered_only_once_this_start_said_ray_started(tmp_pa
         assert ray_lost.registered(lay) is True
     finally:
         procs.stop_all(lay.pids, 2.0)
+
+
+def test_a_raylet_still_naming_the_heads_gcs_is_found_and_its_end_seen():
+    """The fault matrix's two-node rehearsal, its head's gcs_server killed: the restart's `ray start
+    --head` refused ("Ray is trying to start at 198.51.100.1:…, but is already running at …") while
+    the worker's raylet, in the other namespace of the same host, still named the dead GCS; the
+    refusal was classified `node` and cost a second restart at the same step. The start now waits
+    for such a raylet to end (services._no_raylet_naming_the_gcs); here what it looks for."""
+    import subprocess
+    import sys
+
+    from pyhelpers.launch import ray_lost
+
+    gcs = f"198.51.100.1:{claim_port()}"
+    proc = subprocess.Popen(["/opt/ray/core/src/ray/raylet/raylet", "-c", "import time; time.sleep(600)",
+                             f"--gcs-address={gcs}"], executable=sys.executable)
+    try:
+        while proc.pid not in ray_lost.raylets_naming(gcs):
+            assert proc.poll() is None
+        assert ray_lost.raylets_naming(f"198.51.100.1:{claim_port()}") == []  # another head's: not ours
+    finally:
+        proc.kill()
+        proc.wait()
+    assert ray_lost.raylets_naming(gcs) == []

@@ -81,3 +81,21 @@ def registered(lay: RunLayout) -> bool | None:
         return True
     st = procfs.read_stat(rec.pid)
     return None if st and st.start_ticks == rec.start_ticks and st.state != "Z" else False
+
+
+def raylets_naming(gcs: str) -> list[int]:
+    """Live raylets on this host started with `--gcs-address=<gcs>`. `ray start --head` refuses to start
+    while any is ("Ray is trying to start at …, but is already running at …": ray/_private/services.py
+    283-330, 2.60.0, reads every local raylet's command line). After the head's GCS died, a worker's
+    raylet on the same host (the two-node rehearsal's namespaces) names it until it gives up on that
+    GCS, about a minute later; on a real cluster only a leftover of the head's own session would."""
+    flag = f"--gcs-address={gcs}"
+    out = []
+    for pid in procfs.all_pids():
+        try:
+            argv = (procfs.PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"/raylet") and flag.encode() in argv and procfs.is_alive(pid):
+            out.append(pid)
+    return out

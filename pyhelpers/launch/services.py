@@ -133,7 +133,8 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
     def before_start() -> list[str]:
         ray_auth.ensure_token(lay.run_dir)
         gone = ray_sessions.prune(lay.run_dir, temp)
-        return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
+        said = [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
+        return said + _no_raylet_naming_the_gcs(cfg)
 
     return Spec([in_env, cfg.SLIME_ENV, *launch_args.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
@@ -150,6 +151,21 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
                 env_drop=ray_auth.OVERRIDING + node_env.dropped(cfg), before_start=before_start,
                 once_up=lambda pids: ray_sessions.record(lay.run_dir, temp, pids), stop_leader_first=True,
                 check_whole=lambda: _ray_head_whole(cfg, lay))
+
+
+def _no_raylet_naming_the_gcs(cfg: Config, poll: float = 0.5) -> list[str]:
+    """Before the head's Ray starts again: up to RAY_START_TIMEOUT until no raylet of this host still
+    names its GCS address, which `ray start --head` would refuse (ray_lost.raylets_naming)."""
+    gcs = f"{launch_args.head_node_addr(cfg)}:{ray_ports.port_of(cfg, 'GCS')}"
+    end, first = time.monotonic() + cfg.RAY_START_TIMEOUT, ray_lost.raylets_naming(gcs)
+    left = first
+    while left and time.monotonic() < end:
+        time.sleep(poll)
+        left = ray_lost.raylets_naming(gcs)
+    if not first:
+        return []
+    return [f"waited for raylet(s) {first} still naming the head's GCS {gcs} to end (a worker's, which gives up on "
+            "a lost GCS within a minute)" + (f"; still there: {left}" if left else "")]
 
 
 def _ray_head_whole(cfg: Config, lay: RunLayout) -> None:
