@@ -87,7 +87,8 @@ LEFT = "sleep 3600"  # the command line of what each start leaves running
 
 # The agent's supervision, in its own session as the ray-worker service runs it (its cleanup ends the
 # other members of its process group: never the test's), with main()'s two ways to be asked to stop:
-# the run's stop marker and TERM (make leave); the head's GCS answers once the file head-up exists. Its heartbeat goes where main() writes node.json, into
+# the run's stop marker and TERM (make leave); the head's GCS answers while the file head-up exists, and
+# head-epoch names the start of the head's Ray that runs (main(): its ray-head pidfile's version). Its heartbeat goes where main() writes node.json, into
 # a directory of the run (here run/), atomically as there.
 DRIVER = textwrap.dedent("""\
     import json, os, signal, sys
@@ -104,7 +105,8 @@ DRIVER = textwrap.dedent("""\
         write_json_atomic(d / "run" / "beat.json", state)
     ended = node_agent.supervise([str(d / "ray")], dict(os.environ), grace=0.5, pause=0.1,
                                  stop_reason=stop_reason, beat=beat, heartbeat=0.1,
-                                 head_answers=lambda: (d / "head-up").exists(),
+                                 head=node_agent.Head(answers=lambda: (d / "head-up").exists(),
+                                                      epoch=lambda: (d / "head-epoch").read_text()),
                                  rejoin_wait=float(os.environ.get("REJOIN_WAIT", "3600")))
     (d / "result.json").write_text(json.dumps({"rc": ended.code, "ray_exit": ended.ray_exit, "beats": beats}))
 """)
@@ -121,6 +123,7 @@ def agent(tmp_path):
         ray.write_text(FAKE_RAY)
         ray.chmod(0o755)
         (tmp_path / "run").mkdir()
+        (tmp_path / "head-epoch").write_text("1")
         env = {**os.environ, "FAKE_RAY_DIR": str(tmp_path), "FAKE_RAY_PLAN": plan, "FAKE_RAY_HOLD": hold, "REJOIN_WAIT": rejoin_wait,
                "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], env=env, cwd=ROOT, text=True,
@@ -193,24 +196,37 @@ def test_a_ray_start_that_timed_out_before_registering_is_started_again_after_it
     assert not _survivors(tmp_path, proc.pid), out
 
 
-def test_a_ray_node_that_ends_after_it_started_joins_again_once_the_head_answers(tmp_path, agent):
-    """Issue 41 item 1: a node lost mid-run (the head's Ray lost and restarted, its own raylet killed)
-    joins again on its own, with no hand on the worker: the agent waits for the head's GCS (held
-    here until head-up exists), then starts Ray again, with a fresh count of attempts, once all the
-    ended start left has ended."""
+def test_a_ray_node_that_ends_with_the_head_s_ray_joins_again_once_the_head_s_ray_is_back(tmp_path, agent):
+    """Issue 41 item 1: the head's Ray lost mid-run (its GCS gone: head-up absent) and started again by
+    the head's ray-lost restart: the node joins the new head on its own, with no hand on the worker,
+    once the head's Ray was started again (head-epoch changed) and its GCS answers; with a fresh
+    count of attempts, once all the ended start left has ended."""
     proc = agent("die fail start")
     _wait_for(proc, lambda: _beat(tmp_path).get("rejoining") is not None)
     assert (tmp_path / "count").read_text().strip() == "1"  # no start while the head does not answer
     assert not _survivors(tmp_path, proc.pid, attempt=1), "the ended node's processes outlived it"
-    (tmp_path / "head-up").touch()
+    (tmp_path / "head-up").touch()  # the old head's GCS answers again? not yet a new start: still waiting
+    assert (tmp_path / "count").read_text().strip() == "1"
+    (tmp_path / "head-epoch").write_text("2")
     _wait_for(proc, lambda: _beat(tmp_path).get("ray_started") is not None)
     assert {k: _beat(tmp_path)[k] for k in ("attempt", "rejoins")} == {"attempt": 2, "rejoins": 1}
     (tmp_path / "stop").touch()
     out, result = _finish(proc)
-    assert "this node's Ray ended (exit 1) after it had started" in out, out
-    assert "the head's GCS answers: starting this node's Ray again" in out, out
+    assert "this node's Ray ended (exit 1) with the head's Ray lost" in out, out
+    assert "the head's Ray was started again and its GCS answers: starting this node's Ray again" in out, out
     assert "starting it again: attempt 2 of 3" in out, out  # the rejoin's own count of attempts
     assert result["rc"] == 0 and not _survivors(tmp_path, proc.pid), out
+
+
+def test_a_node_lost_on_its_own_while_the_head_s_ray_runs_on_is_not_started_again(tmp_path, agent):
+    # its raylet killed, its network cut: the head's Ray is the same (head-epoch unchanged) and
+    # answers; the head's node-lost restart waits for `make join` on it
+    (tmp_path / "head-up").touch()
+    proc = agent("die")
+    out, result = _finish(proc)
+    assert (tmp_path / "count").read_text().strip() == "1"
+    assert result["rc"] == 1 and "while the head's Ray runs on" in out, out
+    assert not _survivors(tmp_path, proc.pid), out
 
 
 def test_a_node_whose_head_does_not_come_back_within_join_timeout_leaves(tmp_path, agent):

@@ -12,12 +12,14 @@ copies its output into its log, and watches two things every half second while i
 A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
 all: Ray waits a fixed 30 s for a new raylet to register with the head's GCS
 (ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that. A node that had started and
-then ends (the head's GCS gone and restarted by its ray-lost restart, its own raylet killed) joins
-again on its own, with no hand on the worker (issue 41 item 1): the agent waits up to JOIN_TIMEOUT for
-the head's GCS port to answer, then starts Ray again with a fresh START_ATTEMPTS; the head's restart
-waits JOIN_TIMEOUT for it and checks its storage again. A head that does not come back in that time
-(the run finished or failed: its Ray is stopped for good) ends the agent, as before: `make join`
-starts it again. The agent ends when the run is stopped, or
+then ends with the head's Ray (lost, and started again by the head's ray-lost restart) joins again on
+its own, with no hand on the worker (issue 41 item 1): the agent waits up to JOIN_TIMEOUT for the
+head's Ray to be started again (its ray-head pidfile in the shared run dir rewritten) and its GCS port
+to answer, then starts Ray again with a fresh START_ATTEMPTS; the head's restart waits JOIN_TIMEOUT
+for it and checks its storage again. A head that does not come back in that time (its run finished
+or failed) ends the agent. A node lost on its own while the head's Ray runs on (its raylet killed,
+its network cut) ends the agent as before: the head's node-lost restart waits for `make join` on
+it. The agent also ends when the run is stopped, or
 on TERM (`make leave`). Whichever way a start ends, all it started ends with it before the agent goes
 on or exits (supervise: its group and its descendants, TERM, STOP_GRACE, KILL).
 """
@@ -80,13 +82,28 @@ def _run_once(child: subprocess.Popen, state: dict, *, stop_reason: Callable[[],
     return None
 
 
+@dataclass(frozen=True)
+class Head:
+    """What the agent asks about the run's head: whether its GCS answers, and which start of its Ray
+    runs (a value that changes when the head's Ray is started again: its ray-head pidfile in the
+    shared run dir, rewritten at each start)."""
+    answers: Callable[[], bool]
+    epoch: Callable[[], object]
+
+    def back(self, since: object) -> bool:
+        return self.epoch() != since and self.answers()
+
+
 def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason: Callable[[], str | None],
-              beat: Callable[[dict], None], head_answers: Callable[[], bool], rejoin_wait: float,
+              beat: Callable[[dict], None], head: Head, rejoin_wait: float,
               attempts: int = START_ATTEMPTS, pause: float = RETRY_PAUSE_S, heartbeat: float = HEARTBEAT) -> Ended:
     """Run `argv` (`ray start --block`) until it is stopped, starting it again when it ends before Ray
-    said it started (at most `attempts` in a row), and, once `head_answers()` (waited for up to
-    `rejoin_wait` s), when it ends after it had started (a rejoin: its count starts afresh). `beat(state)` is called every `heartbeat` s with
-    the attempt, the number of attempts, when Ray said it started (None until then) and the rejoins.
+    said it started (at most `attempts` in a row), and when it ends after it had started because the
+    head's Ray was lost: once the head's Ray is started again and its GCS answers (waited for up to
+    `rejoin_wait` s; a rejoin: its count of attempts starts afresh). A node lost on its own while the
+    head's Ray runs on (its raylet killed, its network cut) ends the agent: `make join` there.
+    `beat(state)` is called every `heartbeat` s with the attempt, the number of attempts, when Ray
+    said it started (None until then) and the rejoins.
 
     However an attempt ends (it failed, it ended after it started, a stop, an error in here), it and
     everything it started end with it before anything else happens: its raylet holds the node's
@@ -98,6 +115,7 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
     while attempt < attempts:
         attempt += 1
         state = {"attempt": attempt, "attempts": attempts, "ray_started": None, "rejoins": rejoins}
+        epoch = head.epoch()
         child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         copier = threading.Thread(target=_copy, args=(child.stdout, state), daemon=True)
         copier.start()
@@ -114,9 +132,13 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         if reason:
             break
         if state["ray_started"] is not None:
-            reason = _wait_for_the_head(rc, state, stop_reason=stop_reason, beat=beat, head_answers=head_answers,
+            if head.epoch() == epoch and head.answers():
+                print(f"this node's Ray ended (exit {rc}) while the head's Ray runs on (its raylet killed, its "
+                      "network cut): the head waits JOIN_TIMEOUT for `make join` here", flush=True)
+                break
+            reason = _wait_for_the_head(rc, state, epoch, stop_reason=stop_reason, beat=beat, head=head,
                                         every=min(0.5, heartbeat), wait=rejoin_wait)
-            if reason or not head_answers():
+            if reason or not head.back(epoch):
                 break
             rejoins, attempt = rejoins + 1, 0
             continue
@@ -136,19 +158,19 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
     return Ended(code, rc)
 
 
-def _wait_for_the_head(rc: int, state: dict, *, stop_reason: Callable[[], str | None], beat: Callable[[dict], None],
-                       head_answers: Callable[[], bool], every: float, wait: float) -> str | None:
-    """After a started node ended: until the head's GCS answers (None: join again), a stop is asked
-    for (its reason) or `wait` s passed (None; the head did not answer). The heartbeat goes on,
-    saying the node waits to rejoin."""
-    print(f"this node's Ray ended (exit {rc}) after it had started (the head's Ray lost, or this node's raylet "
-          f"killed): joining the head again once its GCS answers (up to {wait:g} s, JOIN_TIMEOUT)", flush=True)
+def _wait_for_the_head(rc: int, state: dict, epoch: object, *, stop_reason: Callable[[], str | None],
+                       beat: Callable[[dict], None], head: Head, every: float, wait: float) -> str | None:
+    """After a started node ended with the head's Ray: until the head's Ray is started again and its
+    GCS answers (None: join again), a stop is asked for (its reason) or `wait` s passed (None; the
+    head did not come back). The heartbeat goes on, saying the node waits to rejoin."""
+    print(f"this node's Ray ended (exit {rc}) with the head's Ray lost: joining the head again once its Ray is "
+          f"started again and its GCS answers (up to {wait:g} s, JOIN_TIMEOUT)", flush=True)
     state = {**state, "ray_started": None, "rejoining": time.time()}
     end = time.monotonic() + wait
     while not (reason := stop_reason()):
         beat(dict(state))
-        if head_answers():
-            print("the head's GCS answers: starting this node's Ray again", flush=True)
+        if head.back(epoch):
+            print("the head's Ray was started again and its GCS answers: starting this node's Ray again", flush=True)
             return None
         if time.monotonic() >= end:
             print(f"the head's GCS did not answer within {wait:g} s (JOIN_TIMEOUT): this node leaves; `make join` "
@@ -212,7 +234,9 @@ def main() -> int:
         write_json_atomic(mine / "node.json", {**info, **state, "heartbeat": time.time()})
 
     ended = supervise(cluster.worker_argv(cfg), env, grace=cfg.STOP_GRACE, stop_reason=stop_reason, beat=beat,
-                      head_answers=lambda: ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0], rejoin_wait=cfg.JOIN_TIMEOUT)
+                      head=Head(answers=lambda: ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0],
+                                epoch=lambda: _version(groups.pidfile(lay.pids, "ray-head"))),
+                      rejoin_wait=cfg.JOIN_TIMEOUT)
     write_json_atomic(mine / "node.json", {**info, **last, "heartbeat": time.time(), "ended": time.time(),
                                            "exit": ended.ray_exit})
     print(f"the Ray worker node ended (exit {ended.ray_exit})", flush=True)

@@ -266,8 +266,7 @@ class Loop:
 
     def _wait_for_lost_node(self, wait_s: float) -> None:
         """A worker node left mid-round: only the job is stopped -- the head, the other workers and
-        ShopSimulator stay, so the lost node rejoins the same cluster (its node agent starts its Ray
-        again on its own; `make join` there where the agent is gone too) -- then
+        ShopSimulator stay, so the lost node rejoins the same cluster (`make join` there) -- then
         the cluster is awaited whole for up to JOIN_TIMEOUT (raises, naming the missing node, when
         it is not). The train stage then continues from the last checkpoint: slime replays the
         steps after it, whose records the plugin rewrites, so nothing is counted twice."""
@@ -276,8 +275,7 @@ class Loop:
         time.sleep(wait_s)
         port = cfg.RAY_DASHBOARD_PORT
         self.echo(f"waiting up to {cfg.JOIN_TIMEOUT:g} s (JOIN_TIMEOUT) for the cluster to be whole "
-                  "again (the lost worker's agent joins it again on its own; `make join` on it if its agent "
-                  "is gone too)")
+                  "again (run `make join` on the lost worker)")
         nodes = ray_nodes.wait_for(cfg.NNODES, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT,
                                    nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir, self._raylet_port()),
                                    progress=self.echo)
