@@ -259,6 +259,26 @@ def test_a_killed_raylet_counts_as_lost_before_ray_declares_it_and_its_old_entry
     assert missing([head, Node("w3", "198.51.100.3", False, True, 2)], 2, 4) == ["198.51.100.3 has 2 GPU(s), NUM_GPUS=4"]
 
 
+def test_a_worker_the_job_was_placed_on_counts_as_lost_even_once_it_rejoined_as_a_new_node():
+    """Issue 41: a worker's node agent now starts its Ray again on its own, often before the driver
+    reads the node list after the job failed. In the fault matrix's two-node rehearsal the killed
+    raylet's job failure was read as `node` (every service restarted) instead of `node-lost`: by
+    then the address answered again, from the rejoined node. The workers the job was placed on
+    (nodes.json, written by head_ready as the train stage starts) tell: their Ray node ids."""
+    from pyhelpers.launch.ray_nodes import Node, replaced
+
+    head = Node("h1", "198.51.100.1", True, True, 4)
+    placed = [{"id": "w1", "addr": "198.51.100.2"}]
+    retired = Node("w1", "198.51.100.2", False, False, 4, "health check failed")
+    back = Node("w2", "198.51.100.2", False, True, 4)
+    assert replaced([head, retired, back], placed) == [
+        "198.51.100.2 lost (its Ray node w1 is gone; it rejoined as a new node)"]
+    assert replaced([head, back], placed) == ["198.51.100.2 lost (its Ray node w1 is gone; it rejoined as a new node)"]
+    assert replaced([head, retired], placed) == ["198.51.100.2 lost (its Ray node w1 is gone)"]
+    assert replaced([head, Node("w1", "198.51.100.2", False, True, 4)], placed) == []  # still the job's node
+    assert replaced([head, back], []) == []
+
+
 def test_the_head_does_not_wait_for_a_rollout_process_of_another_machine(toolkit_env, tmp_path):
     """On a multi-node run the plugin's process (slime's RolloutManager) may have run on a worker: its
     pid means nothing on the head, and waiting for it would stall every round for STOP_GRACE + 30 s."""

@@ -87,7 +87,8 @@ LEFT = "sleep 3600"  # the command line of what each start leaves running
 
 # The agent's supervision, in its own session as the ray-worker service runs it (its cleanup ends the
 # other members of its process group: never the test's), with main()'s two ways to be asked to stop:
-# the run's stop marker and TERM (make leave). Its heartbeat goes where main() writes node.json, into
+# the run's stop marker and TERM (make leave); the head's GCS answers while the file head-up exists, and
+# head-epoch names the start of the head's Ray that runs (main(): its ray-head pidfile's version). Its heartbeat goes where main() writes node.json, into
 # a directory of the run (here run/), atomically as there.
 DRIVER = textwrap.dedent("""\
     import json, os, signal, sys
@@ -103,7 +104,10 @@ DRIVER = textwrap.dedent("""\
         beats.append(state)
         write_json_atomic(d / "run" / "beat.json", state)
     ended = node_agent.supervise([str(d / "ray")], dict(os.environ), grace=0.5, pause=0.1,
-                                 stop_reason=stop_reason, beat=beat, heartbeat=0.1)
+                                 stop_reason=stop_reason, beat=beat, heartbeat=0.1,
+                                 head=node_agent.Head(answers=lambda: (d / "head-up").exists(),
+                                                      epoch=lambda: (d / "head-epoch").read_text()),
+                                 rejoin_wait=float(os.environ.get("REJOIN_WAIT", "3600")))
     (d / "result.json").write_text(json.dumps({"rc": ended.code, "ray_exit": ended.ray_exit, "beats": beats}))
 """)
 
@@ -114,12 +118,13 @@ def agent(tmp_path):
     `ray` starts left and the agent's group are killed, so that a failing test leaves nothing."""
     started = []
 
-    def start(plan: str, hold: str = "") -> subprocess.Popen:
+    def start(plan: str, hold: str = "", rejoin_wait: str = "3600") -> subprocess.Popen:
         ray = tmp_path / "ray"
         ray.write_text(FAKE_RAY)
         ray.chmod(0o755)
         (tmp_path / "run").mkdir()
-        env = {**os.environ, "FAKE_RAY_DIR": str(tmp_path), "FAKE_RAY_PLAN": plan, "FAKE_RAY_HOLD": hold,
+        (tmp_path / "head-epoch").write_text("1")
+        env = {**os.environ, "FAKE_RAY_DIR": str(tmp_path), "FAKE_RAY_PLAN": plan, "FAKE_RAY_HOLD": hold, "REJOIN_WAIT": rejoin_wait,
                "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], env=env, cwd=ROOT, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -191,13 +196,47 @@ def test_a_ray_start_that_timed_out_before_registering_is_started_again_after_it
     assert not _survivors(tmp_path, proc.pid), out
 
 
-def test_a_ray_node_that_ends_after_it_started_is_not_started_again(tmp_path, agent):
-    # a node lost mid-run (its raylet killed, the head gone): the head's node-lost restart and the
-    # user's `make join` decide, not the agent
+def test_a_ray_node_that_ends_with_the_head_s_ray_joins_again_once_the_head_s_ray_is_back(tmp_path, agent):
+    """Issue 41 item 1: the head's Ray lost mid-run (its GCS gone: head-up absent) and started again by
+    the head's ray-lost restart: the node joins the new head on its own, with no hand on the worker,
+    once the head's Ray was started again (head-epoch changed) and its GCS answers; with a fresh
+    count of attempts, once all the ended start left has ended."""
+    proc = agent("die fail start")
+    _wait_for(proc, lambda: _beat(tmp_path).get("rejoining") is not None)
+    assert (tmp_path / "count").read_text().strip() == "1"  # no start while the head does not answer
+    assert not _survivors(tmp_path, proc.pid, attempt=1), "the ended node's processes outlived it"
+    (tmp_path / "head-up").touch()  # the old head's GCS answers again? not yet a new start: still waiting
+    assert (tmp_path / "count").read_text().strip() == "1"
+    (tmp_path / "head-epoch").write_text("2")
+    _wait_for(proc, lambda: _beat(tmp_path).get("ray_started") is not None)
+    assert {k: _beat(tmp_path)[k] for k in ("attempt", "rejoins")} == {"attempt": 2, "rejoins": 1}
+    (tmp_path / "stop").touch()
+    out, result = _finish(proc)
+    assert "this node's Ray ended (exit 1) with the head's Ray lost" in out, out
+    assert "the head's Ray was started again and its GCS answers: starting this node's Ray again" in out, out
+    assert "starting it again: attempt 2 of 3" in out, out  # the rejoin's own count of attempts
+    assert result["rc"] == 0 and not _survivors(tmp_path, proc.pid), out
+
+
+def test_a_node_lost_on_its_own_while_the_head_s_ray_runs_on_is_not_started_again(tmp_path, agent):
+    # its raylet killed, its network cut: the head's Ray is the same (head-epoch unchanged) and
+    # answers; the head's node-lost restart waits for `make join` on it
+    (tmp_path / "head-up").touch()
     proc = agent("die")
     out, result = _finish(proc)
     assert (tmp_path / "count").read_text().strip() == "1"
-    assert result["rc"] == 1 and "starting it again" not in out
+    assert result["rc"] == 1 and "while the head's Ray runs on" in out, out
+    assert not _survivors(tmp_path, proc.pid), out
+
+
+def test_a_node_whose_head_does_not_come_back_within_join_timeout_leaves(tmp_path, agent):
+    # the run finished or failed on the head (its Ray stopped for good): the agent ends as it used
+    # to, after the wait, with nothing of its node left
+    proc = agent("die", rejoin_wait="0.5")
+    out, result = _finish(proc)
+    assert (tmp_path / "count").read_text().strip() == "1"
+    assert result["rc"] == 1 and "did not answer within 0.5 s (JOIN_TIMEOUT): this node leaves" in out, out
+    assert not _survivors(tmp_path, proc.pid), out
 
 
 def test_a_ray_start_failing_every_attempt_gives_up_naming_the_attempts(tmp_path, agent):
@@ -231,7 +270,8 @@ def _lose_the_run_dir(tmp_path: Path, proc: subprocess.Popen) -> None:
     pytest.param("start", "", _stop, id="run-stopped-after-ray-started"),
     pytest.param("start", "", _leave, id="make-leave-after-ray-started"),
     pytest.param("start", "", _lose_the_run_dir, id="an-error-in-the-agent"),
-    pytest.param("die", "", None, id="ray-ended-after-it-started"),
+    pytest.param("die", "", _stop, id="run-stopped-while-waiting-to-rejoin"),
+    pytest.param("die", "", _leave, id="make-leave-while-waiting-to-rejoin"),
 ])
 def test_nothing_a_ray_start_left_outlives_the_agent_whatever_ends_it(tmp_path, agent, plan, hold, end):
     """Every way the agent ends, at each point of a start (a failing start held at its gate, a started
@@ -240,10 +280,11 @@ def test_nothing_a_ray_start_left_outlives_the_agent_whatever_ends_it(tmp_path, 
     proc = agent(plan, hold)
     if hold:
         _wait_for(proc, lambda: (tmp_path / f"at-{hold}").exists())
-    elif end is not None:
+    elif plan == "die":
+        _wait_for(proc, lambda: _beat(tmp_path).get("rejoining") is not None)
+    else:
         _wait_for(proc, lambda: _beat(tmp_path).get("ray_started") is not None)
-    if end is not None:
-        end(tmp_path, proc)
+    end(tmp_path, proc)
     out, _ = _finish(proc)
     assert len(_spawned(tmp_path)) == 3, out
     assert not _survivors(tmp_path, proc.pid), f"outlived the agent (exit {proc.returncode}):\n{out}"

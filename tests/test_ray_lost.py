@@ -1,7 +1,7 @@
 """The head's Ray dying (its GCS, raylet or dashboard killed, e.g. by the OOM killer) is `ray-lost`:
 transient, whenever it happens -- before the job trains, between rounds, while it trains -- never a
 hang, a `bug` or `unknown` (issue 41 item 1). The run's part (restart, resume, the same result) is
-tests/test_selfheal.py's rehearsal; here each way the loss reaches the driver, in one process."""
+tests/test_fault_matrix.py's rehearsals; here each way the loss reaches the driver, in one process."""
 
 from __future__ import annotations
 
@@ -148,3 +148,27 @@ def test_a_ray_head_whose_gcs_is_gone_is_not_already_up(tmp_path, toolkit_env, m
         assert f"127.0.0.1:{cfg.RAY_PORT}" in err.value.what, err.value.what
     finally:
         groups.stop_all(lay.pids, 2.0)
+
+
+def test_a_raylet_still_naming_the_heads_gcs_is_found_and_its_end_seen():
+    """The fault matrix's two-node rehearsal, its head's gcs_server killed: the restart's `ray start
+    --head` refused ("Ray is trying to start at 198.51.100.1:…, but is already running at …") while
+    the worker's raylet, in the other namespace of the same host, still named the dead GCS; the
+    refusal was classified `node` and cost a second restart at the same step. The start now waits
+    for such a raylet to end (services._no_raylet_naming_the_gcs); here what it looks for."""
+    import subprocess
+    import sys
+
+    from pyhelpers.launch import ray_lost
+
+    gcs = f"198.51.100.1:{claim_port()}"
+    proc = subprocess.Popen(["/opt/ray/core/src/ray/raylet/raylet", "-c", "import time; time.sleep(600)",
+                             f"--gcs-address={gcs}"], executable=sys.executable)
+    try:
+        while proc.pid not in ray_lost.raylets_naming(gcs):
+            assert proc.poll() is None
+        assert ray_lost.raylets_naming(f"198.51.100.1:{claim_port()}") == []  # another head's: not ours
+    finally:
+        proc.kill()
+        proc.wait()
+    assert ray_lost.raylets_naming(gcs) == []

@@ -12,9 +12,15 @@ copies its output into its log, and watches two things every half second while i
 A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
 all: Ray waits a fixed 30 s for a new raylet to register with the head's GCS
 (ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that, even though the GCS call
-behind it waits RAY_START_TIMEOUT (slime_args.ray_start_env). A node that
-had started and then ends (the head's GCS gone, a killed raylet) is not started again here: the
-head's node-lost restart waits for `make join` on it. The agent also ends when the run is stopped, or
+behind it waits RAY_START_TIMEOUT (slime_args.ray_start_env). A node that had started and
+then ends with the head's Ray (lost, and started again by the head's ray-lost restart) joins again on
+its own, with no hand on the worker (issue 41 item 1): the agent waits up to JOIN_TIMEOUT for the
+head's Ray to be started again (its ray-head pidfile in the shared run dir rewritten) and its GCS port
+to answer, then starts Ray again with a fresh START_ATTEMPTS; the head's restart waits JOIN_TIMEOUT
+for it and checks its storage again. A head that does not come back in that time (its run finished
+or failed) ends the agent. A node lost on its own while the head's Ray runs on (its raylet killed,
+its network cut) ends the agent as before: the head's node-lost restart waits for `make join` on
+it. The agent also ends when the run is stopped, or
 on TERM (`make leave`). Whichever way a start ends, all it started ends with it before the agent goes
 on or exits (supervise: its group and its descendants, TERM, STOP_GRACE, KILL).
 """
@@ -35,7 +41,7 @@ from typing import IO
 from pyhelpers.config.load import load
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import cluster, node_env
-from pyhelpers.procs import family, procfs
+from pyhelpers.procs import family, groups, procfs, ready
 from pyhelpers.run.layout import RunLayout, from_config
 
 HEARTBEAT = 2.0
@@ -77,12 +83,28 @@ def _run_once(child: subprocess.Popen, state: dict, *, stop_reason: Callable[[],
     return None
 
 
+@dataclass(frozen=True)
+class Head:
+    """What the agent asks about the run's head: whether its GCS answers, and which start of its Ray
+    runs (a value that changes when the head's Ray is started again: its ray-head pidfile in the
+    shared run dir, rewritten at each start)."""
+    answers: Callable[[], bool]
+    epoch: Callable[[], object]
+
+    def back(self, since: object) -> bool:
+        return self.epoch() != since and self.answers()
+
+
 def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason: Callable[[], str | None],
-              beat: Callable[[dict], None], attempts: int = START_ATTEMPTS, pause: float = RETRY_PAUSE_S,
-              heartbeat: float = HEARTBEAT) -> Ended:
-    """Run `argv` (`ray start --block`) until it ends or is stopped, starting it again when it ends
-    before Ray said it started. `beat(state)` is called every `heartbeat` s with the attempt, the
-    number of attempts and when Ray said it started (None until then).
+              beat: Callable[[dict], None], head: Head, rejoin_wait: float,
+              attempts: int = START_ATTEMPTS, pause: float = RETRY_PAUSE_S, heartbeat: float = HEARTBEAT) -> Ended:
+    """Run `argv` (`ray start --block`) until it is stopped, starting it again when it ends before Ray
+    said it started (at most `attempts` in a row), and when it ends after it had started because the
+    head's Ray was lost: once the head's Ray is started again and its GCS answers (waited for up to
+    `rejoin_wait` s; a rejoin: its count of attempts starts afresh). A node lost on its own while the
+    head's Ray runs on (its raylet killed, its network cut) ends the agent: `make join` there.
+    `beat(state)` is called every `heartbeat` s with the attempt, the number of attempts, when Ray
+    said it started (None until then) and the rejoins.
 
     However an attempt ends (it failed, it ended after it started, a stop, an error in here), it and
     everything it started end with it before anything else happens: its raylet holds the node's
@@ -90,9 +112,11 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
     Ray's workers run in groups of their own. This process is made their subreaper, so that even a
     process whose parent died and that made itself a new session is still found as a descendant."""
     family.become_subreaper()
-    reason, rc = None, 0
-    for attempt in range(1, attempts + 1):
-        state = {"attempt": attempt, "attempts": attempts, "ray_started": None}
+    reason, rc, rejoins, attempt = None, 0, 0, 0
+    while attempt < attempts:
+        attempt += 1
+        state = {"attempt": attempt, "attempts": attempts, "ray_started": None, "rejoins": rejoins}
+        epoch = head.epoch()
         child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         copier = threading.Thread(target=_copy, args=(child.stdout, state), daemon=True)
         copier.start()
@@ -106,8 +130,19 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         for r in ended:
             print(r.message, flush=True)
         beat(dict(state))
-        if reason or state["ray_started"] is not None:
+        if reason:
             break
+        if state["ray_started"] is not None:
+            if head.epoch() == epoch and head.answers():
+                print(f"this node's Ray ended (exit {rc}) while the head's Ray runs on (its raylet killed, its "
+                      "network cut): the head waits JOIN_TIMEOUT for `make join` here", flush=True)
+                break
+            reason = _wait_for_the_head(rc, state, epoch, stop_reason=stop_reason, beat=beat, head=head,
+                                        every=min(0.5, heartbeat), wait=rejoin_wait)
+            if reason or not head.back(epoch):
+                break
+            rejoins, attempt = rejoins + 1, 0
+            continue
         if attempt == attempts:
             print(f"this node's Ray did not register with the head in {attempts} attempts (last exit {rc}): "
                   "the lines above say why; `make join` starts it again", flush=True)
@@ -122,6 +157,28 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
             break
     code = 0 if reason or rc in (0, -signal.SIGTERM) else 1
     return Ended(code, rc)
+
+
+def _wait_for_the_head(rc: int, state: dict, epoch: object, *, stop_reason: Callable[[], str | None],
+                       beat: Callable[[dict], None], head: Head, every: float, wait: float) -> str | None:
+    """After a started node ended with the head's Ray: until the head's Ray is started again and its
+    GCS answers (None: join again), a stop is asked for (its reason) or `wait` s passed (None; the
+    head did not come back). The heartbeat goes on, saying the node waits to rejoin."""
+    print(f"this node's Ray ended (exit {rc}) with the head's Ray lost: joining the head again once its Ray is "
+          f"started again and its GCS answers (up to {wait:g} s, JOIN_TIMEOUT)", flush=True)
+    state = {**state, "ray_started": None, "rejoining": time.time()}
+    end = time.monotonic() + wait
+    while not (reason := stop_reason()):
+        beat(dict(state))
+        if head.back(epoch):
+            print("the head's Ray was started again and its GCS answers: starting this node's Ray again", flush=True)
+            return None
+        if time.monotonic() >= end:
+            print(f"the head's GCS did not answer within {wait:g} s (JOIN_TIMEOUT): this node leaves; `make join` "
+                  "starts it again", flush=True)
+            return None
+        time.sleep(every)
+    return reason
 
 
 def _version(path: Path) -> tuple | None:
@@ -177,7 +234,10 @@ def main() -> int:
         last.update(state)
         write_json_atomic(mine / "node.json", {**info, **state, "heartbeat": time.time()})
 
-    ended = supervise(cluster.worker_argv(cfg), env, grace=cfg.STOP_GRACE, stop_reason=stop_reason, beat=beat)
+    ended = supervise(cluster.worker_argv(cfg), env, grace=cfg.STOP_GRACE, stop_reason=stop_reason, beat=beat,
+                      head=Head(answers=lambda: ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0],
+                                epoch=lambda: _version(groups.pidfile(lay.pids, "ray-head"))),
+                      rejoin_wait=cfg.JOIN_TIMEOUT)
     write_json_atomic(mine / "node.json", {**info, **last, "heartbeat": time.time(), "ended": time.time(),
                                            "exit": ended.ray_exit})
     print(f"the Ray worker node ended (exit {ended.ray_exit})", flush=True)

@@ -23,6 +23,8 @@ from pyhelpers.run.layout import RunLayout
 SERVICE = "ray-head"
 # What ray-lost's RULES row matches first: the toolkit's own words for a lost head.
 LOST = "the head's Ray is lost"
+# ray 2.60.0 scripts/scripts.py:1249-1251: printed once Node() returned, i.e. the raylet registered
+STARTED = "Ray runtime started."
 # ray 2.60.0 scripts/scripts.py:87 prints one line per process that died: "<name> [exit code=N]"
 _DIED = re.compile(r"(\w+) \[exit code=(-?\d+)\]")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -64,3 +66,21 @@ def _what_died(log: str) -> str:
         return f" (see {log})"
     return ": " + ", ".join(f"{name} exited (exit code {code}{', SIGKILL: the OOM killer?' if code == '-9' else ''})"
                             for name, code in died)
+
+
+def raylets_naming(gcs: str) -> list[int]:
+    """Live raylets on this host started with `--gcs-address=<gcs>`. `ray start --head` refuses to start
+    while any is ("Ray is trying to start at …, but is already running at …": ray/_private/services.py
+    283-330, 2.60.0, reads every local raylet's command line). After the head's GCS died, a worker's
+    raylet on the same host (the two-node rehearsal's namespaces) names it until it gives up on that
+    GCS, about a minute later; on a real cluster only a leftover of the head's own session would."""
+    flag = f"--gcs-address={gcs}"
+    out = []
+    for pid in procfs.all_pids():
+        try:
+            argv = (procfs.PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"/raylet") and flag.encode() in argv and procfs.is_alive(pid):
+            out.append(pid)
+    return out

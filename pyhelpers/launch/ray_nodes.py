@@ -93,6 +93,18 @@ def missing(nodes: list[Node], nnodes: int, gpus: int) -> list[str]:
     return out
 
 
+def replaced(nodes: list[Node], placed: list[dict]) -> list[str]:
+    """The workers a job was placed on (`placed`: {"id", "addr"} each, runs/<RUN>/nodes.json) whose Ray
+    node is no longer up, even where the address answers again: a worker's node agent starts its Ray
+    again on its own (node_agent.py), often before the head reads this list, and the new node is not
+    the one the job's actors died with."""
+    up = {n.node_id for n in nodes if n.up}
+    back = {n.ip for n in nodes if n.up}
+    return [f"{w['addr']} lost (its Ray node {w['id']} is gone" + ("; it rejoined as a new node)" if w["addr"] in back
+                                                                   else ")")
+            for w in placed if w.get("id") not in up]
+
+
 def wait_for(nnodes: int, gpus: int, timeout: float, nodes: Callable[[], list[Node]],
              progress: Callable[[str], None] = lambda s: None, poll: float | None = None,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> list[Node]:

@@ -149,7 +149,8 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
     def before_start() -> list[str]:
         ray_auth.ensure_token(lay.run_dir)
         gone = ray_sessions.prune(lay.run_dir, temp)
-        return [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
+        said = [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
+        return said + _no_raylet_naming_the_gcs(cfg)
 
     return Spec([in_env, cfg.SLIME_ENV, *slime_args.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
@@ -188,6 +189,21 @@ def _ray_node_started(lay: RunLayout) -> ready.Probe:
                                  what="the process exited before it was ready", where="", fix="")
         return False, "ray start: its node has not registered with the GCS yet"
     return probe
+
+
+def _no_raylet_naming_the_gcs(cfg: Config, poll: float = 0.5) -> list[str]:
+    """Before the head's Ray starts again: up to RAY_START_TIMEOUT until no raylet of this host still
+    names its GCS address, which `ray start --head` would refuse (ray_lost.raylets_naming)."""
+    gcs = f"{slime_args.head_node_addr(cfg)}:{ray_ports.port_of(cfg, 'GCS')}"
+    end, first = time.monotonic() + cfg.RAY_START_TIMEOUT, ray_lost.raylets_naming(gcs)
+    left = first
+    while left and time.monotonic() < end:
+        time.sleep(poll)
+        left = ray_lost.raylets_naming(gcs)
+    if not first:
+        return []
+    return [f"waited for raylet(s) {first} still naming the head's GCS {gcs} to end (a worker's, which gives up on "
+            "a lost GCS within a minute)" + (f"; still there: {left}" if left else "")]
 
 
 def _ray_head_whole(cfg: Config, lay: RunLayout) -> None:

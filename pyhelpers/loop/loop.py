@@ -35,6 +35,7 @@ from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results
+from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import cluster, ray_nodes, services, slime_job
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
@@ -288,8 +289,10 @@ class Loop:
             nodes = ray_nodes.list_nodes(self.cfg.RAY_DASHBOARD_PORT, self.lay.run_dir, self._raylet_port())
         except Exception:  # noqa: BLE001 - no answer: classify by the log alone
             return []
-        return [gap for gap in ray_nodes.missing(nodes, self.cfg.NNODES, self.cfg.NUM_GPUS)
-                if " lost (" in gap]
+        gaps = [gap for gap in ray_nodes.missing(nodes, self.cfg.NNODES, self.cfg.NUM_GPUS) if " lost (" in gap]
+        placed = (load_json_or_none(self.lay.run_dir / "nodes.json") or {}).get("workers") or []
+        lost = {gap.split()[0] for gap in gaps}
+        return gaps + [gap for gap in ray_nodes.replaced(nodes, placed) if gap.split()[0] not in lost]
 
     def _stop_everything(self) -> None:
         for line in stop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.STOP_GRACE,

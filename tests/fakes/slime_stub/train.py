@@ -53,8 +53,8 @@ checkpoint load), FAKE_SLIME_SAVE_DELAY=<s> inside each save before its tracker 
 FAKE_SLIME_SAVE_HF_DELAY=<s> before its --save-hf write, FAKE_SLIME_EXIT_DELAY=<s> after the engines
 stopped, before the driver exits (teardown) -- the four for bench/round_gpu_idle.py;
 FAKE_SLIME_EXTRA_GPUS=<n> asks for n more GPUs than the flags say (a placement that never
-comes); FAKE_SLIME_HOLD_AT=<rollout id> with FAKE_SLIME_HOLD_GATE=<file> holds the job after that
-step until the file exists (maybe_hold); FAKE_SLIME_ROLLOUT_NODE=worker (or worker-then-head) pins
+comes); FAKE_SLIME_HOLD_AT=<rollout id>[,<rollout id>...] with FAKE_SLIME_HOLD_GATE=<file> holds the
+job after each of those steps until <file>-<rollout id> exists (maybe_hold); FAKE_SLIME_ROLLOUT_NODE=worker (or worker-then-head) pins
 the RolloutManager to a node (see rollout_manager_options).
 
 Across nodes (--actor-num-nodes > 1): slime's placement of the ranks, each rank's and the
@@ -568,12 +568,15 @@ def maybe_crash_mid_step(rollout_id: int, pending) -> None:
 
 
 def maybe_hold(rollout_id: int) -> None:
-    """FAKE_SLIME_HOLD_AT=<rollout id> with FAKE_SLIME_HOLD_GATE=<file> (test-only): once that step's
-    training is done, write <file>.held and wait until <file> exists -- a test does what it means to
-    do to the running job there (kill a process of the cluster), then creates <file>; a later job
-    finds it and goes on."""
-    gate = os.environ.get("FAKE_SLIME_HOLD_GATE")
-    if os.environ.get("FAKE_SLIME_HOLD_AT") != str(rollout_id) or not gate or Path(gate).exists():
+    """FAKE_SLIME_HOLD_AT=<rollout id>[,<rollout id>...] with FAKE_SLIME_HOLD_GATE=<file> (test-only):
+    once one of those steps' training is done, write <file>-<rollout id>.held and wait until
+    <file>-<rollout id> exists -- a test does what it means to do to the running job there (kill a
+    process of the cluster), then creates that file; a later job finds it and goes on. Several steps:
+    several faults played in one run, each at its own step."""
+    base = os.environ.get("FAKE_SLIME_HOLD_GATE")
+    ids = os.environ.get("FAKE_SLIME_HOLD_AT", "").split(",")
+    gate = f"{base}-{rollout_id}"
+    if str(rollout_id) not in ids or not base or Path(gate).exists():
         return
     Path(gate + ".held").write_text(f"held after rollout {rollout_id} (pid {os.getpid()})\n")
     log(f"held after rollout {rollout_id} until {gate} exists")
