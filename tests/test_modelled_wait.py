@@ -115,3 +115,19 @@ def test_a_wait_counts_only_inside_its_windows():
     assert modelled_time.within(waits, "A", [(1, 2), (3, 10)]) == [
         {"knob": "A", "start": 1, "end": 2, "modelled_s": 60}, {"knob": "A", "start": 3, "end": 4, "modelled_s": 60},
         {"knob": "B", "start": 0, "end": 1, "modelled_s": 5}]
+
+
+def test_a_failed_attempt_the_run_healed_from_lasts_nothing():
+    import modelled_time
+
+    evs = [{"kind": "stage-start", "stage": "train", "round": 0, "t": 10.0},
+           {"kind": "service-start", "round": 0, "t": 11.0},
+           {"kind": "stage-end", "stage": "train", "round": 0, "status": 1, "t": 70.0},
+           {"kind": "run-restart", "stage": "train", "round": 0, "t": 70.0},
+           {"kind": "stage-start", "stage": "train", "round": 0, "t": 100.0},
+           {"kind": "stage-end", "stage": "train", "round": 0, "status": 0, "t": 130.0}]
+    dropped = modelled_time.restarts(evs)
+    assert dropped == ((10.0, 100.0),)
+    to = modelled_time.clock([{"start": 50, "end": 120, "modelled_s": 700}], origin=0, dropped=dropped)
+    assert [to(t) for t in (10, 100, 120, 130)] == pytest.approx([10, 10, 210, 220])
+    assert [e["t"] for e in modelled_time.without(evs, dropped)] == [100.0, 130.0]
