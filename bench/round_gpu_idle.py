@@ -104,7 +104,10 @@ CONFIGS = {
 # analyst-request time, scaled), and the round's cap follows the rehearsal's steps per round.
 REAL_EPISODES, REHEARSAL_EPISODES = 16 * 8, 4 * 4  # ROLLOUT_GROUPS x SAMPLES_PER_GROUP
 REAL_STEPS = 20  # STEPS_PER_ROUND: a round's busy time against its idle time is the real one
-STAGGER_S = 12  # seconds between two configurations' starts when they run at once (run_all)
+# Seconds between two configurations' starts when they run at once (run_all): a rehearsal's first
+# minute (preflight, Ray's head) is its CPU-heaviest. 12 s apart, at a load of 20-30 on 2 cores,
+# Ray's heads of two configurations timed out starting, one twice (the run stopped).
+STAGGER_S = 45
 PLAYED_STEPS = 4  # steps a bench round plays, each standing for REAL_STEPS / PLAYED_STEPS (STRETCHED)
 WAITS = "waits.jsonl"  # in a configuration's temporary directory: its stand-ins' waits (FAKE_WAIT_LOG)
 ANALYST = {"ANALYST_BATCH_SIZE": 8, "ANALYST_MAX_RPM": 30, "ANALYST_MAX_CALLS": 200, "ANALYST_DRAIN_TIMEOUT": 600}
@@ -149,9 +152,16 @@ def run_all(names: list[str], scale: float, steps: int, played: int, at_once: bo
     CPU-heaviest). Load no longer moves the figures much (modelled seconds), only the bench's time."""
     def one(name: str) -> Path:
         time.sleep(order.index(name) * STAGGER_S if at_once else 0)
-        tmp = Path(tempfile.mkdtemp(prefix="round-gpu-idle-"))
-        rehearse(name, CONFIGS[name], scale, steps, played, tmp)
-        return tmp
+        for attempt in (1, 2):  # a rehearsal that stopped (Ray's start timing out under load) runs once more
+            tmp = Path(tempfile.mkdtemp(prefix="round-gpu-idle-"))
+            try:
+                rehearse(name, CONFIGS[name], scale, steps, played, tmp)
+                return tmp
+            except SystemExit as failed:
+                if attempt == 2:
+                    raise
+                print(f"  {name}: {str(failed.code).splitlines()[0]}; once more", flush=True)
+        raise AssertionError("unreachable")
     order = names[:1] + names[-1:] + names[1:-1] if len(names) > 2 else names
     if not at_once:
         return {name: one(name) for name in names}
