@@ -71,10 +71,14 @@ def clock(waits: list[dict], origin: float, dropped: tuple[tuple[float, float], 
 
 
 def events(evs: list[dict], to: Callable[[float], float]) -> list[dict]:
-    """The run's events with their times (t, and since where noticed after the fact) on the modelled clock."""
+    """The run's events with their times (t, and since where noticed after the fact) on the modelled
+    clock, and their `seconds` (a duration that ends at t: an evaluation's episodes, a stage's run)
+    as the modelled seconds of that interval."""
     out = []
     for e in evs:
         e = dict(e)
+        if isinstance(e.get("seconds"), (int, float)) and isinstance(e.get("t"), (int, float)):
+            e["seconds"] = to(float(e["t"])) - to(float(e["t"]) - float(e["seconds"]))
         for key in ("t", "since"):
             if isinstance(e.get(key), (int, float)):
                 e[key] = to(float(e[key]))

@@ -163,7 +163,7 @@ def run_all(names: list[str], scale: float, steps: int, played: int, at_once: bo
                 print(f"  {name}: {str(failed.code).splitlines()[0]}; once more", flush=True)
         raise AssertionError("unreachable")
     order = names[:1] + names[-1:] + names[1:-1] if len(names) > 2 else names
-    if not at_once:
+    if not at_once or not names:
         return {name: one(name) for name in names}
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         return dict(zip(names, pool.map(one, names), strict=True))
@@ -236,6 +236,8 @@ def main() -> int:
                     help="run the configurations one after the other (each on an otherwise idle machine)")
     ap.add_argument("--rehearse-all", action="store_true",
                     help="rehearse the configurations DERIVED reads off another's run, too")
+    ap.add_argument("--reread", action="append", metavar="NAME=DIR", default=[],
+                    help="read a configuration's earlier run (the directory the bench printed) instead of rehearsing it")
     ap.add_argument("--json", action="store_true",
                     help='print only {"configs": [{"name", "idle_fraction", "ratio"}, ...]} (a five-round run\'s '
                          "modelled idle fraction, and its ratio to today's order); the rest goes to stderr")
@@ -257,9 +259,14 @@ def main() -> int:
     rehearsed = [n for n in names if n not in derived]
     rehearsed += [src for src, _ in derived.values() if src not in rehearsed]
     began = time.monotonic()
+    given = dict(r.rsplit("=", 1) for r in args.reread if "=" in r)  # a name may hold "=" (SAVE_HF=1)
+    bad = [n for n in given if n not in CONFIGS] + [r for r in args.reread if "=" not in r]
+    if bad:
+        ap.error(f"--reread {bad[0]}: give NAME=DIR with NAME one of {', '.join(CONFIGS)}")
     with contextlib.redirect_stdout(out):  # rehearsal_run's progress lines too: --json's stdout is the JSON
-        dirs = run_all([n for n in CONFIGS if n in rehearsed], args.scale, args.steps, args.played,
-                       not args.one_at_a_time)
+        dirs = {n: Path(d) for n, d in given.items()}
+        dirs |= run_all([n for n in CONFIGS if n in rehearsed and n not in given], args.scale, args.steps,
+                        args.played, not args.one_at_a_time)
     results: dict[str, list[gpu_time.RoundTime]] = {}
     for name in names:
         src, check = derived.get(name, (name, None))

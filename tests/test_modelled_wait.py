@@ -104,8 +104,9 @@ def test_a_timeline_in_modelled_seconds():
              {"start": 3, "end": 4, "modelled_s": 60}]
     to = modelled_time.clock(waits, origin=0)
     assert [to(t) for t in (0, 1, 2, 2.5, 3, 3.5, 4, 5)] == pytest.approx([0, 1, 61, 61.5, 91.5, 121.5, 151.5, 152.5])
-    evs = [{"kind": "a", "t": 2.0}, {"kind": "b", "t": 4.5, "since": 3.0}]
-    assert modelled_time.events(evs, to) == [{"kind": "a", "t": 61.0}, {"kind": "b", "t": 152.0, "since": 91.5}]
+    evs = [{"kind": "a", "t": 2.0}, {"kind": "b", "t": 4.5, "since": 3.0}, {"kind": "episodes", "t": 3.0, "seconds": 2.0}]
+    assert modelled_time.events(evs, to) == [{"kind": "a", "t": 61.0}, {"kind": "b", "t": 152.0, "since": 91.5},
+                                             {"kind": "episodes", "t": 91.5, "seconds": 90.5}]
 
 
 def test_a_wait_counts_only_inside_its_windows():
