@@ -1,71 +1,33 @@
-"""Benchmark: GPU-idle seconds per round, today's order against each cut of issue 29, in one run.
+"""Benchmark: a five-round run's GPU-idle fraction in modelled seconds, today's order against each cut of that idle time.
 
 Each configuration is a rehearsal (ROUNDS=2) whose stand-ins wait as long as the real parts do
 (DELAYS below: the real figure, its source, the stand-in knob that waits it), scaled by SCALE.
 A round is as long as a real one: 20 steps, played as PLAYED_STEPS steps that each stand for
-five (STRETCHED: the same busy time and analyst work, a fifth of the episodes to play). The five
-configurations run at once (run_all: STAGGER_S apart): about 5 minutes on two cores;
---one-at-a-time runs them one after the other, each on an otherwise idle machine (about 20
-minutes: today's order alone took 3:56).
-The split is the one `make report` draws (pyhelpers/run/gpu_time.py, from the run's
-events.jsonl). Prints, per configuration and round, wall, busy and idle seconds with the idle
-phases and what they add up to (the report's stacked bar) against the wall time; then for each
-configuration against today's order, as ratios measured in this one run: the idle fraction of
-the two rounds, the idle seconds per round, the idle time between the jobs (every idle phase but
-job-start: on this CPU machine a job's start is mostly Ray's and Python's own start, which is not
-scaled and swamps the modelled delays), and the idle fraction of a five-round run (five_rounds:
-round 0 once, round 1 four times, as a real run's rounds 1-4 are alike).
+five (STRETCHED: the same busy time and analyst work, a fifth of the episodes to play).
+The figures are modelled seconds (docs/gpu_idle_bench.md): every stand-in records each wait with
+the real seconds it stands for (tests/fakes/modelled_wait.py), and the run's events are read on a
+clock on which a wait lasts those and everything else -- the toolkit's own time, this CPU's starts
+-- lasts what it lasted, unscaled (bench/modelled_time.py). Multiplying the wall time back by 60,
+as this bench did, multiplied this CPU's time too and the verdict moved with the machine's load.
+The split is the one `make report` draws (pyhelpers/run/gpu_time.py) of those events. A five-round
+run is round 0 once and round 1 four times (a real run's rounds 1-4 are alike). A configuration
+DERIVED from another's run is read off that run, not rehearsed (cut 5 on one machine).
+A failed attempt the run healed from (Ray's start timing out on an overloaded CPU) is this
+machine's, not the configuration's: it is dropped from the timeline and counted in the output.
 
-    .venv/bin/python bench/round_gpu_idle.py                  # every configuration at once (~5 min)
+    .venv/bin/python bench/round_gpu_idle.py                  # the configurations at once
+    .venv/bin/python bench/round_gpu_idle.py --json           # only the JSON on stdout
     .venv/bin/python bench/round_gpu_idle.py --only today --only "cuts 4+5+6 and the analyst 4 at once"
-    .venv/bin/python bench/round_gpu_idle.py --one-at-a-time  # each alone (~20 min)
+    .venv/bin/python bench/round_gpu_idle.py --one-at-a-time  # each alone
 
-Seconds printed are the rehearsal's (scaled); divide by SCALE for the real-time equivalent.
-
-What runs of it showed (2 cores, scale 1/60; a second or two moves between runs):
-
-  The default, every configuration at once (5:00, 2026-12-05):
-    configuration                            idle s per round  idle fraction  x today's  five-round run  between the jobs
-    today                                    23.4              19.5%          1          19.7%           13.0 s (779 s real)
-    cut 4: val beside compile                22.0              18.7%          0.96       17.8% (0.90 x)  11.8 s (0.91 x)
-    cuts 4+5: and JIT caches on the data disk 22.1             18.8%          0.96       17.1% (0.87 x)  11.6 s (0.89 x)
-    cuts 4+5+6: and SAVE_HF=1                25.4              21.1%          1.08       19.0% (0.96 x)  11.7 s (0.90 x)
-    cuts 4+5+6 and the analyst 4 at once     13.6              12.4%          0.64       11.4% (0.58 x)   4.0 s (0.31 x: 241 s real)
-  Each round's bars = its wall time +0.00%. Round 0's job-start moves by several seconds with
-  what the other configurations do while it starts (run_all; above, the last one started, SAVE_HF
-  =1, 19.3 s against 10.5 s), so over five runs of all five at once every cut's two-round idle
-  fraction moved between 0.64 and 0.77 x today's, its five-round run's between 0.58 and 0.64 x.
-
-  --one-at-a-time with 20 played steps (before STRETCHED; 28 min, 2026-12-05, main at 6cf791d):
-    configuration                            idle s per round  idle fraction  x today's  between the jobs
-    today                                    21.9              15.2%          1          13.0 s (783 s real)
-    cut 4: val beside compile                20.3              14.1%          0.93       11.1 s (0.85 x)
-    cuts 4+5: and JIT caches on the data disk 19.6             13.7%          0.90       11.3 s (0.86 x)
-    cuts 4+5+6: and SAVE_HF=1                20.4              14.2%          0.93       11.5 s (0.88 x)
-    cuts 4+5+6 and the analyst 4 at once     12.3               9.0%          0.59        3.4 s (0.26 x: 204 s real)
-
-  In both: with the analyst one request at a time, compile-wait (its backlog draining, 9 s a
-  round today, ANALYST_DRAIN_TIMEOUT's 600 s scaled) is what is left: cut 4 plays val inside it
-  (7 s left), cut 6 removes the export (1.1 s) but the drain it overlapped then shows as
-  compile-wait (8.5 s); four requests in flight empty the backlog during training (compile-wait
-  0.1-0.3 s). Cut 5 shows no gain here: in round 0 slime's own engines fill the default caches,
-  so the eval server finds them warm on one machine either way; it is for the first round after
-  a migration or a fresh container.
-
-Not "about a minute": a rehearsal costs ~40 CPU-s (Ray's daemons, Python starts, the episodes
-played) whatever SCALE is, so on 2 cores five two-round configurations take two minutes or more
-even with no modelled delay; a round is no shorter than its scaled busy time (20 x 250 s at
-1/60 = 83 s), while a delay scaled further down than 1/60 is swamped by the unscaled start
-(job-start). --only gives the short runs.
-
-The rest is job-start: 7-12 s of every round against 2-3 s of modelled delay -- Ray's and Python's
-own start on this CPU, unscaled. A cut to it (the next round's job starting while the last one
-evaluates, or one job across rounds) is not in this bench.
+What runs of it showed: docs/gpu_idle_bench.md (a quiet run and one beside two CPU hogs).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import sys
 import tempfile
 import time
@@ -76,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+import modelled_time  # noqa: E402
 import rehearsal_run  # noqa: E402
 
 from pyhelpers import stages  # noqa: E402
@@ -89,8 +52,11 @@ class Delay:
     source: str
 
 
+ANALYST_KNOB = "FAKE_ANALYST_DELAY_S"
+
 # THE table: one row per real part that keeps the GPUs waiting. "estimate" where no published
-# figure for this model size exists; the source then says what the estimate rests on.
+# figure for this model size exists; the source then says what the estimate rests on. Where a real
+# 4xA800 run shows each figure, and what `make smoke` prints of it: docs/gpu_idle_bench.md.
 DELAYS = {
     "megatron-start": Delay(90, "FAKE_SLIME_START_DELAY",
                             "estimate: Megatron init + torch_dist load of an 8.4 GB weights-only checkpoint "
@@ -112,7 +78,7 @@ DELAYS = {
     "convert": Delay(60, "FAKE_CONVERT_DELAY",
                      "estimate, scaled from 107 s load+convert+save of Qwen3-30B-A3B "
                      "(github.com/NVIDIA-NeMo/Megatron-Bridge/issues/1752) to a 4B dense model"),
-    "analyst-request": Delay(60, "FAKE_ANALYST_DELAY_S",
+    "analyst-request": Delay(60, ANALYST_KNOB,
                              "estimate: one DashScope qwen-plus answer to a spool record's whole episode "
                              "(ANALYST_TIMEOUT's default allows 120 s)"),
     "eval-turn-ms": Delay(800, "FAKE_SGLANG_LATENCY_MS", "estimate: one policy turn (~200 tokens decoded), ms"),
@@ -138,8 +104,12 @@ CONFIGS = {
 # analyst-request time, scaled), and the round's cap follows the rehearsal's steps per round.
 REAL_EPISODES, REHEARSAL_EPISODES = 16 * 8, 4 * 4  # ROLLOUT_GROUPS x SAMPLES_PER_GROUP
 REAL_STEPS = 20  # STEPS_PER_ROUND: a round's busy time against its idle time is the real one
-STAGGER_S = 12  # seconds between two configurations' starts when they run at once (run_all)
+# Seconds between two configurations' starts when they run at once (run_all): a rehearsal's first
+# minute (preflight, Ray's head) is its CPU-heaviest. 12 s apart, at a load of 20-30 on 2 cores,
+# Ray's heads of two configurations timed out starting, one twice (the run stopped).
+STAGGER_S = 45
 PLAYED_STEPS = 4  # steps a bench round plays, each standing for REAL_STEPS / PLAYED_STEPS (STRETCHED)
+WAITS = "waits.jsonl"  # in a configuration's temporary directory: its stand-ins' waits (FAKE_WAIT_LOG)
 ANALYST = {"ANALYST_BATCH_SIZE": 8, "ANALYST_MAX_RPM": 30, "ANALYST_MAX_CALLS": 200, "ANALYST_DRAIN_TIMEOUT": 600}
 
 
@@ -167,28 +137,76 @@ def delay_env(scale: float, per: float = 1.0) -> dict[str, str]:
 
 def rehearse(name: str, knobs: dict[str, str], scale: float, steps: int, played: int, tmp: Path) -> Path:
     # A fresh home: the programs' default caches (~/.cache/...) start as cold as the data disk's.
+    # The stand-ins record every wait in modelled seconds (tests/fakes/modelled_wait.py) in tmp.
     (tmp / "home").mkdir()
     return rehearsal_run.rehearse(name, tmp, ROUNDS="2", STEPS_PER_ROUND=str(played), HOME=str(tmp / "home"),
+                                  FAKE_WAIT_LOG=str(tmp / WAITS), FAKE_WAIT_SCALE=f"{scale!r}",
                                   **analyst_env(scale, played),
                                   **delay_env(scale, steps / played), **knobs)
 
 
 def run_all(names: list[str], scale: float, steps: int, played: int, at_once: bool) -> dict[str, Path]:
-    """Each configuration's run directory. At once (the default): every configuration in its own
-    thread, so the bench takes about one configuration's time. Their starts are STAGGER_S apart: a
-    rehearsal's first seconds (preflight, Ray's head, ShopSimulator, the first job's Python and
-    Ray workers) are its CPU-heaviest, and five of them at once on two cores tripled round 0's
-    job-start (30-36 s against 10.6 s alone). The two ends of the comparison (today's order and
-    every cut) start first, alike; a configuration started later meets the others' evaluation
-    and its round 0 job-start grows by up to 6 s (seen: the last one started, 16-17 s)."""
+    """Each configuration's temporary directory (its run under runs/rehearsal, its waits in WAITS).
+    At once (the default): every configuration in its own thread, so the bench takes about one
+    configuration's time; their starts STAGGER_S apart (a rehearsal's first seconds are its
+    CPU-heaviest). Load no longer moves the figures much (modelled seconds), only the bench's time."""
     def one(name: str) -> Path:
         time.sleep(order.index(name) * STAGGER_S if at_once else 0)
-        return rehearse(name, CONFIGS[name], scale, steps, played, Path(tempfile.mkdtemp(prefix="round-gpu-idle-")))
+        for attempt in (1, 2):  # a rehearsal that stopped (Ray's start timing out under load) runs once more
+            tmp = Path(tempfile.mkdtemp(prefix="round-gpu-idle-"))
+            try:
+                rehearse(name, CONFIGS[name], scale, steps, played, tmp)
+                return tmp
+            except SystemExit as failed:
+                if attempt == 2:
+                    raise
+                print(f"  {name}: {str(failed.code).splitlines()[0]}; once more", flush=True)
+        raise AssertionError("unreachable")
     order = names[:1] + names[-1:] + names[1:-1] if len(names) > 2 else names
-    if not at_once:
+    if not at_once or not names:
         return {name: one(name) for name in names}
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         return dict(zip(names, pool.map(one, names), strict=True))
+
+
+def modelled_rounds(tmp: Path) -> tuple[list[gpu_time.RoundTime], list[dict], int]:
+    """The finished rounds of one bench rehearsal in modelled seconds (the report's split of its
+    events on the modelled clock: bench/modelled_time.py), the waits the stand-ins recorded, and
+    how many failed attempts the run healed from (dropped from its timeline: modelled_time.restarts).
+    The analyst's answers count only inside the stages that wait for its drain (compile)."""
+    evs = events.read(tmp / "runs" / "rehearsal")
+    dropped = modelled_time.restarts(evs)
+    evs = modelled_time.without(evs, dropped)
+    drain = {s for s, p in stages.GPU_ROLES.whole.items() if p == "compile-wait"}
+    windows, open_ = [], {}
+    for e in evs:
+        if e.get("stage") in drain and e.get("kind") == "stage-start":
+            open_[e["stage"]] = float(e["t"])
+        elif e.get("stage") in drain and e.get("kind") == "stage-end" and e["stage"] in open_:
+            windows.append((open_.pop(e["stage"]), float(e["t"])))
+    waits = modelled_time.read_waits(tmp / WAITS)
+    to = modelled_time.clock(modelled_time.within(waits, ANALYST_KNOB, windows), origin=float(evs[0]["t"]),
+                             dropped=dropped)
+    rounds = [rt for rt in gpu_time.split(modelled_time.events(evs, to), stages.GPU_ROLES) if rt.finished]
+    return rounds, waits, len(dropped)
+
+
+def jit_paid_once_in_round_0(tmp: Path, rounds: list[gpu_time.RoundTime], waits: list[dict]) -> str | None:
+    """Why cut 5 cannot be read off this run, or None: it changes where the JIT caches live, not
+    which start finds them cold, when every start of the run shares one machine and one home --
+    then round 0's job pays the one cold start either way and every later start is warm."""
+    jit = [w for w in waits if w["knob"] == DELAYS["jit-cold"].knob]
+    evs = events.read(tmp / "runs" / "rehearsal")
+    round1 = min((float(e["t"]) for e in evs if e.get("round") == 1 and e.get("kind") == "stage-start"),
+                 default=None)
+    if len(jit) != 1 or round1 is None or float(jit[0]["start"]) >= round1:
+        return f"{len(jit)} cold JIT wait(s), not one in round 0"
+    return None
+
+
+# Configurations read off another's run rather than rehearsed: name -> (the run, the check that
+# the cut cannot change it there, returning why not or None).
+DERIVED = {"cuts 4+5: and JIT caches on the data disk": ("cut 4: val beside compile", jit_paid_once_in_round_0)}
 
 
 def five_rounds(rounds: list[gpu_time.RoundTime]) -> list[gpu_time.RoundTime]:
@@ -197,14 +215,12 @@ def five_rounds(rounds: list[gpu_time.RoundTime]) -> list[gpu_time.RoundTime]:
     return rounds[:1] + rounds[1:2] * 4 if len(rounds) >= 2 else rounds
 
 
-def show(name: str, rounds: list[gpu_time.RoundTime]) -> None:
-    print(f"{name}:")
+def show(name: str, rounds: list[gpu_time.RoundTime], out) -> None:
+    print(f"{name}:", file=out)
     for rt in rounds:
-        phases = ", ".join(f"{p} {rt.seconds[p]:.1f}" for p in gpu_time.IDLE if rt.seconds[p] >= 0.05)
-        bars = sum(rt.seconds.values())  # what the report's stacked bar adds up to
-        print(f"  round {rt.round}: wall {rt.wall_s:6.1f} s  busy {rt.busy_s:6.1f}  idle {rt.idle_s:6.1f} "
-              f"({100 * rt.idle_frac:4.1f}%)  bars {bars:6.1f} s = wall {100 * (bars / rt.wall_s - 1):+.2f}%  "
-              f"[{phases}]")
+        phases = ", ".join(f"{p} {rt.seconds[p]:.0f}" for p in gpu_time.IDLE if rt.seconds[p] >= 0.5)
+        print(f"  round {rt.round}: wall {rt.wall_s:7.0f} s  busy {rt.busy_s:7.0f}  idle {rt.idle_s:6.0f} "
+              f"({100 * rt.idle_frac:4.1f}%)  [{phases}]", file=out)
 
 
 def main() -> int:
@@ -218,42 +234,62 @@ def main() -> int:
                     help="steps the rehearsal plays per round, each standing for steps/played real ones (STRETCHED)")
     ap.add_argument("--one-at-a-time", action="store_true",
                     help="run the configurations one after the other (each on an otherwise idle machine)")
+    ap.add_argument("--rehearse-all", action="store_true",
+                    help="rehearse the configurations DERIVED reads off another's run, too")
+    ap.add_argument("--reread", action="append", metavar="NAME=DIR", default=[],
+                    help="read a configuration's earlier run (the directory the bench printed) instead of rehearsing it")
+    ap.add_argument("--json", action="store_true",
+                    help='print only {"configs": [{"name", "idle_fraction", "ratio"}, ...]} (a five-round run\'s '
+                         "modelled idle fraction, and its ratio to today's order); the rest goes to stderr")
     args = ap.parse_args()
     if not 1 <= args.played <= args.steps:
         ap.error(f"--played {args.played} must be between 1 and --steps {args.steps}")
+    if not 0 < args.scale <= 1:
+        ap.error(f"--scale {args.scale} must be in (0, 1]: rehearsal seconds per real second")
+    out = sys.stderr if args.json else sys.stdout
     per = args.steps / args.played
     print(f"delays (real s -> rehearsal s at scale {args.scale:g}; {args.played} played steps a round, "
-          f"each for {per:g} real):")
+          f"each for {per:g} real):", file=out)
     waits = delay_env(args.scale, per)
     for name, d in DELAYS.items():
         print(f"  {name:<16}{d.real_s:>7g} -> {float(waits[d.knob]):6.2f}  {d.knob}"
-              + (f" (x{per:g})" if name in STRETCHED and per != 1 else ""))
+              + (f" (x{per:g})" if name in STRETCHED and per != 1 else ""), file=out)
     names = [n for n in CONFIGS if not args.only or n in args.only]
+    derived = {} if args.rehearse_all else {n: DERIVED[n] for n in names if n in DERIVED}
+    rehearsed = [n for n in names if n not in derived]
+    rehearsed += [src for src, _ in derived.values() if src not in rehearsed]
+    began = time.monotonic()
+    given = dict(r.rsplit("=", 1) for r in args.reread if "=" in r)  # a name may hold "=" (SAVE_HF=1)
+    bad = [n for n in given if n not in CONFIGS] + [r for r in args.reread if "=" not in r]
+    if bad:
+        ap.error(f"--reread {bad[0]}: give NAME=DIR with NAME one of {', '.join(CONFIGS)}")
+    with contextlib.redirect_stdout(out):  # rehearsal_run's progress lines too: --json's stdout is the JSON
+        dirs = {n: Path(d) for n, d in given.items()}
+        dirs |= run_all([n for n in CONFIGS if n in rehearsed and n not in given], args.scale, args.steps,
+                        args.played, not args.one_at_a_time)
     results: dict[str, list[gpu_time.RoundTime]] = {}
-    for name, run_dir in run_all(names, args.scale, args.steps, args.played, not args.one_at_a_time).items():
-        evs = events.read(run_dir)
-        results[name] = [rt for rt in gpu_time.split(evs, stages.GPU_ROLES) if rt.finished]
+    for name in names:
+        src, check = derived.get(name, (name, None))
+        rounds, recorded, healed = modelled_rounds(dirs[src])
+        why = check(dirs[src], rounds, recorded) if check else None
+        if why:
+            sys.exit(f"'{name}' cannot be read off the run of '{src}' ({why}): run with --rehearse-all")
+        results[name] = rounds
+        evs = events.read(dirs[src] / "runs" / "rehearsal")
         converted = sum(1 for e in evs if e["kind"] == "convert-start")
-        print(f"  {name}: exports: {converted} by the converter, {len(results[name]) - converted} from --save-hf",
-              flush=True)
-    base = None
+        print(f"  {name}: " + (f"read off the run of '{src}' (cut 5 changes nothing there); " if src != name else "")
+              + f"{len(recorded)} waits recorded; {healed} failed attempt(s) healed from and dropped; exports: {converted} by the converter, "
+              f"{len(rounds) - converted} from --save-hf", file=out, flush=True)
+    print(f"bench: {time.monotonic() - began:.0f} s for {len(dirs)} rehearsal(s)", file=out)
+    rows, base = [], None
     for name, rounds in results.items():
-        show(name, rounds)
-        frac = gpu_time.run_idle_frac(rounds)
+        show(name, rounds, out)
         run5 = gpu_time.run_idle_frac(five_rounds(rounds))
-        idle = sum(rt.idle_s for rt in rounds) / len(rounds)
-        # Between the jobs: every idle phase but job-start, whose time here is mostly Ray's and
-        # Python's start on the CPU (not scaled), and which no cut of this bench changes.
-        between = sum(rt.idle_s - rt.seconds["job-start"] for rt in rounds) / len(rounds)
-        if base is None:
-            base = (frac, idle, between, run5)
-            print(f"  idle fraction {100 * frac:.1f}%; idle {idle:.1f} s per round, {between:.1f} s of it between "
-                  f"the jobs; a five-round run: {100 * run5:.1f}%")
-        else:
-            print(f"  idle fraction {100 * frac:.1f}% = {frac / base[0]:.2f} x today's; idle {idle:.1f} s per round "
-                  f"= {idle / base[1]:.2f} x; between the jobs {between:.1f} s = {between / base[2]:.2f} x today's "
-                  f"(real: {between / args.scale:.0f} s against {base[2] / args.scale:.0f} s); a five-round run: "
-                  f"{100 * run5:.1f}% = {run5 / base[3]:.2f} x today's")
+        base = run5 if base is None else base
+        rows.append({"name": name, "idle_fraction": round(run5, 4), "ratio": round(run5 / base, 3) if base else None})
+        print(f"  a five-round run: idle {100 * run5:.1f}% = {run5 / base:.2f} x today's" if base else "", file=out)
+    if args.json:
+        print(json.dumps({"configs": rows}))
     return 0
 
 

@@ -55,15 +55,16 @@ import os
 import re
 import sys
 import threading
-import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 try:  # imported as tests' `fakes.<name>`, or run as a script from tests/fakes/
     from fakes.httpserve import serve
+    from fakes.modelled_wait import wait
 except ImportError:
     from httpserve import serve
+    from modelled_wait import wait
 
 HERE = Path(__file__).resolve().parent
 FLAGS_FILE = HERE.parents[1] / "env" / "flags" / "sglang_server_flags.txt"
@@ -262,8 +263,7 @@ class Model:
             inputs = inputs if isinstance(body["text"], list) else inputs[0]
         if not isinstance(inputs, list) or not inputs:
             return 400, {"error": {"message": "Either text or input_ids should be provided."}}
-        if self.latency:
-            time.sleep(self.latency)
+        wait("FAKE_SGLANG_LATENCY_MS", self.latency)  # decoding (0: none)
         if isinstance(inputs[0], list):
             outs = [self.generate_one(ids, params, ret_lp) for ids in inputs]
             bad = next((o for o in outs if o[0] != 200), None)
@@ -322,7 +322,7 @@ def _jit_on_a_cold_cache() -> None:
     marker = cache / "fake-sglang-jit"
     if marker.is_file():
         return
-    time.sleep(delay)
+    wait("FAKE_SGLANG_JIT_DELAY", delay)
     cache.mkdir(parents=True, exist_ok=True)
     tmp = cache / f".fake-sglang-jit.{os.getpid()}"
     tmp.write_text("compiled\n")
@@ -334,7 +334,7 @@ def main(argv=None) -> int:
     model = Model(args)
     # Test-only: FAKE_SGLANG_START_DELAY=<s> waits <s> s before the port binds (weights loaded,
     # CUDA graphs captured, kernels JIT-compiled: /health answers only after them in SGLang too).
-    time.sleep(float(os.environ.get("FAKE_SGLANG_START_DELAY", "0") or 0))
+    wait("FAKE_SGLANG_START_DELAY", float(os.environ.get("FAKE_SGLANG_START_DELAY", "0") or 0))
     _jit_on_a_cold_cache()
     return serve(args.host or "127.0.0.1", args.port or 30000, make_handler(model),
                  lambda url: f"fake_sglang: tp={args.tp_size or 1} dp={args.dp_size or 1} serving on {url}")

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import select
 import signal
 import socket
 import sys
@@ -36,6 +37,11 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+try:  # imported as tests' `fakes.<name>`, or run as a script from tests/fakes/
+    from fakes.modelled_wait import wait
+except ImportError:
+    from modelled_wait import wait
 
 RECORD_ID = re.compile(r"\br[0-9]+-s[0-9]+-g[0-9]+-i[0-9]+\b")
 KINDS = ("search", "navigation", "inspection", "options", "price", "purchase", "other")
@@ -197,10 +203,22 @@ class FakeOpenAI:
             with self._lock:
                 self.in_flight -= 1
 
+    def _until_hung_up(self, h: BaseHTTPRequestHandler):
+        """A slow answer's sleep, cut short (True) when the server stops or the client hangs up --
+        the analyst's drain abandons its request at its deadline and exits -- so the wait a bench
+        records (modelled_wait) is what the requester waited, not the rest of a dead request."""
+        def sleep(seconds: float) -> bool:
+            end = time.monotonic() + seconds
+            while (left := end - time.monotonic()) > 0:
+                if self._stopping.wait(min(0.02, left)) or _hung_up(h.connection):
+                    return True
+            return False
+        return sleep
+
     def _behave(self, h, b: Behaviour, body: dict) -> None:
         p = b.params
         if b.kind == "slow":
-            self._stopping.wait(p["seconds"])
+            wait("FAKE_ANALYST_DELAY_S", p["seconds"], self._until_hung_up(h))  # a slow model's answer
             return self._behave(h, p["then"], body)
         if b.kind == "held":
             while not p["gate"].exists() and not self._stopping.wait(0.05):
@@ -281,6 +299,14 @@ def main() -> None:
         if watched and _started(args.exit_with) != watched:
             break
     srv.stop()
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """The client closed its end: readable with nothing to read (its request was read whole)."""
+    try:
+        return bool(select.select([conn], [], [], 0)[0]) and conn.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 def _started(pid: int) -> str | None:

@@ -78,7 +78,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FAKES = HERE.parent
-sys.path.insert(0, str(FAKES))  # megatron_layout
+sys.path.insert(0, str(FAKES))  # megatron_layout, modelled_wait
 sys.path.insert(0, str(HERE))  # the slime stand-in package
 FLAGS_FILE = FAKES.parents[1] / "env" / "flags" / "slime_train_flags.txt"
 
@@ -584,13 +584,10 @@ def maybe_hold(rollout_id: int) -> None:
         time.sleep(0.05)
 
 
-def _seconds(name: str) -> float:
-    return float(os.environ.get(name, "0") or 0)
-
-
 def main(argv: list[str]) -> int:
     import ray
     from megatron_layout import write_checkpoint, write_hf_export
+    from modelled_wait import wait, wait_knob
 
     args = parse(argv)
     args.fake_ordered = os.environ.get("FAKE_SLIME_ORDERED") == "1"  # see slime/rollout/sglang_rollout.py
@@ -599,7 +596,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: (stop_engines(), os._exit(143)))
     start = load_start(args)
     pg = place(args)
-    time.sleep(_seconds("FAKE_SLIME_START_DELAY"))
+    wait_knob("FAKE_SLIME_START_DELAY")
     ranks = []  # across nodes: the training ranks, held to the job's end
     if args.actor_num_nodes > 1:
         ranks = place_ranks(args, pg)  # the engines start inside the RolloutManager, on its node
@@ -637,8 +634,7 @@ def main(argv: list[str]) -> int:
                     run.log({"train/step": rollout_id * updates + k, "train/loss": 1.0 / (2 + rollout_id + k),
                              "train/grad_norm": 0.5 + 0.01 * k})
             log(f"rollout {rollout_id}: {len(samples)} samples, mean reward {sum(rewards) / len(rewards):.3f}")
-            if delay:
-                time.sleep(delay)  # the step's training
+            wait("FAKE_SLIME_STEP_DELAY", delay)  # the step's training
             # The main rank's line once the rollout's training is over (actor.py:564), which Ray
             # forwards from the Megatron actor: this stand-in trains in the driver, so it writes
             # the forwarded form itself.
@@ -651,10 +647,10 @@ def main(argv: list[str]) -> int:
                 # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
                 # data source's state (RolloutManager.save). FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id>
                 # (test-only) dies in between, as a stop at that moment would.
-                time.sleep(_seconds("FAKE_SLIME_SAVE_DELAY"))  # the save's writes, before its tracker
+                wait_knob("FAKE_SLIME_SAVE_DELAY")  # the save's writes, before its tracker
                 write_checkpoint(Path(args.save), rollout_id, optim=not args.no_save_optim, state=False)
                 if args.save_hf:
-                    time.sleep(_seconds("FAKE_SLIME_SAVE_HF_DELAY"))  # the GPUs' HF write
+                    wait_knob("FAKE_SLIME_SAVE_HF_DELAY")  # the GPUs' HF write
                     write_hf_export(Path(args.save_hf.format(rollout_id=rollout_id)), Path(args.hf_checkpoint),
                                     rollout_id)
                 if os.environ.get("FAKE_SLIME_KILL_BEFORE_DATA_STATE") == str(rollout_id):
@@ -670,7 +666,7 @@ def main(argv: list[str]) -> int:
         stop_engines()
         if run is not None:
             run.finish()
-    time.sleep(_seconds("FAKE_SLIME_EXIT_DELAY"))
+    wait_knob("FAKE_SLIME_EXIT_DELAY")
     log(f"done: rollouts {start}..{args.num_rollout - 1}")
     return 0
 

@@ -21,11 +21,11 @@ import argparse
 import os
 import re
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/fakes: megatron_layout
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/fakes: megatron_layout, modelled_wait
 from megatron_layout import write_hf_export  # noqa: E402
+from modelled_wait import wait  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     if delay:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_bytes((Path(args.origin_hf_dir) / "config.json").read_bytes())
-        time.sleep(delay)
+        wait("FAKE_CONVERT_DELAY", delay)
     write_hf_export(out, Path(args.origin_hf_dir), iteration, add_missing=args.add_missing_from_origin_hf,
                     language=os.environ.get("FAKE_CONVERT_NO_LANGUAGE") != "1", report=lambda line: print(line, flush=True))
     print(f"fake converter: wrote {out}", flush=True)

@@ -1,0 +1,125 @@
+"""A rehearsal's timeline in modelled seconds: each stand-in's wait (tests/fakes/modelled_wait.py's
+records) counts the real seconds it models, the rest -- the toolkit's own time, Ray's and
+Python's starts on this CPU -- counts as it was, unscaled. A bench that multiplied the whole wall
+time back by its scale multiplied this CPU's time too, and its verdict moved with the machine's
+load; read this way, load moves only the unscaled part, by what it really costs.
+
+The clock is piecewise linear: an instant covered by at least one wait runs at that wait's
+modelled/waited rate (the largest where several overlap: the stand-ins share one scale, so they
+agree up to a sleep's overrun), every other instant at 1. Overlapping waits (an analyst answer
+during a training step, a server's many /generate calls) are so stretched once, not added.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+
+def read_waits(path: Path) -> list[dict]:
+    """The wait records of one run (FAKE_WAIT_LOG); none when no stand-in waited."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def clock(waits: list[dict], origin: float, dropped: tuple[tuple[float, float], ...] = ()) -> Callable[[float], float]:
+    """A function from a wall time (time.time()) to modelled seconds since `origin`; the `dropped`
+    wall intervals (a failed attempt, restarts.dropped) last nothing."""
+    edges = []  # (time, 0 = a wait ends / 1 = starts, its rate, its index): ends first at a tie
+    for a, b in dropped:  # index -1: a dropped interval (rate 0 while one is open)
+        if b > a:
+            edges += [(a, 1, 0.0, -1), (b, 0, 0.0, -1)]
+    for i, w in enumerate(waits):
+        s, e = float(w["start"]), float(w["end"])
+        if e > s:
+            rate = float(w["modelled_s"]) / (e - s)
+            edges += [(s, 1, rate, i), (e, 0, rate, i)]
+    edges.sort()
+    cuts = [min([origin, *(t for t, *_ in edges[:1])])]
+    rates: list[float] = []  # rates[i]: over [cuts[i], cuts[i + 1]); 1 after the last
+    live: list[tuple[float, int]] = []  # a max-heap of (-rate, index) of the waits running
+    gone: set[int] = set()
+    dropping = 0
+    for t, starts, rate, i in edges:
+        while live and live[0][1] in gone:
+            heapq.heappop(live)
+        now = 0.0 if dropping else -live[0][0] if live else 1.0
+        if t > cuts[-1]:
+            rates.append(now)
+            cuts.append(t)
+        if i < 0:
+            dropping += 1 if starts else -1
+        elif starts:
+            heapq.heappush(live, (-rate, i))
+        else:
+            gone.add(i)
+    at = [0.0]  # modelled seconds since cuts[0] at each cut
+    for (a, b), r in zip(zip(cuts, cuts[1:], strict=False), rates, strict=False):
+        at.append(at[-1] + (b - a) * r)
+
+    def raw(t: float) -> float:
+        i = bisect.bisect_right(cuts, t) - 1
+        if i < 0:  # before every cut: as it was
+            return t - cuts[0]
+        return at[i] + (t - cuts[i]) * (rates[i] if i < len(rates) else 1.0)
+    base = raw(origin)
+    return lambda t: raw(t) - base
+
+
+def events(evs: list[dict], to: Callable[[float], float]) -> list[dict]:
+    """The run's events with their times (t, and since where noticed after the fact) on the modelled
+    clock, and their `seconds` (a duration that ends at t: an evaluation's episodes, a stage's run)
+    as the modelled seconds of that interval."""
+    out = []
+    for e in evs:
+        e = dict(e)
+        if isinstance(e.get("seconds"), (int, float)) and isinstance(e.get("t"), (int, float)):
+            e["seconds"] = to(float(e["t"])) - to(float(e["t"]) - float(e["seconds"]))
+        for key in ("t", "since"):
+            if isinstance(e.get(key), (int, float)):
+                e[key] = to(float(e[key]))
+        out.append(e)
+    return out
+
+
+def within(waits: list[dict], knob: str, windows: list[tuple[float, float]]) -> list[dict]:
+    """The waits, with those of `knob` cut to the parts inside `windows` (each part keeping its
+    share of the modelled seconds): a wait that keeps the GPUs waiting only there. The analyst's
+    answers hold the round only inside compile's wait for its drain; beside training they
+    overlap the steps and their gaps (this CPU playing the rollouts), which they must not stretch."""
+    out = []
+    for w in waits:
+        if w["knob"] != knob:
+            out.append(w)
+            continue
+        s, e = float(w["start"]), float(w["end"])
+        for a, b in windows:
+            lo, hi = max(s, a), min(e, b)
+            if hi > lo:
+                out.append({**w, "start": lo, "end": hi, "modelled_s": float(w["modelled_s"]) * (hi - lo) / (e - s)})
+    return out
+
+
+def restarts(evs: list[dict]) -> tuple[tuple[float, float], ...]:
+    """The failed attempts a run healed itself from: from the failed stage's start to the next
+    stage-start after its run-restart. A restart is this machine failing (Ray's start timing out
+    on an overloaded CPU), not the configuration under test: the bench drops these intervals."""
+    out = []
+    for i, e in enumerate(evs):
+        if e.get("kind") != "run-restart":
+            continue
+        began = [float(x["t"]) for x in evs[:i] if x.get("kind") == "stage-start"
+                 and x.get("stage") == e.get("stage") and x.get("round") == e.get("round")]
+        again = [float(x["t"]) for x in evs[i + 1:] if x.get("kind") == "stage-start"]
+        if began and again:
+            out.append((began[-1], again[0]))
+    return tuple(out)
+
+
+def without(evs: list[dict], dropped: tuple[tuple[float, float], ...]) -> list[dict]:
+    """The events outside the dropped intervals."""
+    return [e for e in evs if not any(a <= float(e["t"]) < b for a, b in dropped)]
