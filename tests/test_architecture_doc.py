@@ -130,7 +130,7 @@ def test_the_default_named_as_the_default_is_the_default():
 
 def test_the_round_gpu_idle_bench_runs_as_many_configurations_as_said():
     words = {"four": 4, "five": 5, "six": 6, "seven": 7}
-    count = words[said(r"the (\w+) configurations at once").group(1)]
+    count = words[said(r"in the (\w+) configurations: today's order").group(1)]
     tree = ast.parse((ROOT / "bench" / "round_gpu_idle.py").read_text(encoding="utf-8"))
     configs = next(n.value for n in tree.body if isinstance(n, ast.Assign)
                    and any(isinstance(t, ast.Name) and t.id == "CONFIGS" for t in n.targets))
