@@ -121,6 +121,10 @@ test: setup
 test-fast: setup
 	@bin/test-fast
 
+.PHONY: test-slime
+test-slime: setup
+	@bin/test-slime
+
 .PHONY: config
 config: | $(VENV)
 	@bin/config

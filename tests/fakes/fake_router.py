@@ -40,14 +40,15 @@ import json
 import os
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler
 
 try:  # imported as tests' `fakes.<name>`, or run as a script from tests/fakes/
+    from fakes import sglang_control
     from fakes.httpserve import serve
 except ImportError:
+    import sglang_control
     from httpserve import serve
 
 
@@ -71,21 +72,16 @@ class Router:
         h = hashlib.sha256(f"{self.seed}:{json.dumps(input_ids)}".encode()).digest()
         return int.from_bytes(h[:8], "big") / 2 ** 64 < self.slow_share
 
-    def loads(self) -> dict:
+    def loads(self, query: str) -> tuple[int, bytes]:
         with self.cond:
             running = self.inflight
-        return {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()), "version": "0.5.15.post1",
-                "loads": [{"dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": 0,
-                           "num_used_tokens": 0, "num_total_tokens": 0, "token_usage": 0.0}]}
+        return sglang_control.loads(query, running)
 
     def flush_cache(self) -> tuple[int, bytes]:
         with self.cond:
             busy = self.inflight
             self.counts["flushes"] += 1
-        if busy:
-            return 400, (f"Cache not flushed because there are pending requests. #queue-req: 0, "
-                         f"#running-req: {busy}").encode()
-        return 200, b"Cache flushed.\n"
+        return sglang_control.flush_cache(busy)
 
     def release_memory(self) -> tuple[int, bytes]:
         """SGLang asserts the scheduler is idle; when it is not, the scheduler process dies and
@@ -194,7 +190,7 @@ def make_handler(router: Router):
             if self.path == "/workers":
                 return self._send(200, json.dumps({"workers": [{"url": router.url}]}).encode())
             if self.path.startswith("/v1/loads"):
-                return self._send(200, json.dumps(router.loads()).encode())
+                return self._send(*router.loads(self.path.partition("?")[2]))
             if self.path == "/flush_cache":
                 return self._send(*router.flush_cache())
             if self.path == "/debug/counts":

@@ -14,7 +14,11 @@ when it exists: the policy is the fake model's "weights", so an HF export carrie
 before the port binds: a slow start, for bench/round_gpu_idle.py) and $FAKE_SGLANG_JIT_DELAY (seconds
 more on a cold FlashInfer JIT cache: _jit_on_a_cold_cache).
 
-Endpoints: GET /health (200), GET /health_generate, GET /model_info, POST /generate with SGLang's
+Endpoints: GET /health (200), GET /health_generate, GET /model_info; slime's control calls in SGLang's
+shapes and status codes (sglang_control.py): GET /server_info and /get_server_info (ServerArgs' fields
+slime reads: tp/pp/dp/ep_size, disaggregation_mode, enable_memory_saver, ...), POST /abort_request
+{"abort_all": true} (a request waiting out --latency-ms answers finish_reason abort), GET /v1/loads,
+GET|POST /flush_cache (400 while a request is in flight); POST /generate with SGLang's
 answer shape (text -- ending in the EOS text only with sampling_params skip_special_tokens=False and
 no_stop_trim=True, as slime sends them --, output_ids, meta_info: id, finish_reason, prompt_tokens, completion_tokens,
 cached_tokens, output_token_logprobs as [logprob, token_id, null]); HTTP 400 {"error": {"message"}}
@@ -58,11 +62,14 @@ import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from urllib.parse import urlsplit
 
 try:  # imported as tests' `fakes.<name>`, or run as a script from tests/fakes/
+    from fakes import sglang_control
     from fakes.httpserve import serve
     from fakes.modelled_wait import wait
 except ImportError:
+    import sglang_control
     from httpserve import serve
     from modelled_wait import wait
 
@@ -70,7 +77,10 @@ HERE = Path(__file__).resolve().parent
 FLAGS_FILE = HERE.parents[1] / "env" / "flags" / "sglang_server_flags.txt"
 TYPED = {("--model-path", "--model"): str, ("--tp-size", "--tensor-parallel-size"): int,
          ("--dp-size", "--data-parallel-size"): int, ("--port",): int, ("--host",): str,
-         ("--context-length",): int, ("--random-seed",): int}
+         ("--context-length",): int, ("--random-seed",): int,
+         # read back by slime from /server_info (external.py:103-106, sglang_engine.py:157-169)
+         ("--pp-size", "--pipeline-parallel-size"): int, ("--ep-size", "--expert-parallel-size", "--ep"): int,
+         ("--disaggregation-mode",): str, ("--disaggregation-bootstrap-port",): int}
 DEFAULT_MARKER = r"\[S-([A-Za-z0-9_.:-]+)\]"
 DRAW = re.compile(r"草稿 #([a-z0-9]+)")  # the episode's draw, named in its first response
 OPEN_THINK = "<think>\n"  # Qwen3.5's generation prompt ends with it: the model reasons first
@@ -212,6 +222,44 @@ class Model:
         spec = json.loads(policy_file.read_text(encoding="utf-8")) if policy_file else {}
         self.policy = Policy(spec, args.random_seed or 0, args.fake_sampling)
         self.model_path = args.model_path
+        self.args = args
+        self.cond = threading.Condition()
+        self.inflight = 0
+        self.aborts = 0  # bumped by every /abort_request: a request waiting out its latency ends
+
+    def server_info(self) -> dict:
+        """GET /server_info: ServerArgs as a dict plus scheduler info, internal_states, version
+        (SGLang http_server.py:705-727): the fields slime reads, typed and defaulted as in
+        server_args.py (tests/support/sglang_shapes.py); no num_gpus, as SGLang has none."""
+        a = self.args
+        return {"model_path": a.model_path, "tokenizer_path": a.model_path, "host": a.host or "127.0.0.1",
+                "port": a.port, "context_length": a.context_length, "random_seed": a.random_seed,
+                "tp_size": a.tp_size or 1, "pp_size": a.pp_size or 1, "dp_size": a.dp_size or 1,
+                "ep_size": a.ep_size or 1, "disaggregation_mode": a.disaggregation_mode or "null",
+                "disaggregation_bootstrap_port": a.disaggregation_bootstrap_port or 8998,
+                "encoder_only": bool(a.x_encoder_only), "enable_memory_saver": bool(a.x_enable_memory_saver),
+                "skip_server_warmup": bool(a.x_skip_server_warmup), "enable_metrics": bool(a.x_enable_metrics),
+                "dtype": a.x_dtype or "auto",
+                "internal_states": [{} for _ in range(a.dp_size or 1)], "version": sglang_control.SGLANG_VERSION,
+                "kv_events": None}
+
+    def abort_all(self) -> None:
+        with self.cond:
+            self.aborts += 1
+            self.cond.notify_all()
+
+    def _wait_latency(self) -> bool:
+        """Wait out --latency-ms; False when an /abort_request came meanwhile."""
+        with self.cond:
+            seen = self.aborts
+
+        def until_aborted(seconds: float) -> bool:  # True: cut short (modelled_wait records what was waited)
+            with self.cond:
+                return self.cond.wait_for(lambda: self.aborts != seen, timeout=seconds)
+
+        wait("FAKE_SGLANG_LATENCY_MS", self.latency, sleep=until_aborted)  # decoding (0: none)
+        with self.cond:
+            return self.aborts == seen
 
     def generate_one(self, input_ids: list[int], params: dict, return_logprob: bool) -> tuple[int, dict]:
         max_new = int(params.get("max_new_tokens", 128))
@@ -263,7 +311,29 @@ class Model:
             inputs = inputs if isinstance(body["text"], list) else inputs[0]
         if not isinstance(inputs, list) or not inputs:
             return 400, {"error": {"message": "Either text or input_ids should be provided."}}
-        wait("FAKE_SGLANG_LATENCY_MS", self.latency)  # decoding (0: none)
+        with self.cond:
+            self.inflight += 1
+        try:
+            if self.latency and not self._wait_latency():
+                return 200, self._aborted(inputs, ret_lp)
+            return self._generate(inputs, params, ret_lp)
+        finally:
+            with self.cond:
+                self.inflight -= 1
+
+    @staticmethod
+    def _aborted(inputs: list, ret_lp: bool) -> object:
+        """SGLang's answer to a request aborted before it produced a token."""
+        def one(ids):
+            meta = {"id": hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:32],
+                    "finish_reason": {"type": "abort", "message": "Abort before prefill"},
+                    "prompt_tokens": len(ids), "completion_tokens": 0, "cached_tokens": 0}
+            if ret_lp:
+                meta["output_token_logprobs"] = []
+            return {"text": "", "output_ids": [], "meta_info": meta}
+        return [one(ids) for ids in inputs] if isinstance(inputs[0], list) else one(inputs)
+
+    def _generate(self, inputs: list, params: dict, ret_lp: bool) -> tuple[int, object]:
         if isinstance(inputs[0], list):
             outs = [self.generate_one(ids, params, ret_lp) for ids in inputs]
             bad = next((o for o in outs if o[0] != 200), None)
@@ -283,8 +353,30 @@ def make_handler(model: Model):
             self.end_headers()
             self.wfile.write(body)
 
+        def _text(self, code: int, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _flush(self) -> None:
+            with model.cond:
+                running = model.inflight
+            self._text(*sglang_control.flush_cache(running))
+
         def do_GET(self):  # noqa: N802
-            if self.path in ("/health", "/health_generate"):
+            url = urlsplit(self.path)
+            if url.path in ("/server_info", "/get_server_info"):
+                self._json(200, model.server_info())
+            elif url.path == "/v1/loads":
+                with model.cond:
+                    running = model.inflight
+                code, body = sglang_control.loads(url.query, running)
+                self._json(code, json.loads(body))
+            elif url.path == "/flush_cache":
+                self._flush()
+            elif self.path in ("/health", "/health_generate"):
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -296,6 +388,14 @@ def make_handler(model: Model):
 
         def do_POST(self):  # noqa: N802
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if urlsplit(self.path).path == "/flush_cache":
+                return self._flush()
+            if self.path == "/abort_request":
+                if not sglang_control.abort_body_ok(raw):
+                    return self._json(422, json.loads(sglang_control.UNPROCESSABLE))
+                if json.loads(raw).get("abort_all"):  # by rid: the stand-in keeps no rids, nothing to end
+                    model.abort_all()
+                return self._text(200, b"")
             if self.path != "/generate":
                 return self._json(404, {"detail": "Not Found"})
             try:
