@@ -11,17 +11,17 @@ import pytest
 
 from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import cluster, slime_args
+from pyhelpers.launch import cluster, join_checks, slime_args
 from pyhelpers.procs import netns, procfs
 
 
 def test_versions_that_differ_are_named_with_both_values():
     head = {"toolkit": "abc", "python": "3.12.8", "ray": "2.60.0", "slime": None, "sglang": "0.5.15.post1",
             "megatron-core": "0.16.0rc0"}
-    assert cluster.differences(head, dict(head)) == []
+    assert join_checks.differences(head, dict(head)) == []
     worker = {**head, "ray": "2.59.0", "toolkit": "def+modified"}
-    assert cluster.differences(head, worker) == ["toolkit: head abc, this worker def+modified",
-                                                 "ray: head 2.60.0, this worker 2.59.0"]
+    assert join_checks.differences(head, worker) == ["toolkit: head abc, this worker def+modified",
+                                                     "ray: head 2.60.0, this worker 2.59.0"]
 
 
 def test_a_refused_token_is_told_from_an_unreachable_head():

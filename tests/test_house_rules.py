@@ -14,7 +14,6 @@ MAX_LINES = 400
 # Modules allowed past MAX_LINES, each with why.
 LONG_MODULES = {
     "pyhelpers/config/knobs.py": "generated from env/defaults.env (make readme-knobs): one block per knob",
-    "pyhelpers/launch/cluster.py": "being split on its own branch (issue 43); remove this line when it lands",
 }
 
 
@@ -35,8 +34,6 @@ def test_no_module_is_longer_than_the_house_allows():
 MULTINODE_ASKED_INLINE = {
     "pyhelpers/config/load.py": "where the answer is defined",
     "pyhelpers/config/check.py": "validates NNODES itself, from the raw values, before a Config's typed read is safe",
-    "pyhelpers/launch/cluster.py": "being split on its own branch (issue 43): its `cfg.NNODES < 2` is to become "
-                                   "`not cfg.multinode`; remove this line when it lands",
 }
 
 

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import cluster, node_agent, node_storage
+from pyhelpers.launch import cluster, join_checks, node_agent, node_storage
 
 HEAD, WORKER, OTHER = "198.51.100.1", "198.51.100.2", "198.51.100.3"
 VERSIONS = {"python": "3.12.8", "ray": "2.60.0", "slime": None, "sglang": "0.5.15.post1", "megatron-core": "0.16.0rc0"}
@@ -124,7 +124,7 @@ def test_a_worker_that_shares_the_heads_storage_passes_the_join_checks(head_and_
     w = head_and_worker()
     _publish(w)
     said: list[str] = []
-    cluster.join_checks(w.wcfg, w.wlay, said.append)
+    join_checks.join_checks(w.wcfg, w.wlay, said.append)
     assert any(line.startswith("versions match the head") for line in said), said
     assert any("shared storage" in line and "TRAIN_SAVE" in line for line in said), said
 
@@ -133,7 +133,7 @@ def test_a_worker_whose_train_save_is_another_directory_is_refused_at_join(head_
     w = head_and_worker(TRAIN_SAVE=str(tmp_path / "elsewhere"))
     _publish(w)
     with pytest.raises(ToolkitError) as err:
-        cluster.join_checks(w.wcfg, w.wlay, lambda line: None)
+        join_checks.join_checks(w.wcfg, w.wlay, lambda line: None)
     assert "TRAIN_SAVE" in err.value.what and str(w.hcfg.save_dir) in err.value.what, err.value.what
     assert str(w.wcfg.save_dir) in err.value.what and "make join" in err.value.fix, err.value
 
@@ -146,7 +146,7 @@ def test_a_worker_that_reads_other_bytes_at_train_saves_path_is_refused_at_join(
     nonce = w.hcfg.save_dir / node_storage.NONCE_NAME
     nonce.write_text("what a local disk holds")  # as this worker sees it; the head's KV holds the real one
     with pytest.raises(ToolkitError) as err:
-        cluster.join_checks(w.wcfg, w.wlay, lambda line: None)
+        join_checks.join_checks(w.wcfg, w.wlay, lambda line: None)
     assert f"this worker does not share TRAIN_SAVE: it reads {nonce} as what a loca" in err.value.what, err.value.what
     assert "mount the head's TRAIN_SAVE" in err.value.fix, err.value.fix
 
@@ -155,7 +155,7 @@ def test_a_node_beyond_nnodes_is_refused_at_join_with_one_line(head_and_worker):
     w = head_and_worker(workers=[OTHER])
     _publish(w)
     with pytest.raises(ToolkitError) as err:
-        cluster.join_checks(w.wcfg, w.wlay, lambda line: None)
+        join_checks.join_checks(w.wcfg, w.wlay, lambda line: None)
     text = f"{err.value.what} {err.value.fix}"
     assert "\n" not in text
     assert f"already has its 1 worker(s) ({OTHER})" in err.value.what and "NNODES=2" in err.value.what, text
@@ -165,7 +165,7 @@ def test_the_workers_own_earlier_ray_node_does_not_count_against_it(head_and_wor
     """Its raylet killed, Ray may still list the lost node for a while: the rejoin is not one too many."""
     w = head_and_worker(workers=[WORKER])
     _publish(w)
-    cluster.join_checks(w.wcfg, w.wlay, lambda line: None)
+    join_checks.join_checks(w.wcfg, w.wlay, lambda line: None)
 
 
 def test_a_node_found_wrong_at_a_later_round_is_removed_and_the_run_goes_on(head_and_worker):
@@ -212,7 +212,7 @@ def test_a_wrong_node_that_does_not_leave_is_named_with_the_command_that_stops_i
 def _no_waiting(monkeypatch):
     def sleep(s):
         raise AssertionError(f"make join waited ({s} s) instead of refusing at once")
-    monkeypatch.setattr(cluster, "time", SimpleNamespace(monotonic=time.monotonic, time=time.time, sleep=sleep))
+    monkeypatch.setattr(join_checks, "time", SimpleNamespace(monotonic=time.monotonic, time=time.time, sleep=sleep))
 
 
 def test_a_named_token_file_that_is_missing_is_refused_at_once(head_and_worker, tmp_path, monkeypatch):
@@ -220,7 +220,7 @@ def test_a_named_token_file_that_is_missing_is_refused_at_once(head_and_worker, 
     w = head_and_worker(RAY_TOKEN_FILE=str(missing))
     _no_waiting(monkeypatch)
     with pytest.raises(ToolkitError) as err:
-        cluster.join_checks(w.wcfg, w.wlay, lambda line: None)
+        join_checks.join_checks(w.wcfg, w.wlay, lambda line: None)
     assert err.value.what.startswith(f"no Ray token at {missing}"), err.value.what
     assert "RAY_TOKEN_FILE" in err.value.fix and "auth-token" in err.value.fix, err.value.fix
 
@@ -236,7 +236,7 @@ def test_no_token_while_the_heads_ray_answers_is_refused_at_once(head_and_worker
         tok.unlink()
         _no_waiting(monkeypatch)
         with pytest.raises(ToolkitError) as err:
-            cluster.join_checks(w.wcfg, w.wlay, lambda line: None)
+            join_checks.join_checks(w.wcfg, w.wlay, lambda line: None)
     assert err.value.what.startswith(f"no Ray token at {tok}"), err.value.what
     assert "answers" in err.value.what and "RAY_TOKEN_FILE" in err.value.fix, err.value
 
@@ -250,7 +250,7 @@ def test_no_token_and_no_head_names_the_token_first_after_join_timeout(head_and_
         tok = cluster.token_path(w.wcfg, w.wlay)
         tok.unlink()
         with pytest.raises(ToolkitError) as err:
-            cluster._head_versions(w.wcfg, w.wlay, lambda line: None, poll=0.1)
+            join_checks._head_versions(w.wcfg, w.wlay, lambda line: None, poll=0.1)
     assert err.value.what.startswith(f"no Ray token at {tok} after JOIN_TIMEOUT=0.5 s"), err.value.what
     assert "no head of this run answered" in err.value.what, err.value.what
 

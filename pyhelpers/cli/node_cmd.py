@@ -15,7 +15,7 @@ from pyhelpers.config import ray_ports
 from pyhelpers.doctor.base import FAIL, SKIP, Context
 from pyhelpers.doctor.gpus import check_gpus
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import cluster, twonode
+from pyhelpers.launch import cluster, join_checks, twonode
 from pyhelpers.procs import family, groups, netns, ready
 
 SERVICE = cluster.WORKER_SERVICE
@@ -45,7 +45,7 @@ def node_join():
     cfg, lay = ctx()
     pids, logs = _dirs(cfg, lay)
     groups.refuse_running(SERVICE, pids, stop_with=LEAVE)  # before the head is asked anything
-    cluster.join_checks(cfg, lay, echo_err)
+    join_checks.join_checks(cfg, lay, echo_err)
     _gpus(cfg)
     addr, base = cfg.NODE_ADDR, cfg.RAY_PORT
     ports = [(addr, base + off) for _, _, off in ray_ports.WORKER_BASED]

@@ -9,8 +9,10 @@ Head (`make train`, NNODES > 1), after the ray-head service answers:
   wait_for_workers()   up to JOIN_TIMEOUT for NNODES-1 workers of NUM_GPUS GPUs, printing who joined
   check_storage()      the record read back by a task pinned to each worker (NodeAffinitySchedulingStrategy);
                        a node found wrong is removed (remove_node), not the run
-Worker (`make join`): join_checks() (token, head's versions, room in the cluster, storage), then the
-ray-worker service (node_agent.py), supervised like every service under runs/<RUN>/nodes/<NODE_ADDR>/.
+Worker (`make join`): the checks of join_checks.py (token, head's versions, room in the cluster,
+storage), then the ray-worker service (node_agent.py), supervised like every service under
+runs/<RUN>/nodes/<NODE_ADDR>/.
+Both sides: the nodes' records in the shared run dir, their heartbeats and `make status`'s lines for them.
 """
 
 from __future__ import annotations
@@ -30,16 +32,13 @@ from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import node_env, node_storage, ray_auth, slime_args
 from pyhelpers.launch.node_probe import MARKER
-from pyhelpers.procs import procfs, ready
+from pyhelpers.procs import procfs
 from pyhelpers.run import events, layout
 from pyhelpers.run.layout import RunLayout
 
 PROBE = Path(__file__).with_name("node_probe.py")
 VERSIONS_KEY = "versions"
 COMPARED = ("toolkit", "python", "ray", "slime", "sglang", "megatron-core")
-# NFS caches a file's absence for up to acdirmax (60 s by default): a worker that looked for the token
-# before the head wrote it may not see it for that long after the head's Ray came up
-TOKEN_LAG_S = 60.0
 
 
 def gcs_address(cfg, head: bool = True) -> str:
@@ -77,7 +76,7 @@ def probe(cfg, lay: RunLayout, *args: str, stdin: str = "", timeout: float = 180
                            "check the slime env (make doctor)")
     out = json.loads(line[len(MARKER):])
     if "error" in out:
-        raise ToolkitError(f"Ray refused `{args[0]}`: {out['error'][:300]}", where, _refusal_fix(out["error"]))
+        raise ToolkitError(f"Ray refused `{args[0]}`: {out['error'][:300]}", where, refusal_fix(out["error"]))
     return out
 
 
@@ -87,7 +86,8 @@ def is_auth_refusal(text: str) -> bool:
     return "unauthenticated" in low or "invalidauthtoken" in low or "authentication token" in low
 
 
-def _refusal_fix(error: str) -> str:
+def refusal_fix(error: str) -> str:
+    """The fix for a Ray refusal (probe's, and join_checks.py's own reading of one)."""
     if is_auth_refusal(error):
         return ("this node lacks the run's Ray token: the head's runs/<RUN>/ray/auth-token must reach it by "
                 "path (the shared run dir, or a copy named by RAY_TOKEN_FILE, mode 0600)")
@@ -107,12 +107,6 @@ def local_versions(cfg, lay: RunLayout) -> dict:
     return {"toolkit": toolkit_commit(cfg.root), **probe(cfg, lay, "versions")}
 
 
-def differences(head: dict, mine: dict) -> list[str]:
-    """'NAME: head X, this worker Y' for each compared version that differs."""
-    return [f"{name}: head {head.get(name) or 'missing'}, this worker {mine.get(name) or 'missing'}"
-            for name in COMPARED if head.get(name) != mine.get(name)]
-
-
 def publish_storage(cfg, lay: RunLayout) -> dict:
     """Fresh nonces and the inputs' hashes (node_storage.record), stored in the head's GCS for workers."""
     rec = node_storage.record(cfg, lay)
@@ -127,120 +121,6 @@ def publish(cfg, lay: RunLayout) -> tuple[dict, dict]:
     mine = local_versions(cfg, lay)
     probe(cfg, lay, "kv-put", gcs_address(cfg), VERSIONS_KEY, stdin=json.dumps(mine, sort_keys=True))
     return mine, rec
-
-
-def join_checks(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
-    """A worker's checks before it enters the cluster: settings, the token file, the head's versions
-    (read from the head's GCS: a wrong token is refused there, by Ray), room for one more worker,
-    the head's storage seen here (node_storage.problems_here)."""
-    if cfg.NNODES < 2:
-        raise ToolkitError(f"NNODES={cfg.NNODES}: a one-node run has no workers", "NNODES",
-                           "set NNODES to the number of machines (the head's value) in this worker's .env")
-    if not cfg.HEAD_ADDR:
-        raise ToolkitError("make join needs HEAD_ADDR, the head's NODE_ADDR", "HEAD_ADDR",
-                           "set HEAD_ADDR in .env, or `make join HEAD_ADDR=…`")
-    if cfg.HEAD_ADDR == cfg.NODE_ADDR:
-        raise ToolkitError(f"HEAD_ADDR={cfg.HEAD_ADDR} is this machine's NODE_ADDR", "HEAD_ADDR",
-                           "run `make join` on a worker; the head runs `make train`")
-    raw = _head_versions(cfg, lay, echo)
-    # one start of the slime env's interpreter for the rest (a loaded node takes seconds for each)
-    view = probe(cfg, lay, "joining", gcs_address(cfg, head=False), node_storage.STORAGE_KEY)
-    head, mine = json.loads(raw), {"toolkit": toolkit_commit(cfg.root), **view["versions"]}
-    if diff := differences(head, mine):
-        raise ToolkitError("this worker's versions differ from the head's: " + "; ".join(diff), "make join",
-                           "install the head's versions here (the same toolkit commit: git checkout; the slime env: "
-                           "the same system image or env/conda/slime.yml), then `make join` again")
-    echo("versions match the head: " + ", ".join(f"{k} {mine.get(k)}" for k in COMPARED))
-    if "error" in view:
-        raise ToolkitError(f"Ray refused `joining`: {view['error']}", gcs_address(cfg, head=False),
-                           _refusal_fix(view["error"]))
-    _check_room(cfg, view["members"])
-    _check_storage_here(cfg, lay, echo, view["value"])
-
-
-def _check_room(cfg, members: list[dict]) -> None:
-    """Refused when the cluster already holds NNODES-1 live workers of NUM_GPUS GPUs (this machine's
-    own earlier node aside: Ray may list a lost node a while longer)."""
-    want = cfg.NNODES - 1
-    others = sorted(n["addr"] for n in members
-                    if not n["head"] and n["addr"] != cfg.NODE_ADDR and n["gpus"] >= cfg.NUM_GPUS)
-    if len(others) >= want:
-        raise ToolkitError(f"the run's cluster already has its {want} worker(s) ({', '.join(others)}) for "
-                           f"NNODES={cfg.NNODES}: this node would be one too many", "NNODES",
-                           "`make leave` on the worker this one replaces, or raise NNODES on every node and "
-                           "`make resume` on the head")
-
-
-def _check_storage_here(cfg, lay: RunLayout, echo: Callable[[str], None], raw: str | None, tries: int = 3) -> None:
-    """The head's storage record (`raw`, as read) against this node's view; a record the head
-    replaced meanwhile (it writes fresh nonces at each round's start) is read again."""
-    for _ in range(tries):
-        rec = json.loads(raw or '{"dirs": {}, "hashes": {}}')
-        found = node_storage.problems_here(cfg, lay, rec)
-        if not found:
-            echo(f"shared storage: this worker reads the head's nonces under TRAIN_SAVE and the run dir (both "
-                 f"writable here) and the same {len(rec['hashes'])} input file(s)")
-            return
-        again = probe(cfg, lay, "kv-get", gcs_address(cfg, head=False), node_storage.STORAGE_KEY)["value"]
-        if again == raw:
-            break
-        raw = again
-    raise found[0]
-
-
-NO_TOKEN_FIX = ("share RUNS_DIR with the head at the same path (the token is runs/<RUN>/ray/auth-token there), or "
-                "copy that file here (mode 0600) and name it with RAY_TOKEN_FILE; then `make join`")
-
-
-def _head_versions(cfg, lay: RunLayout, echo: Callable[[str], None], poll: float = 3.0) -> str:
-    """The head's published versions, waiting up to JOIN_TIMEOUT for a head that is not up yet (a
-    worker may be started first). Refused at once: a refused token (Ray's answer is final), a missing
-    RAY_TOKEN_FILE, and no token while the head's Ray answers (its token was written before it
-    started: this node does not see it; TOKEN_LAG_S when the head came up during the wait)."""
-    addr, timeout = gcs_address(cfg, head=False), cfg.JOIN_TIMEOUT
-    end, said = time.monotonic() + timeout, False
-    tok = token_path(cfg, lay)
-    first, head_up = True, None  # head_up: when the head's GCS port first took a connection
-    while True:
-        raw, why = None, ""
-        if not tok.is_file() or not tok.stat().st_size:
-            if cfg.RAY_TOKEN_FILE:
-                raise ToolkitError(f"no Ray token at {tok} (RAY_TOKEN_FILE)", "RAY_TOKEN_FILE",
-                                   f"copy the head's runs/<RUN>/ray/auth-token to {tok} (mode 0600), or set "
-                                   "RAY_TOKEN_FILE to where the copy is; then `make join`")
-            if ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0]:
-                head_up = time.monotonic() if head_up is None else head_up
-                if first or time.monotonic() - head_up >= TOKEN_LAG_S:
-                    raise ToolkitError(f"no Ray token at {tok}, though the head's Ray answers at {addr}: this node "
-                                       "does not see the head's run dir", str(tok), NO_TOKEN_FIX)
-            why = "no token"
-        elif tok.stat().st_mode & 0o077:
-            raise ToolkitError(f"the Ray token {tok} is readable by others (mode {tok.stat().st_mode & 0o777:o})",
-                               str(tok), f"chmod 600 {tok}")
-        else:
-            try:
-                raw = probe(cfg, lay, "kv-get", addr, VERSIONS_KEY, timeout=max(timeout, 30))["value"]
-            except ToolkitError as exc:
-                if is_auth_refusal(str(exc)):
-                    raise
-                why = str(exc)
-        if raw is not None:
-            return raw
-        first = False
-        if time.monotonic() >= end and why == "no token":
-            raise ToolkitError(f"no Ray token at {tok} after JOIN_TIMEOUT={timeout:g} s, and "
-                               + (f"no head of this run answered at {addr}" if head_up is None else
-                                  f"the head's Ray answers at {addr}"), str(tok),
-                               "start the run on the head first (make train with NNODES>1); " + NO_TOKEN_FIX)
-        if time.monotonic() >= end:
-            raise ToolkitError(f"no head of this run answered at {addr} within JOIN_TIMEOUT={timeout:g} s"
-                               + (f" ({why})" if why else " (its Ray is up but holds no versions of this run)"),
-                               "HEAD_ADDR", "start the run on the head first (make train with NNODES>1), and check "
-                               "HEAD_ADDR and that RAY_PORT is open between the nodes (docs/multinode.md §3)")
-        if not said:
-            echo(f"waiting up to {timeout:g} s (JOIN_TIMEOUT) for the run's head at {addr}")
-            said = True
-        time.sleep(poll)
 
 
 def worker_env(cfg, lay: RunLayout) -> dict[str, str]:
