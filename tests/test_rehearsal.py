@@ -425,3 +425,15 @@ def test_the_users_inputs_line_speaks_of_their_seed_bank_not_of_a_new_run(toolki
     [line] = [ln for ln in res.stderr.splitlines() if "your inputs: PASS  run-files" in ln]
     assert "new run" not in line and "nothing of the run" not in line, line
     assert "SEED_BANK is empty: round 0 starts with an empty bank" in line, line
+
+
+def test_the_rehearsals_ray_starts_no_worker_that_no_job_asked_for(reference):
+    """Ray 2.60 prestarts one idle Python worker per CPU it declares when its first driver (the
+    dashboard agent's job manager) registers; the stand-in job's actors never use them (each job
+    starts its own), so on a 2-core test machine each rehearsal paid two workers' start and life
+    for nothing. The rehearsal turns that prestart off (tests/fakes/README.md, "The rehearsal's Ray"): every
+    worker Ray starts is one a job asked for. Ray names a worker's log by its job, ffffffff for none."""
+    sessions = sorted(Path(ray_temp_dir(reference.env)).glob("session_2*"))
+    workers = [p.name for s in sessions for p in (s / "logs").glob("worker-*.out")]
+    assert sessions and workers, (ray_temp_dir(reference.env), sessions)
+    assert not [w for w in workers if w.split("-")[2] == "ffffffff"], workers

@@ -184,6 +184,10 @@ def exports(environ: dict[str, str]) -> dict[str, str]:
         # A rehearsal is reproducible: the same bank after kills and resumes as without them
         # (the stand-in slime judges over-sampled groups in submission order; README there).
         "FAKE_SLIME_ORDERED": environ.get("FAKE_SLIME_ORDERED", "1"),
+        # No idle Python workers prestarted per declared CPU when the first driver registers: the
+        # stand-in job never uses them (tests/fakes/README.md, "The rehearsal's Ray"). Its ray start
+        # and raylet inherit this; a real run keeps Ray's default.
+        "RAY_prestart_worker_first_driver": "0",
     }
     scale = {**SCALE, "TRAIN_SAVE": str(base / "train_save")}
     out.update({k: v for k, v in scale.items() if k not in environ})
