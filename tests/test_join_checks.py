@@ -292,3 +292,30 @@ def test_the_head_publishes_its_storage_before_its_versions(head_and_worker):
     _publish(w)
     assert order == [node_storage.STORAGE_KEY, cluster.VERSIONS_KEY], order
     assert os.stat(w.hcfg.save_dir / node_storage.NONCE_NAME).st_size
+
+
+def test_a_token_replaced_while_its_probe_ran_is_read_again_not_taken_as_refused(head_and_worker, monkeypatch):
+    """The next two-node rehearsal after a killed one: the worker read the killed run's token, its
+    `ray` probe took seconds to start on a loaded machine, and meanwhile the head wrote the new run's
+    token and started its Ray with it. Ray refused the old token, and `make join` failed as if this
+    node lacked the token (the run then waited JOIN_TIMEOUT for a worker that had given up). A refusal
+    is final only for the token that is still the run's: one replaced during the probe is read again."""
+    w = head_and_worker()
+    _publish(w)
+    tok = cluster.token_path(w.wcfg, w.wlay)
+    answer = w.fake.probe
+    calls = []
+
+    def probe(cfg, lay, verb, *args, **kwargs):
+        if verb == "kv-get" and not calls:
+            calls.append(tok.read_bytes())
+            tok.write_bytes(b"the-new-runs-token")  # the head's new run, while this probe ran
+            raise ToolkitError("Ray refused `kv-get`: AuthenticationError: RPC error: InvalidAuthToken: "
+                               "Authentication token is missing or incorrect.", "x", "y")
+        return answer(cfg, lay, verb, *args, **kwargs)
+
+    monkeypatch.setattr(cluster, "probe", probe)
+    said: list[str] = []
+    join_checks.join_checks(w.wcfg, w.wlay, said.append)
+    assert calls and calls[0] != tok.read_bytes(), calls
+    assert any(line.startswith("versions match the head") for line in said), said

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import cluster, node_storage
@@ -91,6 +92,13 @@ NO_TOKEN_FIX = ("share RUNS_DIR with the head at the same path (the token is run
                 "copy that file here (mode 0600) and name it with RAY_TOKEN_FILE; then `make join`")
 
 
+def _same_token(tok: Path, sent: bytes) -> bool:
+    try:
+        return tok.read_bytes() == sent
+    except OSError:
+        return False
+
+
 def _head_versions(cfg, lay: RunLayout, echo: Callable[[str], None], poll: float = 3.0) -> str:
     """The head's published versions, waiting up to JOIN_TIMEOUT for a head that is not up yet (a
     worker may be started first). Refused at once: a refused token (Ray's answer is final), a missing
@@ -117,11 +125,14 @@ def _head_versions(cfg, lay: RunLayout, echo: Callable[[str], None], poll: float
             raise ToolkitError(f"the Ray token {tok} is readable by others (mode {tok.stat().st_mode & 0o777:o})",
                                str(tok), f"chmod 600 {tok}")
         else:
+            sent = tok.read_bytes()
             try:
                 raw = cluster.probe(cfg, lay, "kv-get", addr, cluster.VERSIONS_KEY,
                                     timeout=max(timeout, 30))["value"]
             except ToolkitError as exc:
-                if cluster.is_auth_refusal(str(exc)):
+                # Final only for the token that is still the run's: the head of a new run (the next
+                # rehearsal after a killed one) may replace it while this probe's `ray` starts.
+                if cluster.is_auth_refusal(str(exc)) and _same_token(tok, sent):
                     raise
                 why = str(exc)
         if raw is not None:
