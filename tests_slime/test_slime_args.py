@@ -4,40 +4,12 @@ one node and on two, and every custom function path of the plugin's flags."""
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
 import pytest
+from plan import plan_argv
 
 from pyhelpers.rollout import flags as plugin
-
-
-def _plan_argv(tmp_path: Path, nnodes: int):
-    """train.py's flags as `make plan` builds them (the doctor's flag check builds the same list)."""
-    from support.tokenizer import build_tokenizer  # Qwen3.5-4B's config.json, which slime validates against
-
-    from pyhelpers.config import load as config
-    from pyhelpers.doctor.base import Context
-    from pyhelpers.doctor.flags import plan_argvs
-
-    hf = build_tokenizer(tmp_path / "models" / "Qwen3.5-4B")
-    env_file = tmp_path / ".env"
-    env_file.write_text("")
-    env = {"SHOPSIMRL_ENV_FILE": str(env_file), "RUNS_DIR": str(tmp_path / "runs"), "TRAIN_SAVE": str(tmp_path / "save"),
-           "DATA_DISK": str(tmp_path), "SYSTEM_DISK": "/dev/shm", "NNODES": str(nnodes), "HF_MODEL": str(hf),
-           "SLIME_DIR": os.environ["SHOPSIMRL_SLIME_DIR"],
-           "MEGATRON_DIR": os.environ["SHOPSIMRL_MEGATRON_PATH"], "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    cfg = config.load(env)
-    # Round 0's plugin configuration, as the train stage writes it before the job starts
-    # (pyhelpers/stages/train.py): slime reads it in parse_args (--custom-config-path).
-    from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
-    from pyhelpers.run.layout import from_config
-
-    lay = from_config(cfg)
-    lay.plugin_config(0).parent.mkdir(parents=True, exist_ok=True)
-    write_plugin_yaml(lay.plugin_config(0), **plugin_values(cfg, lay, 0))
-    return cfg, plan_argvs(Context(cfg, env, cfg.DOCTOR_PROFILE))[0]
 
 
 @pytest.fixture
@@ -58,7 +30,7 @@ def sm80(monkeypatch):
 def test_slimes_parse_args_takes_the_plans_argv(tmp_path, monkeypatch, sm80, nnodes):
     from slime.utils.arguments import parse_args
 
-    cfg, argv = _plan_argv(tmp_path, nnodes)
+    cfg, argv = plan_argv(tmp_path, nnodes)
     # The job's environment as the driver submits it (CUDA_DEVICE_MAX_CONNECTIONS, which Megatron
     # requires under tensor parallelism): slime_args.runtime_env.
     from pyhelpers.launch.slime_args import runtime_env
