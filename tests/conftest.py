@@ -18,7 +18,7 @@ FAKES = ROOT / "tests" / "fakes"
 
 # --- Lanes, limits and order (README "Tests") -------------------------------------------------
 # `make test` runs every test, on xdist workers; `make test-fast` only those not marked heavy.
-# Heavy: starts a rehearsal, Ray, or service processes. A test that uses a rehearsal's fixtures is
+# Heavy: starts a rehearsal, Ray, service processes or a pytest of its own. A test that uses a rehearsal's fixtures is
 # heavy by that alone; a module or test that starts services says so with `pytest.mark.heavy`.
 HEAVY_FIXTURES = {"rehearsal_world", "_reference_run"}
 # Hang guards on the test body alone (timeout_func_only: a shared fixture's setup is not the
@@ -28,7 +28,7 @@ FAST_TIMEOUT_S, HEAVY_TIMEOUT_S = 120, 900
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "heavy: starts a rehearsal, Ray or service processes "
+    config.addinivalue_line("markers", "heavy: starts a rehearsal, Ray, service processes or a pytest of its own "
                             "(make test runs it, make test-fast does not)")
     if os.environ.get(LANE_ENV) and not os.environ.get("PYTEST_XDIST_WORKER"):
         # bin/test runs a whole lane: its time and the load as it began (before the workers start)

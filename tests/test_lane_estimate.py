@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 from support import lane_estimate
 
@@ -75,6 +76,7 @@ def _session(tmp_path, lane: str | None, workers: int) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+@pytest.mark.heavy  # two pytest sessions of its own, one on two xdist workers
 def test_a_whole_lane_run_is_recorded_with_its_workers_and_load_and_a_chosen_few_tests_are_not(tmp_path):
     assert _session(tmp_path / "some", None, workers=0) is None  # `bin/test tests/test_x.py`: not the lane's time
     lanes = _session(tmp_path / "lane", "fast", workers=2)  # recorded once, by xdist's controller

@@ -47,6 +47,10 @@ from conftest import ROOT
 
 from pyhelpers.procs import procfs
 
+# Each test runs the agent as a process with stand-in `ray start` process trees and their stop grace
+# (about 1 s each, 15 s for the module): service processes, so the full lane's.
+pytestmark = pytest.mark.heavy
+
 FAKE_RAY = textwrap.dedent("""\
     #!/usr/bin/env bash
     # `ray start --block` of Ray 2.60.0, one behaviour per attempt: FAKE_RAY_PLAN="fail start" means the

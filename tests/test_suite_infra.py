@@ -105,6 +105,7 @@ def test_uses_the_server(server, i):
 """
 
 
+@pytest.mark.heavy  # a pytest of its own on three xdist workers (about 5 s of both cores)
 def test_a_modules_tests_sharing_a_module_fixture_run_on_one_worker(tmp_path):
     # pytest 9.2 with xdist 3.8 dropped xdist_group silently (pytest-dev/pytest-xdist#1386): each
     # worker then built its own copy of every module fixture (three two-node rehearsals, not one).
@@ -227,3 +228,16 @@ def test_the_environ_watch_names_a_holder_first_caught_in_its_exit_by_its_last_c
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.heavy  # bin/test's lint and a pytest of its own
+def test_the_suites_processes_cache_their_bytecode_whatever_the_machine_says(tmp_path):
+    # A machine-wide PYTHONDONTWRITEBYTECODE=1 made every python process the suite starts compile
+    # pyhelpers again (the fast lane: 67 s on 2 quiet cores, 50 s with the cache).
+    (tmp_path / "test_bytecode.py").write_text("import sys\n\n\ndef test_caches():\n    assert not sys.dont_write_bytecode\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env.update(PYTHONDONTWRITEBYTECODE="1", TEST_WORKERS="1")
+    res = subprocess.run([str(ROOT / "bin" / "test"), "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path),
+                          str(tmp_path / "test_bytecode.py")], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0 and "1 passed" in res.stdout, res.stdout[-3000:] + res.stderr[-3000:]

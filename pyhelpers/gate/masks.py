@@ -9,12 +9,16 @@ complement of a mask (the foldover) shows exactly the gated skills the mask hide
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 
 KEEP_PROB = 0.5  # the foldover design needs q = 0.5: the complement is then drawn from the same law
 
 
+# A plan asks the same task's and pair's numbers many times (the gate's simulations, 100 plans of one
+# seed). typed: 1 and 1.0 hash alike but print apart.
+@functools.lru_cache(maxsize=1 << 16, typed=True)
 def uniform(*fields: object) -> float:
     """A deterministic number in [0, 1) from the fields joined by '|'."""
     digest = hashlib.sha256("|".join(str(f) for f in fields).encode("utf-8")).digest()
