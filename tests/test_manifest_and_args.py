@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from pyhelpers.config import load as config
 from pyhelpers.config import ray_ports
+from pyhelpers.config.load import load
 from pyhelpers.errors import ToolkitError
 from pyhelpers.launch import slime_args, slime_flags
 from pyhelpers.overview import manifest
@@ -18,7 +18,7 @@ from pyhelpers.run.layout import from_config
 
 def test_manifest_has_no_secrets_or_machine_paths(toolkit_env, tmp_path):
     (tmp_path / ".env").write_text("WANDB_API_KEY=wk-SECRET-1\n")
-    cfg = config.load()
+    cfg = load()
     m = manifest.build(cfg)
     text = repr(m)
     assert "wk-SECRET-1" not in text and str(tmp_path) not in text
@@ -27,10 +27,10 @@ def test_manifest_has_no_secrets_or_machine_paths(toolkit_env, tmp_path):
 
 def test_dangerous_change_is_refused_naming_it_and_harmless_is_recorded(toolkit_env, tmp_path):
     path = tmp_path / "run.json"
-    manifest.record_or_compare(config.load(), path)
+    manifest.record_or_compare(load(), path)
     with pytest.raises(ToolkitError, match=r"TP_SIZE: '2' -> '1'.*GLOBAL_BATCH_SIZE|GLOBAL_BATCH_SIZE.*TP_SIZE"):
-        manifest.record_or_compare(config.load({**toolkit_env, "TP_SIZE": "1", "GLOBAL_BATCH_SIZE": "32"}), path)
-    allowed = manifest.record_or_compare(config.load({**toolkit_env, "ROUNDS": "7", "EVAL_CONCURRENCY": "16"}),
+        manifest.record_or_compare(load({**toolkit_env, "TP_SIZE": "1", "GLOBAL_BATCH_SIZE": "32"}), path)
+    allowed = manifest.record_or_compare(load({**toolkit_env, "ROUNDS": "7", "EVAL_CONCURRENCY": "16"}),
                                             path)
     assert allowed == ["EVAL_CONCURRENCY: '32' -> '16'", "ROUNDS: '5' -> '7'"]
     assert "ROUNDS: '5' -> '7'" in path.read_text()
@@ -42,14 +42,14 @@ def test_model_content_change_is_refused(toolkit_env, tmp_path):
     (hf / "config.json").write_text('{"a": 1}')
     env = {**toolkit_env, "MODELS_DIR": str(tmp_path / "models")}
     path = tmp_path / "run.json"
-    manifest.record_or_compare(config.load(env), path)
+    manifest.record_or_compare(load(env), path)
     (hf / "config.json").write_text('{"a": 2}')
     with pytest.raises(ToolkitError, match="hf_config content changed"):
-        manifest.record_or_compare(config.load(env), path)
+        manifest.record_or_compare(load(env), path)
 
 
 def _slime_argv(env):
-    cfg = config.load(env)
+    cfg = load(env)
     return slime_args.slime_train(cfg, from_config(cfg), 1, [])
 
 
@@ -88,7 +88,7 @@ def test_emitted_flags_exist_in_the_pinned_versions():
 
 
 def test_ray_head_binds_dashboard_to_loopback(toolkit_env):
-    argv = slime_args.ray_head(config.load())
+    argv = slime_args.ray_head(load())
     assert argv[argv.index("--dashboard-host") + 1] == "127.0.0.1"
     assert "0.0.0.0" not in argv
 
@@ -96,7 +96,7 @@ def test_ray_head_binds_dashboard_to_loopback(toolkit_env):
 def test_ray_head_sets_every_port_with_flags_ray_start_knows(toolkit_env):
     from ray.scripts.scripts import start  # the installed ray 2.60's own `ray start` command
 
-    cfg = config.load({**toolkit_env, "RAY_PORT": "23000", "RAY_DASHBOARD_PORT": "23100"})
+    cfg = load({**toolkit_env, "RAY_PORT": "23000", "RAY_DASHBOARD_PORT": "23100"})
     argv = slime_args.ray_head(cfg)
     known = {opt for p in start.params for opt in p.opts}
     assert [a for a in argv[2:] if a.startswith("--") and a not in known] == []
@@ -113,11 +113,11 @@ def test_ray_head_sets_every_port_with_flags_ray_start_knows(toolkit_env):
 
 def test_runtime_env_has_no_secret(toolkit_env, tmp_path):
     (tmp_path / ".env").write_text("WANDB_API_KEY=wk-SECRET-2\n")
-    assert "wk-SECRET-2" not in json.dumps(slime_args.runtime_env(config.load()))
+    assert "wk-SECRET-2" not in json.dumps(slime_args.runtime_env(load()))
 
 
 def test_eval_server_is_tp1_dp_all_gpus(toolkit_env):
-    argv = slime_args.eval_server(config.load(), "/m/hf")
+    argv = slime_args.eval_server(load(), "/m/hf")
     assert argv[:3] == ["python3", "-m", "sglang.launch_server"]
     assert argv[argv.index("--tp-size") + 1] == "1" and argv[argv.index("--dp-size") + 1] == "4"
 
@@ -195,7 +195,7 @@ def test_runtime_env_sets_nccl_nvls_from_the_gpu_topology(toolkit_env, monkeypat
     monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
     for k, v in environ.items():
         monkeypatch.setenv(k, v)
-    assert slime_args.runtime_env(config.load())["env_vars"]["NCCL_NVLS_ENABLE"] == want
+    assert slime_args.runtime_env(load())["env_vars"]["NCCL_NVLS_ENABLE"] == want
 
 
 def test_slime_saves_once_per_round_because_the_rollout_count_is_given(toolkit_env):
@@ -203,7 +203,6 @@ def test_slime_saves_once_per_round_because_the_rollout_count_is_given(toolkit_e
     the rollout count: with --num-rollout, num_rollout_per_epoch stays None (slime/ray/placement_group.py
     :239-243) and should_run_periodic_action saves at --save-interval and the last rollout only
     (slime/utils/misc.py:107-128). The disk plan counts one checkpoint per round on that."""
-    from pyhelpers.config.load import load
     from pyhelpers.run.layout import RunLayout
 
     cfg = load(toolkit_env)

@@ -21,7 +21,7 @@ from fakes.procs import free_port
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.procs import family, groups, ports, procfs
-from pyhelpers.run import lock as runlock
+from pyhelpers.run import lock
 
 pytestmark = pytest.mark.heavy  # real process groups, stopped and killed
 
@@ -211,8 +211,8 @@ def test_lock_refuses_second_holder_and_survives_sigkill_of_driver(procs_env):
     assert "tests/support/proc_driver.sh hold" in res.stderr and "make stop" in res.stderr
 
     svc = groups.find(run_dir / "pids", "svc")
-    lock = run_dir / "lock"
-    holders = procfs.pids_with_file_open(lock)  # only the driver's lock coprocess, not the service or child
+    lock_file = run_dir / "lock"
+    holders = procfs.pids_with_file_open(lock_file)  # only the driver's lock coprocess, not the service or child
     assert len(holders) == 1 and procfs.read_stat(holders[0]).ppid == driver.pid
     driver.send_signal(signal.SIGKILL)
     driver.wait(timeout=10)
@@ -220,8 +220,8 @@ def test_lock_refuses_second_holder_and_survives_sigkill_of_driver(procs_env):
     assert procfs.group_members(driver.pid)  # the foreground child lives on, orphaned
     res = _take(env)
     assert res.returncode == 0, res.stderr
-    assert f"taking over a stale run lock {lock}: its holder pid {driver.pid} on host" in res.stderr
-    assert json.loads(lock.read_text())["command"].endswith("tests/support/proc_driver.sh take")
+    assert f"taking over a stale run lock {lock_file}: its holder pid {driver.pid} on host" in res.stderr
+    assert json.loads(lock_file.read_text())["command"].endswith("tests/support/proc_driver.sh take")
 
     res = proc(["stop", "--pids-dir", str(run_dir / "pids"), "--all", "--grace", env["STOP_GRACE"]], env)
     assert res.returncode == 0 and f"svc: pid {svc.pid}: stopped" in res.stdout, res.stderr
@@ -242,17 +242,17 @@ def test_no_child_of_a_killed_driver_keeps_the_lock(procs_env):
 
 
 def test_stale_lock_file_is_taken_over_in_process(tmp_path):
-    lock = tmp_path / "lock"
-    lock.write_text(json.dumps({"pid": os.getpid(), "start_ticks": 1, "host": socket.gethostname(),
+    lock_file = tmp_path / "lock"
+    lock_file.write_text(json.dumps({"pid": os.getpid(), "start_ticks": 1, "host": socket.gethostname(),
                                 "since": "2026-01-01T00:00:00+00:00", "command": "bin/train"}))
-    fd = os.open(lock, os.O_RDWR)
+    fd = os.open(lock_file, os.O_RDWR)
     try:
-        note = runlock.take(fd, lock, os.getpid())
-        assert note.startswith(f"taking over a stale run lock {lock}: its holder pid {os.getpid()} ")
+        note = lock.take(fd, lock_file, os.getpid())
+        assert note.startswith(f"taking over a stale run lock {lock_file}: its holder pid {os.getpid()} ")
         assert "since 2026-01-01T00:00:00+00:00 (command: bin/train) is gone" in note
-        info = runlock.read_holder(lock)
+        info = lock.read_holder(lock_file)
         assert info["pid"] == os.getpid() and info["start_ticks"] == procfs.start_ticks(os.getpid())
-        assert runlock.take(fd, lock, os.getpid()) == ""  # the same holder again: nothing to say
+        assert lock.take(fd, lock_file, os.getpid()) == ""  # the same holder again: nothing to say
     finally:
         os.close(fd)
 

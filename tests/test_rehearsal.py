@@ -348,17 +348,17 @@ def test_make_plan_of_a_stopped_rehearsal_names_the_rehearsals_resume(toolkit_en
     """A rehearsal that continues is continued with `make rehearse RESUME=1`; `make rehearse`
     starts a new one (the plan said "make resume / make train", the real run's commands)."""
     from pyhelpers.config.load import load
-    from pyhelpers.overview import plan as runplan
+    from pyhelpers.overview.plan import plan
     from pyhelpers.run.layout import from_config
 
     cfg = load()
     lay = from_config(cfg)
     lay.run_dir.mkdir(parents=True)
     lay.manifest.write_text(json.dumps({"rehearsal": True}))
-    head = runplan.plan(cfg, lay)[0]
+    head = plan(cfg, lay)[0]
     assert "make rehearse RESUME=1" in head and "make train" not in head and "make resume" not in head, head
     lay.manifest.write_text(json.dumps({"rehearsal": False}))
-    assert "continues (make resume / make train)" in runplan.plan(cfg, lay)[0]
+    assert "continues (make resume / make train)" in plan(cfg, lay)[0]
 
 
 def test_the_rehearsals_cleanup_stops_ray_without_killing_it(reference):

@@ -11,9 +11,9 @@ import pytest
 from pyhelpers.config import load
 from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
-from pyhelpers.loop import loop as driver
+from pyhelpers.loop.loop import Loop
 from pyhelpers.run import layout
-from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills.bank import empty_bank, write_bank
 from pyhelpers.stages import inputs, position, preflight
 
 CANDIDATES = {"schema_version": 1, "batch_id": "0123456789abcdef", "round": 0, "record_ids": ["r1"],
@@ -34,7 +34,7 @@ def lay(toolkit_env):
 def test_a_truncated_round_bank_fails_the_preflight_naming_the_file(toolkit_env, lay):
     bank = lay.bank_in(0)
     bank.parent.mkdir(parents=True)
-    bank.write_bytes(json.dumps(bank_mod.empty_bank(0)).encode()[:40])
+    bank.write_bytes(json.dumps(empty_bank(0)).encode()[:40])
     res = _doctor(toolkit_env)
     assert res.status == "FAIL", res
     assert str(bank) in res.found and "not valid JSON" in res.found
@@ -42,7 +42,7 @@ def test_a_truncated_round_bank_fails_the_preflight_naming_the_file(toolkit_env,
 
 
 def test_a_wrong_schema_candidates_file_is_named_with_its_field(toolkit_env, lay):
-    bank_mod.write_bank(lay.bank_in(0), bank_mod.empty_bank(0))
+    write_bank(lay.bank_in(0), empty_bank(0))
     bad = lay.round_dir(0) / "candidates" / "0123456789abcdef.json"
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps({**CANDIDATES, "round": "zero"}))
@@ -55,7 +55,7 @@ def test_a_wrong_schema_candidates_file_is_named_with_its_field(toolkit_env, lay
 
 def test_seed_bank_is_checked_for_a_new_run_and_by_a_fresh_rehearsal(toolkit_env, tmp_path, lay):
     seed = tmp_path / "seed.json"
-    seed.write_text(json.dumps({**bank_mod.empty_bank(0), "skills": "none"}))
+    seed.write_text(json.dumps({**empty_bank(0), "skills": "none"}))
     env = {**toolkit_env, "SEED_BANK": str(seed)}
     for fresh in (False, True):
         res = _doctor(env, fresh_run=fresh)
@@ -69,7 +69,7 @@ def test_seed_bank_is_checked_for_a_new_run_and_by_a_fresh_rehearsal(toolkit_env
 
 
 def test_the_decisions_read_by_inject_are_checked(toolkit_env, lay):
-    bank_mod.write_bank(lay.compiled(0), bank_mod.empty_bank(0))
+    write_bank(lay.compiled(0), empty_bank(0))
     decisions = lay.round_dir(0) / "gate" / "decisions.json"
     decisions.parent.mkdir(parents=True)
     decisions.write_text(json.dumps({"schema_version": 1, "round": 0, "bank_sha256": "xyz", "decisions": {}}))
@@ -87,7 +87,7 @@ def test_a_new_run_with_no_seed_bank_passes(toolkit_env):
 
 def test_the_runs_final_error_keeps_the_file_and_the_fix(toolkit_env, lay):
     cfg = load.load(toolkit_env)
-    loop = driver.Loop(cfg, lay, [], echo=lambda s: None, notifier=_Quiet())
+    loop = Loop(cfg, lay, [], echo=lambda s: None, notifier=_Quiet())
     lay.run_dir.mkdir(parents=True)
     exc = ToolkitError("invalid candidates", "/runs/x/rounds/round-000/candidates/ab.json at $.round: 'zero' is "
                        "not of type 'integer'", "fix the file or regenerate it")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from support import netns as ns_support
+from support.netns import Listener, grpc_answers, listeners
 from support.rehearsal import (
     Run,
     in_rehearsal,
@@ -77,7 +77,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     # first, issue 41 item 3: a `make rehearse NNODES=2` killed, then `make stop REHEARSAL=1`
     killed = _kill_a_rehearsal_then_make_stop(env, run, record)
     proc, log = start(env)
-    seen: set[ns_support.Listener] = set()
+    seen: set[Listener] = set()
     owners: dict[str, str] = {}  # socket inode -> its holder's command line, found once
     refused: dict[tuple[str, int], dict[str, str]] = {}
     # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
@@ -112,10 +112,10 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                 continue
             pair = json.loads(record.read_text())
             for me, other in (("head", "worker"), ("worker", "head")):
-                for lst in ns_support.listeners(pair[me]["ns"], owners) - seen:
+                for lst in listeners(pair[me]["ns"], owners) - seen:
                     seen.add(lst)
                     if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
-                        refused[(me, lst.port)] = {"owner": lst.owner, **ns_support.grpc_answers(
+                        refused[(me, lst.port)] = {"owner": lst.owner, **grpc_answers(
                             pair[other]["ns"], pair[me]["addr"], lst.port)}
             time.sleep(1.0)
 

@@ -10,7 +10,7 @@ import click
 from pyhelpers.config import load
 from pyhelpers.jsonfiles import write_json_atomic
 from pyhelpers.tasks import build
-from pyhelpers.tasks import files as tasks
+from pyhelpers.tasks.files import check_disjoint, load_tasks, write_tasks
 
 
 @click.group()
@@ -46,15 +46,15 @@ def data_build(sources, server_file, out_dir, scenario, val_share, val_count, ev
     out = out_dir or load.load().DATA_DIR
     res = build.build(list(sources), server_file=server_file, scenario=scenario, val_share=val_share,
                          val_count=val_count, eval_tasks=eval_tasks, seed=seed)
-    tasks.check_disjoint(res.train, res.val, str(out))
+    check_disjoint(res.train, res.val, str(out))
     click.echo(f"train {len(res.train)} tasks, val {len(res.val)} tasks; index basis: {res.report['index_basis']}")
     if res.report["skipped"]:
         click.echo("skipped as the simulator does: " + json.dumps(res.report["skipped"], sort_keys=True))
     if dry_run:
         click.echo(f"dry run: nothing written (would write {out}/train.jsonl, val.jsonl, tasks_build.json)")
         return
-    tasks.write_tasks(out / "train.jsonl", res.train)
-    tasks.write_tasks(out / "val.jsonl", res.val)
+    write_tasks(out / "train.jsonl", res.train)
+    write_tasks(out / "val.jsonl", res.val)
     write_json_atomic(out / "tasks_build.json", res.report)
     click.echo(f"wrote {out}/train.jsonl, {out}/val.jsonl, {out}/tasks_build.json")
 
@@ -70,9 +70,9 @@ def data_check(files):
     """
     loaded = []
     for f in files:
-        rows = tasks.load_tasks(f)
+        rows = load_tasks(f)
         loaded.append(rows)
         click.echo(f"{f}: {len(rows)} tasks ok")
     if len(loaded) == 2:
-        tasks.check_disjoint(loaded[0], loaded[1], f"{files[0]} / {files[1]}")
+        check_disjoint(loaded[0], loaded[1], f"{files[0]} / {files[1]}")
         click.echo("disjoint: no shared task id or task index")

@@ -14,8 +14,7 @@ from pyhelpers.cli.common import ctx
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.loop.console import stamp  # their lines are bin/train's, in its format
-from pyhelpers.overview import manifest
-from pyhelpers.overview import rehearsal as rehearsal_mod
+from pyhelpers.overview import manifest, rehearsal
 from pyhelpers.run import lock
 from pyhelpers.run.stop import clear_stop
 from pyhelpers.stages import position
@@ -27,11 +26,11 @@ def run():
 
 
 @run.command("init")
-@click.option("--rehearsal", is_flag=True, help="Mark the run as a rehearsal (stand-ins, scratch weights).")
+@click.option("--rehearsal", "as_rehearsal", is_flag=True, help="Mark the run as a rehearsal (stand-ins, scratch weights).")
 @click.option("--resume", is_flag=True, help="Refuse unless the run exists (make resume).")
 @click.option("--continue-stopped", "started_at", type=float, metavar="EPOCH",
               help="Continue a run `make stop` stopped before EPOCH (when make train/resume started).")
-def run_init(rehearsal, resume, started_at):
+def run_init(as_rehearsal, resume, started_at):
     """Create the run's directories and record run.json, or compare with it on a resume.
     With --continue-stopped, a run stopped by `make stop` is continued (bin/train passes it).
 
@@ -42,13 +41,13 @@ def run_init(rehearsal, resume, started_at):
     cfg, lay = ctx()
     if resume or lay.migrating_marker.is_file():
         _require_run(cfg, lay)
-    rehearsal_mod.guard(lay, rehearsal)
+    rehearsal.guard(lay, as_rehearsal)
     for d in (lay.run_dir, lay.pids, lay.logs, lay.wandb_dir, lay.megatron):
         d.mkdir(parents=True, exist_ok=True)
-    for change in manifest.record_or_compare(cfg, lay.manifest, rehearsal=rehearsal):
+    for change in manifest.record_or_compare(cfg, lay.manifest, rehearsal=as_rehearsal):
         click.echo(stamp("train", f"config change recorded in run.json: {change}"), err=True)
-    if rehearsal:
-        rehearsal_mod.mark(lay)
+    if as_rehearsal:
+        rehearsal.mark(lay)
     if started_at is not None:
 
         note = clear_stop(lay, started_at)

@@ -13,14 +13,12 @@ from pyhelpers.cli.common import ctx, echo_err
 from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.launch import secret_env, services
-from pyhelpers.loop import loop as driver
+from pyhelpers.loop import loop
 from pyhelpers.loop.console import Console
-from pyhelpers.overview import rehearsal
-from pyhelpers.overview import status as runstatus
+from pyhelpers.overview import rehearsal, status
 from pyhelpers.procs import family, procfs, ready
 from pyhelpers.run import events, hints
-from pyhelpers.stages import NAMES
-from pyhelpers.stages import progress as runprogress
+from pyhelpers.stages import NAMES, progress
 
 
 @click.group()
@@ -43,25 +41,24 @@ def run_loop(stop_before, model_args):
       pyhelpers run loop -- "${MODEL_ARGS[@]}"
     """
     family.die_with_parent()
-    driver.install_signal_handlers()
+    loop.install_signal_handlers()
     cfg, lay = ctx()
     os.environ.update(cfg.process_env())  # what bin/train's shell exported before: for the children
     secret_env.drop_all(cfg)  # a key the shell exported is ours alone now: only its users get it (at spawn)
     # From here on library output (transformers, wandb, Ray) goes to logs/driver.log only.
     console = Console.take_over(lay.logs / "driver.log", rewrite=hints.for_run(bool(rehearsal.is_rehearsal(lay))))
     say = console.say
-    stream = console.stream(on_line=runprogress.publisher(lay.run_dir))
+    stream = console.stream(on_line=progress.publisher(lay.run_dir))
     try:
-        loop = driver.Loop(cfg=cfg, lay=lay, model_args=list(model_args), echo=say, status=console.status,
-                           progress_stream=stream)
-        end = loop.run(stop_before)
+        end = loop.Loop(cfg=cfg, lay=lay, model_args=list(model_args), echo=say, status=console.status,
+                        progress_stream=stream).run(stop_before)
         if end == "stopped-before":
             say(f"stopping before {stop_before}, as asked")
             return
         for line in services.log_wandb(cfg, lay):
             say(line)
         _final_report(cfg, lay, say)
-        for line in runstatus.summary_lines(cfg, lay):
+        for line in status.summary_lines(cfg, lay):
             say(line)
     except Stopped as exc:
         console.status("")

@@ -10,8 +10,8 @@ import click
 
 from pyhelpers.config import load
 from pyhelpers.errors import ToolkitError
-from pyhelpers.skills import bank as bank_mod
 from pyhelpers.skills import steps
+from pyhelpers.skills.bank import bank_sha256, check_bank, empty_bank, header_tokens, load_bank, write_bank
 from pyhelpers.skills.decisions import select_for_gate
 from pyhelpers.skills.render import render
 from pyhelpers.skills.report import diff_banks, format_diff, format_show, show_rows
@@ -48,7 +48,7 @@ def init_cmd(out, round_, hf_dir):
     if out.exists():
         raise ToolkitError("bank file already exists", str(out), "remove it or pick another --out")
     name, count = counter_for(hf_dir)
-    sha = bank_mod.write_bank(out, bank_mod.empty_bank(round_, name, bank_mod.header_tokens(count)))
+    sha = write_bank(out, empty_bank(round_, name, header_tokens(count)))
     click.echo(f"wrote empty bank {out} (round {round_}) sha256 {sha}")
 
 
@@ -77,10 +77,10 @@ def compile_cmd(bank_path, cand_dir, out, round_, hf_dir, spool_dir, embedder, d
                                             spool_dir=spool_dir, dup_jaccard=cfg.SKILL_DUP_JACCARD,
                                             max_skill_tokens=cfg.SKILL_MAX_TOKENS, embedder=_embedder(embedder))
     if dry_run:
-        bank_mod.check_bank(new, str(out))
-        click.echo(f"dry run ({n_files} candidate files): " + steps.change_summary(bank, new, out=out, sha=bank_mod.bank_sha256(new)))
+        check_bank(new, str(out))
+        click.echo(f"dry run ({n_files} candidate files): " + steps.change_summary(bank, new, out=out, sha=bank_sha256(new)))
         return
-    click.echo(steps.change_summary(bank, new, out=out, sha=bank_mod.write_bank(out, new)))
+    click.echo(steps.change_summary(bank, new, out=out, sha=write_bank(out, new)))
 
 
 @skillbank.command("inject")
@@ -104,10 +104,10 @@ def inject_cmd(compiled_path, decisions_path, out, round_, dry_run):
     compiled, new = steps.inject_step(compiled_path, decisions_path=decisions_path, round_=round_,
                                       caps=steps.caps_from(load.load()))
     if dry_run:
-        bank_mod.check_bank(new, str(out))
-        click.echo("dry run: " + steps.change_summary(compiled, new, out=out, sha=bank_mod.bank_sha256(new)))
+        check_bank(new, str(out))
+        click.echo("dry run: " + steps.change_summary(compiled, new, out=out, sha=bank_sha256(new)))
         return
-    click.echo(steps.change_summary(compiled, new, out=out, sha=bank_mod.write_bank(out, new)))
+    click.echo(steps.change_summary(compiled, new, out=out, sha=write_bank(out, new)))
 
 
 @skillbank.command("show")
@@ -121,7 +121,7 @@ def show_cmd(bank_path, as_json, status):
     Example:
       pyhelpers skillbank show runs/r1/rounds/round-001/skillbank.json --status active
     """
-    bank = bank_mod.load_bank(bank_path)
+    bank = load_bank(bank_path)
     if status:
         bank = {**bank, "skills": [s for s in bank["skills"] if s["status"] in status]}
     if as_json:
@@ -141,7 +141,7 @@ def diff_cmd(a_path, b_path, as_json):
     Example:
       pyhelpers skillbank diff round-000/compiled.json round-001/skillbank.json
     """
-    d = diff_banks(bank_mod.load_bank(a_path), bank_mod.load_bank(b_path))
+    d = diff_banks(load_bank(a_path), load_bank(b_path))
     click.echo(json.dumps(d, indent=1, sort_keys=True) if as_json else format_diff(d))
 
 
@@ -158,7 +158,7 @@ def render_cmd(bank_path, view, mask, budget, as_json):
     Example:
       pyhelpers skillbank render round-001/skillbank.json --view full
     """
-    bank = bank_mod.load_bank(bank_path)
+    bank = load_bank(bank_path)
     budget = load.load().SKILL_TOKEN_BUDGET if budget is None else budget
     ids = [m for m in mask.split(",") if m] if view == "masked" else None
     try:
@@ -184,6 +184,6 @@ def select_cmd(bank_path, max_skills, include_active):
     Example:
       pyhelpers skillbank select round-000/compiled.json
     """
-    bank = bank_mod.load_bank(bank_path)
+    bank = load_bank(bank_path)
     max_skills = load.load().GATE_MAX_SKILLS if max_skills is None else max_skills
     click.echo(json.dumps(select_for_gate(bank, max_skills, include_active)))

@@ -39,7 +39,7 @@ from pyhelpers.doctor.runner import run_checks
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json, write_json_atomic
 from pyhelpers.migrate.pack import HASH, file_hash, pack_dir
-from pyhelpers.overview import manifest as runmanifest
+from pyhelpers.overview import manifest
 from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.stages import position
@@ -70,12 +70,12 @@ def fetch_manifest(from_: str, runs_dir: Path, bwlimit: int) -> tuple[dict, Path
     incoming = Path(runs_dir) / ".migration" / ".incoming"
     src = from_.rstrip("/")
     rc = _rsync(f"{src}/", incoming, bwlimit=bwlimit, extra=["--exclude", "files/"])
-    manifest = incoming / "manifest.json"
-    if rc != 0 or not manifest.is_file():
+    manifest_file = incoming / "manifest.json"
+    if rc != 0 or not manifest_file.is_file():
         raise ToolkitError(f"cannot read the pack's manifest (rsync exit {rc})", f"FROM={from_}",
                            "FROM is the directory `make migrate-pack` printed on the old machine, e.g. "
                            "root@old-host:/root/autodl-tmp/shopsimrl/runs/.migration/<RUN> or a mounted copy of it")
-    data = load_json(manifest)
+    data = load_json(manifest_file)
     target = pack_dir(runs_dir, data["run"])
     target.mkdir(parents=True, exist_ok=True)
     for p in incoming.iterdir():
@@ -84,7 +84,7 @@ def fetch_manifest(from_: str, runs_dir: Path, bwlimit: int) -> tuple[dict, Path
     return data, target
 
 
-def env_gate(cfg: Config, environ, profile: str, manifest: dict, lay: RunLayout, echo) -> None:
+def env_gate(cfg: Config, environ, profile: str, pack_manifest: dict, lay: RunLayout, echo) -> None:
     """Step 2-3: refuse before copying when this machine cannot run the job, or the space or a
     destination path is wrong."""
     results = run_checks(cfg, environ, profile, only=ENV_CHECKS)
@@ -96,7 +96,7 @@ def env_gate(cfg: Config, environ, profile: str, manifest: dict, lay: RunLayout,
                            "fix the FAIL lines above (nothing was copied), then run make migrate-machine again")
     roots = dest_roots(cfg, lay)
     system_dev = os.stat(cfg.SYSTEM_DISK).st_dev
-    for root in sorted({f["root"] for f in manifest["files"]}):
+    for root in sorted({f["root"] for f in pack_manifest["files"]}):
         dest = roots[root]
         for link, target in _links(dest):
             if not link.exists():
@@ -108,12 +108,12 @@ def env_gate(cfg: Config, environ, profile: str, manifest: dict, lay: RunLayout,
                                    "configure the real path on the data disk in .env instead")
     dev_of = {root: device_of(dest)[0] for root, dest in roots.items()}
     need: dict[int, int] = {}
-    for f in manifest["files"]:
+    for f in pack_manifest["files"]:
         dest = roots[f["root"]] / f["path"]
         if not (dest.is_file() and dest.stat().st_size == f["size"]):
             need[dev_of[f["root"]]] = need.get(dev_of[f["root"]], 0) + f["size"]
     for dev, n in need.items():
-        where = next(roots[f["root"]] for f in manifest["files"] if dev_of[f["root"]] == dev)
+        where = next(roots[f["root"]] for f in pack_manifest["files"] if dev_of[f["root"]] == dev)
         free = free_bytes(where)
         echo(f"disk: {diskplan.gb(n)} to copy onto {where}'s disk, {diskplan.gb(free)} free")
         if free < n:
@@ -121,12 +121,12 @@ def env_gate(cfg: Config, environ, profile: str, manifest: dict, lay: RunLayout,
                                str(where), "free space there or point the knob at a larger disk; nothing was copied")
 
 
-def copy_and_verify(cfg: Config, lay: RunLayout, from_: str, manifest: dict, staging: Path, echo) -> list[str]:
+def copy_and_verify(cfg: Config, lay: RunLayout, from_: str, pack_manifest: dict, staging: Path, echo) -> list[str]:
     """Steps 4-5: rsync each root, then every hash; returns the files damaged at the source."""
     roots, bwlimit = dest_roots(cfg, lay), cfg.MIGRATE_BWLIMIT
     src = from_.rstrip("/")
-    for root in sorted({f["root"] for f in manifest["files"]}):
-        files = [f for f in manifest["files"] if f["root"] == root]
+    for root in sorted({f["root"] for f in pack_manifest["files"]}):
+        files = [f for f in pack_manifest["files"] if f["root"] == root]
         echo(f"copying {root}: {len(files)} files, {diskplan.gb(sum(f['size'] for f in files))} -> {roots[root]}")
         rc = _rsync(f"{src}/files/{root}/", roots[root], bwlimit)
         if rc != 0:
@@ -136,7 +136,7 @@ def copy_and_verify(cfg: Config, lay: RunLayout, from_: str, manifest: dict, sta
     cache_path = staging / "verified.json"
     cache = load_json(cache_path) if cache_path.is_file() else {}
     damaged = []
-    for f in manifest["files"]:
+    for f in pack_manifest["files"]:
         key, dest = f"{f['root']}/{f['path']}", roots[f["root"]] / f["path"]
         if _verified(dest, f, cache.get(key)):
             continue
@@ -147,7 +147,7 @@ def copy_and_verify(cfg: Config, lay: RunLayout, from_: str, manifest: dict, sta
             damaged.append(key)
             continue
         cache[key] = [dest.stat().st_size, dest.stat().st_mtime_ns]
-    for f in manifest["files"]:
+    for f in pack_manifest["files"]:
         dest = roots[f["root"]] / f["path"]
         if f"{f['root']}/{f['path']}" not in damaged and f"{f['root']}/{f['path']}" not in cache and dest.is_file():
             cache[f"{f['root']}/{f['path']}"] = [dest.stat().st_size, dest.stat().st_mtime_ns]
@@ -179,8 +179,8 @@ def _test_corruption(roots: dict[str, Path], staging: Path, copied: str) -> None
         done.write_text(target)
 
 
-def place_links(lay: RunLayout, manifest: dict) -> None:
-    for link in manifest.get("symlinks", []):
+def place_links(lay: RunLayout, pack_manifest: dict) -> None:
+    for link in pack_manifest.get("symlinks", []):
         if link["root"] == "save" and link["path"] == lay.hf_link.name:
             checkpoints.flip_hf(lay.hf_link, lay.save_dir / link["target"])
 
@@ -196,7 +196,7 @@ def after_checks(cfg: Config, environ, profile: str, lay: RunLayout, echo) -> li
         todo.append(f"create {cfg.env_file} (secrets are never copied): cp env/example.env {cfg.env_file} && "
                     f"chmod 600 {cfg.env_file}, then fill in WANDB_API_KEY and DASHSCOPE_API_KEY")
     # W&B login: the `secrets` check above (a FAIL names the fix)
-    refused, allowed = runmanifest.differences(load_json(lay.manifest), runmanifest.build(cfg))
+    refused, allowed = manifest.differences(load_json(lay.manifest), manifest.build(cfg))
     for line in allowed:
         echo(f"config: {line} (allowed, recorded on resume)")
     for line in refused:
@@ -213,33 +213,33 @@ def resume_command(cfg: Config, lay: RunLayout) -> str:
 
 def migrate(cfg: Config, lay: RunLayout, from_: str, environ, profile: str, echo) -> int:
     runs_dir = cfg.RUNS_DIR
-    manifest, staging = fetch_manifest(from_, runs_dir, cfg.MIGRATE_BWLIMIT)
-    if manifest["run"] != cfg.run_name:
-        raise ToolkitError(f"the pack holds run {manifest['run']!r}, this configuration names {cfg.run_name!r}",
-                           f"FROM={from_}", f"set RUN_NAME={manifest['run']} in .env (or on the command line)")
+    pack_manifest, staging = fetch_manifest(from_, runs_dir, cfg.MIGRATE_BWLIMIT)
+    if pack_manifest["run"] != cfg.run_name:
+        raise ToolkitError(f"the pack holds run {pack_manifest['run']!r}, this configuration names {cfg.run_name!r}",
+                           f"FROM={from_}", f"set RUN_NAME={pack_manifest['run']} in .env (or on the command line)")
     if lay.manifest.is_file() and not lay.migrating_marker.is_file():
         raise ToolkitError(f"run {cfg.run_name} already exists on this machine", str(lay.run_dir),
                            "migrating onto it could mix two runs: move it aside, or migrate under another RUNS_DIR")
-    echo(f"migrating run {manifest['run']} from {from_} ({len(manifest['files'])} files, "
-         f"{diskplan.gb(manifest['total_bytes'])}; packed on {manifest['host']})")
-    if any(f["root"] == "jit_cache" for f in manifest["files"]):
-        ok, why = jit_caches.carry(manifest.get("gpu"), jit_caches.gpu_identity(cfg.NVIDIA_SMI))
+    echo(f"migrating run {pack_manifest['run']} from {from_} ({len(pack_manifest['files'])} files, "
+         f"{diskplan.gb(pack_manifest['total_bytes'])}; packed on {pack_manifest['host']})")
+    if any(f["root"] == "jit_cache" for f in pack_manifest["files"]):
+        ok, why = jit_caches.carry(pack_manifest.get("gpu"), jit_caches.gpu_identity(cfg.NVIDIA_SMI))
         echo(why)
         if not ok:
-            manifest = {**manifest, "files": [f for f in manifest["files"] if f["root"] != "jit_cache"]}
-    env_gate(cfg, environ, profile=profile, manifest=manifest, lay=lay, echo=echo)
+            pack_manifest = {**pack_manifest, "files": [f for f in pack_manifest["files"] if f["root"] != "jit_cache"]}
+    env_gate(cfg, environ, profile=profile, pack_manifest=pack_manifest, lay=lay, echo=echo)
     lay.run_dir.mkdir(parents=True, exist_ok=True)
     lay.migrating_marker.write_text(json.dumps({"from": from_, "why": "a migration is copying this run"}) + "\n")
-    damaged = copy_and_verify(cfg, lay, from_=from_, manifest=manifest, staging=staging, echo=echo)
+    damaged = copy_and_verify(cfg, lay, from_=from_, pack_manifest=pack_manifest, staging=staging, echo=echo)
     if damaged:
         for key in damaged:
             echo(f"DAMAGED AT THE SOURCE: {key} (its hash differs from the manifest's after a second fetch)")
         raise ToolkitError(f"{len(damaged)} file(s) are damaged at the source; the run stays unusable here",
                            f"FROM={from_}", "restore them on the old machine (or pack again), then run make "
                            "migrate-machine again: only what is missing or wrong is fetched")
-    place_links(lay, manifest)
+    place_links(lay, pack_manifest)
     lay.migrating_marker.unlink()
-    echo(f"all {len(manifest['files'])} files verified ({HASH})")
+    echo(f"all {len(pack_manifest['files'])} files verified ({HASH})")
     todo = after_checks(cfg, environ, profile=profile, lay=lay, echo=echo)
     for line in todo:
         echo(f"TODO before resuming: {line}")

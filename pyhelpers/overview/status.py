@@ -108,7 +108,7 @@ def _job(lay: RunLayout, evs: list[dict]) -> dict | None:
 def _progress(lay: RunLayout, pos: dict, evs: list[dict], running: bool, rounds: int, wandb: bool) -> dict | None:
     """Round r of R (the run's R: manifest.as_recorded), the stage, step k/STEPS with the last
     step's figures (train) or the episodes the driver published (evaluate), and the ETA while a driver
-    runs (runprogress)."""
+    runs (stages/progress.py)."""
     r, stage = pos.get("round"), pos.get("stage")
     if stage is None or pos.get("error"):
         return None

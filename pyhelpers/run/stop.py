@@ -28,8 +28,7 @@ from pathlib import Path
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.procs import family, groups, procfs
-from pyhelpers.run import events
-from pyhelpers.run import lock as runlock
+from pyhelpers.run import events, lock
 from pyhelpers.run.layout import RunLayout, job_netrc
 
 
@@ -69,16 +68,16 @@ def running_beside(lay: RunLayout) -> list[str]:
     """Other runs of RUNS_DIR whose driver runs now, each with the command that stops it: a
     `make stop` that found nothing of its own says what the user may have meant."""
     out = []
-    for lock in sorted(lay.run_dir.parent.glob("*/lock")):
-        if lock.parent == lay.run_dir or not runlock.live_holder(lock):
+    for lock_file in sorted(lay.run_dir.parent.glob("*/lock")):
+        if lock_file.parent == lay.run_dir or not lock.live_holder(lock_file):
             continue
         try:
-            rehearsal = json.loads((lock.parent / "run.json").read_text(encoding="utf-8")).get("rehearsal")
+            rehearsal = json.loads((lock_file.parent / "run.json").read_text(encoding="utf-8")).get("rehearsal")
         except (OSError, ValueError):
             rehearsal = None
         how = ("a rehearsal: stop it with `make stop REHEARSAL=1`" if rehearsal else
-               f"stop it with `make stop RUN_NAME={lock.parent.name}`")
-        out.append(f"{lock.parent.name} is running ({how})")
+               f"stop it with `make stop RUN_NAME={lock_file.parent.name}`")
+        out.append(f"{lock_file.parent.name} is running ({how})")
     return out
 
 
@@ -89,16 +88,16 @@ def stop_run(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job, progr
         lay.stopped_marker.parent.mkdir(parents=True, exist_ok=True)
         lay.stopped_marker.write_text(f"stopped by `make stop` at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
     lines = []
-    holder = runlock.read_holder(lay.lock)
-    if runlock.live_holder(lay.lock):
+    holder = lock.read_holder(lay.lock)
+    if lock.live_holder(lay.lock):
         pid = holder["pid"]
         progress(f"stopping the driver (pid {pid}); it stops its stage and services in reverse order")
         os.kill(pid, signal.SIGTERM)
         # The driver stops a stage and then each service with the grace, so allow for several.
         deadline = time.monotonic() + 6 * grace + 30
-        while not runlock.lock_free(lay.lock) and time.monotonic() < deadline:
+        while not lock.lock_free(lay.lock) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if runlock.lock_free(lay.lock):
+        if lock.lock_free(lay.lock):
             lines.append(f"driver pid {pid}: stopped")
         elif procfs.is_alive(pid, holder.get("start_ticks")):
             os.kill(pid, signal.SIGKILL)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pyhelpers import jsonfiles
 from pyhelpers.errors import ToolkitError
-from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills.bank import bank_sha256, load_bank, status_line
 from pyhelpers.skills.compile import CompileOptions, compile_bank
 from pyhelpers.skills.decisions import Caps, apply_decisions
 from pyhelpers.skills.report import diff_banks
@@ -29,7 +29,7 @@ def compile_step(bank_path: Path, *, cand_dir: Path, round_: int | None, hf_dir:
     if not 0 < dup_jaccard <= 1 or max_skill_tokens < 1:
         raise ToolkitError("SKILL_DUP_JACCARD must be in (0, 1] and SKILL_MAX_TOKENS at least 1",
                            f"SKILL_DUP_JACCARD={dup_jaccard}, SKILL_MAX_TOKENS={max_skill_tokens}", "fix them in .env")
-    bank = bank_mod.load_bank(bank_path)
+    bank = load_bank(bank_path)
     name, count = counter_for(hf_dir)
     options = CompileOptions(dup_jaccard=dup_jaccard, max_skill_tokens=max_skill_tokens,
                              tokenizer_name=name, count_tokens=count, embedder=embedder)
@@ -41,7 +41,7 @@ def compile_step(bank_path: Path, *, cand_dir: Path, round_: int | None, hf_dir:
 
 def inject_step(compiled_path: Path, *, decisions_path: Path | None, round_: int | None, caps: Caps) -> tuple[dict, dict]:
     """(compiled bank, next round's bank); nothing written."""
-    compiled = bank_mod.load_bank(compiled_path)
+    compiled = load_bank(compiled_path)
     round_ = compiled["round"] if round_ is None else round_
     decisions = {}
     if decisions_path:
@@ -49,7 +49,7 @@ def inject_step(compiled_path: Path, *, decisions_path: Path | None, round_: int
         if doc["round"] != round_:
             raise ToolkitError(f"decisions are for round {doc['round']}, not {round_}", str(decisions_path),
                                "pass the gate decisions of the round being injected")
-        if doc["bank_sha256"] and doc["bank_sha256"] != bank_mod.bank_sha256(compiled):
+        if doc["bank_sha256"] and doc["bank_sha256"] != bank_sha256(compiled):
             raise ToolkitError("decisions were computed for another bank (bank_sha256 differs)", str(decisions_path),
                                f"re-run the gate on {compiled_path}")
         decisions = doc["decisions"]
@@ -66,6 +66,6 @@ def change_summary(old: dict, new: dict, *, out: Path, sha: str, label: str | No
     names the bank (default "round N", the round it is injected into; the final bank is injected
     into no round, so its writer names it)."""
     d = diff_banks(old, new)
-    return (f"{label or 'round ' + str(new['round'])}: {len(new['skills'])} skills ({bank_mod.status_line(new)}); {len(d['added'])} added, "
+    return (f"{label or 'round ' + str(new['round'])}: {len(new['skills'])} skills ({status_line(new)}); {len(d['added'])} added, "
             f"{len(d['status_changes'])} status changes; tokens by {new['tokenizer']['name']}; "
             f"{out} sha256 {sha}")

@@ -18,7 +18,7 @@ from pathlib import Path
 from pyhelpers import jsonfiles
 from pyhelpers.errors import ToolkitError
 from pyhelpers.run.layout import RunLayout
-from pyhelpers.skills import bank as bank_mod
+from pyhelpers.skills.bank import load_bank
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def problem(inp: RunInput) -> str | None:
     """What is wrong with one file (its path, the JSON path of the field and the rule), or None."""
     try:
         if inp.schema == "bank":
-            bank_mod.load_bank(inp.path)
+            load_bank(inp.path)
         else:
             jsonfiles.load_validated(inp.path, inp.schema)
     except ToolkitError as exc:

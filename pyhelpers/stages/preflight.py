@@ -11,8 +11,7 @@ from pyhelpers import stages
 from pyhelpers.config.load import Config
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.stages import position
-from pyhelpers.stages.inputs import RunInput, problem
-from pyhelpers.stages.inputs import seed as seed_input
+from pyhelpers.stages.inputs import RunInput, problem, seed
 
 
 def upcoming(lay: RunLayout, pos: position.Position, seed_bank: Path | None) -> list[RunInput]:
@@ -28,8 +27,8 @@ def upcoming(lay: RunLayout, pos: position.Position, seed_bank: Path | None) -> 
 def check(cfg: Config, lay: RunLayout, fresh: bool = False) -> tuple[list[RunInput], list[tuple[RunInput, str]]]:
     """(files checked, [(file, problem)]) from where the run stands; `fresh`: as a new run (a fresh
     rehearsal replaces the previous one's files, which nothing will read)."""
-    seed = cfg.SEED_BANK
-    inputs = seed_input(seed) if fresh else \
-        upcoming(lay, position.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL), seed)
+    seed_bank = cfg.SEED_BANK
+    inputs = seed(seed_bank) if fresh else \
+        upcoming(lay, position.position(lay, cfg.ROUNDS, cfg.BASELINE_VAL), seed_bank)
     bad = [(i, p) for i in inputs if (p := problem(i))]
     return inputs, bad

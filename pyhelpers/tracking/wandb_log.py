@@ -22,8 +22,7 @@ from pathlib import Path
 
 from pyhelpers.config.declarations import is_secret
 from pyhelpers.jsonfiles import load_json, write_json_exclusive
-from pyhelpers.run.layout import wandb_dir as run_wandb_dir
-from pyhelpers.run.layout import wandb_marker
+from pyhelpers.run.layout import wandb_dir, wandb_marker
 
 _ID_BAD = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -59,10 +58,10 @@ def log_once(*, project: str, group: str, job_type: str, run_dir: Path, rid: str
         return False
     import wandb  # heavy: wandb (~1 s), only when a run is logged
 
-    wandb_dir = run_wandb_dir(run_dir)
-    wandb_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = wandb_dir(run_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     run = wandb.init(project=project, group=group or None, job_type=job_type, id=rid, name=name,
-                     dir=str(wandb_dir), config=public_config(config), resume="allow", mode=mode,
+                     dir=str(out_dir), config=public_config(config), resume="allow", mode=mode,
                      reinit="create_new", settings=wandb.Settings(console="off", quiet=True))
     try:
         log(run)

@@ -196,18 +196,18 @@ def kill_driver(run: Run) -> int:
 
 def recorded_groups(run: Run) -> dict[str, int]:
     """{service: pgid} of every pidfile of the run."""
-    from pyhelpers.procs import groups as procs
+    from pyhelpers.procs.groups import records
 
-    return {rec.name: rec.pgid for rec in procs.records(run.run_dir / "pids")}
+    return {rec.name: rec.pgid for rec in records(run.run_dir / "pids")}
 
 
 def running(run: Run, name: str, program: str) -> int | None:
     """The process group of service `name` once it runs `program` (past procs' start gate, which
     execs it only after the driver wrote its pidfile), else None."""
-    from pyhelpers.procs import groups as procs
     from pyhelpers.procs import procfs
+    from pyhelpers.procs.groups import records
 
-    rec = next((r for r in procs.records(run.run_dir / "pids") if r.name == name), None)
+    rec = next((r for r in records(run.run_dir / "pids") if r.name == name), None)
     stat = procfs.read_stat(rec.pid) if rec else None
     return rec.pgid if stat is not None and stat.comm == program else None
 
