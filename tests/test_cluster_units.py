@@ -11,7 +11,7 @@ import pytest
 
 from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import cluster, join_checks, slime_args
+from pyhelpers.launch import cluster, join_checks, ray_start
 from pyhelpers.procs import netns, procfs
 
 
@@ -41,17 +41,17 @@ def test_one_node_keeps_todays_head_and_several_nodes_bind_node_addr(toolkit_env
     from pyhelpers.config import load
 
     one = load.load({**toolkit_env})
-    argv = slime_args.ray_head(one)
+    argv = ray_start.ray_head(one)
     assert argv[argv.index("--node-ip-address") + 1] == "127.0.0.1"
     assert ray_ports.env(one)["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
     two = load.load({**toolkit_env, "NNODES": "2", "NODE_ADDR": "10.0.0.1", "NET_IFACE": "eth0",
                        "HEAD_ADDR": "10.0.0.1"})
-    argv = slime_args.ray_head(two)
+    argv = ray_start.ray_head(two)
     assert argv[argv.index("--node-ip-address") + 1] == "10.0.0.1"
     assert argv[argv.index("--dashboard-host") + 1] == "127.0.0.1"
     env = ray_ports.env(two)
     assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in env and env["SHOPSIMRL_METRICS_HOST"] == "127.0.0.1"
-    worker = slime_args.ray_worker(two)
+    worker = ray_start.ray_worker(two)
     assert worker[worker.index("--address") + 1] == f"10.0.0.1:{two['RAY_PORT']}"
     assert "--port" not in worker and "--ray-client-server-port" not in worker and "--dashboard-port" not in worker
 

@@ -11,7 +11,7 @@ from conftest import ROOT
 from pyhelpers.config import ray_ports
 from pyhelpers.config.load import load
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import slime_args, slime_flags
+from pyhelpers.launch import ray_start, sglang_server, slime_args, slime_flags
 from pyhelpers.overview import manifest
 from pyhelpers.run.layout import from_config
 
@@ -88,7 +88,7 @@ def test_emitted_flags_exist_in_the_pinned_versions():
 
 
 def test_ray_head_binds_dashboard_to_loopback(toolkit_env):
-    argv = slime_args.ray_head(load())
+    argv = ray_start.ray_head(load())
     assert argv[argv.index("--dashboard-host") + 1] == "127.0.0.1"
     assert "0.0.0.0" not in argv
 
@@ -97,7 +97,7 @@ def test_ray_head_sets_every_port_with_flags_ray_start_knows(toolkit_env):
     from ray.scripts.scripts import start  # the installed ray 2.60's own `ray start` command
 
     cfg = load({**toolkit_env, "RAY_PORT": "23000", "RAY_DASHBOARD_PORT": "23100"})
-    argv = slime_args.ray_head(cfg)
+    argv = ray_start.ray_head(cfg)
     known = {opt for p in start.params for opt in p.opts}
     assert [a for a in argv[2:] if a.startswith("--") and a not in known] == []
     port_flags = {o for o in known if o.endswith("-port")} - {"--redis-shard-ports"}
@@ -117,7 +117,7 @@ def test_runtime_env_has_no_secret(toolkit_env, tmp_path):
 
 
 def test_eval_server_is_tp1_dp_all_gpus(toolkit_env):
-    argv = slime_args.eval_server(load(), "/m/hf")
+    argv = sglang_server.eval_server(load(), "/m/hf")
     assert argv[:3] == ["python3", "-m", "sglang.launch_server"]
     assert argv[argv.index("--tp-size") + 1] == "1" and argv[argv.index("--dp-size") + 1] == "4"
 

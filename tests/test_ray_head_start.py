@@ -81,7 +81,7 @@ def head(tmp_path, toolkit_env, monkeypatch, rehearsal_world):
     attempts.mkdir()
     argv = [sys.executable, str(fake), str(attempts), str(cfg.RAY_DASHBOARD_PORT),
             str(ray_ports.port_of(cfg, "dashboard agent HTTP"))]
-    monkeypatch.setattr(services.slime_args, "ray_head", lambda cfg: argv)
+    monkeypatch.setattr(services.ray_start, "ray_head", lambda cfg: argv)
 
     def start(plan: str):
         monkeypatch.setenv("FAKE_RAY_PLAN", plan)

@@ -13,7 +13,7 @@ from fakes.procs import free_port, stop_proc
 from fakes.shop_fixture import write_shop_fixture
 
 from pyhelpers.config import load
-from pyhelpers.launch import slime_args
+from pyhelpers.launch import shopsim_server
 
 pytestmark = pytest.mark.heavy  # the ShopSimulator launcher as a process
 
@@ -24,7 +24,7 @@ def test_launcher_sets_pool_port_seed_and_retries_before_the_envs_are_built(tool
     env = {**toolkit_env, "SHOPSIM_DIR": str(FAKES / "shopsim_checkout"), "SHOPSIM_PORT": str(port),
            "SHOPSIM_SLOTS": "12", "SHOPSIM_EPISODE_CONCURRENCY": "8", "EVAL_CONCURRENCY": "8",
            "SHOPSIM_SEED": "77", "SHOPSIM_RESET_RETRIES": "2", "SHOPSIM_RESET_DELAY": "0.1"}
-    argv = slime_args.shopsim(load.load(env))
+    argv = shopsim_server.shopsim(load.load(env))
     assert argv[0] == "python3" and argv[1].endswith("pyhelpers/shopsim/launcher.py")
     proc = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, start_new_session=True,
                             env={**env, "FAKE_PACK_API_RECORD": str(record), "FAKE_SHOPSIM_DIR": str(FAKES),
@@ -80,7 +80,7 @@ def test_every_slot_plays_a_task_with_the_same_prices_and_price_limit(toolkit_en
     env = {**toolkit_env, "SHOPSIM_DIR": str(FAKES / "shopsim_checkout"), "SHOPSIM_PORT": str(port),
            "SHOPSIM_SLOTS": str(slots_n), "SHOPSIM_EPISODE_CONCURRENCY": "4", "EVAL_CONCURRENCY": "4",
            "SHOPSIM_SEED": "5", "SHOPSIM_RESET_RETRIES": "2", "SHOPSIM_RESET_DELAY": "0.1"}
-    argv = slime_args.shopsim(load.load(env))
+    argv = shopsim_server.shopsim(load.load(env))
     proc = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, start_new_session=True,
                             env={**env, "FAKE_PACK_API_RECORD": str(tmp_path / "record.json"),
                                  "FAKE_SHOPSIM_DIR": str(FAKES), "FAKE_SHOPSIM_TASKS": str(fx["server_file"])},

@@ -85,17 +85,17 @@ def job(tmp_path_factory):
                      RAY_PORT=str(claim_block(10)), RAY_DASHBOARD_PORT=str(claim_port()), RAY_TEMP_DIR=ray_tmp)
         cfg, argv = plan_argv(tmp, 1, hf_model=model, **knobs)
         lay = from_config(cfg)
-        # Ray: the plan's own head (launch/slime_args.ray_head), the venv's ray, one fake GPU. Its
+        # Ray: the plan's own head (launch/ray_start.ray_head), the venv's ray, one fake GPU. Its
         # workers inherit this environment: slime's code on PYTHONPATH, the test-only shims first.
-        from pyhelpers.launch.slime_args import ray_head, ray_start_env, runtime_env
+        from pyhelpers.launch import ray_start, slime_args
 
-        env = {**os.environ, **ray_start_env(cfg), **runtime_env(cfg)["env_vars"], "SHOPSIMRL_SLIME_SHIMS": "1",
+        env = {**os.environ, **ray_start.ray_start_env(cfg), **slime_args.runtime_env(cfg)["env_vars"], "SHOPSIMRL_SLIME_SHIMS": "1",
                "WANDB_MODE": "offline", "WANDB_API_KEY": "slime-lane-fake-wandb-key", "RAY_DEDUP_LOGS": "0",
                "PYTHONPATH": os.pathsep.join([str(HERE / "shims"), os.environ["PYTHONPATH"]])}
         # Logical CPUs for Ray's scheduler: the Megatron actor's bundle and the RolloutManager take one
         # each and every external engine's actor 0.2 (external.py:213-215); a 2-core machine's own
         # count would leave the engines unplaced and the job waiting for ever.
-        head = [str(Path(sys.executable).with_name("ray")), *ray_head(cfg)[1:], "--num-cpus", "8"]
+        head = [str(Path(sys.executable).with_name("ray")), *ray_start.ray_head(cfg)[1:], "--num-cpus", "8"]
         ray = _start_group(head, env, tmp / "ray-head.log")
         procs.append(ray)
         _wait_for_line(ray, tmp / "ray-head.log", r"Ray runtime started")

@@ -18,7 +18,7 @@ from pathlib import Path
 from pyhelpers.doctor.base import FAIL, PASS, CheckError, Context, Result, result, tail
 from pyhelpers.doctor.conda import missing_env, run_in_env
 from pyhelpers.doctor.flags_probe import MARKER
-from pyhelpers.launch import slime_args
+from pyhelpers.launch import sglang_server, slime_args
 from pyhelpers.rollout.flags import plugin_flags
 from pyhelpers.run.layout import from_config
 
@@ -48,7 +48,7 @@ def plan_argvs(ctx: Context) -> tuple[list[str], list[str]]:
     cfg = ctx.cfg
     slime = [*model_args(ctx), *slime_args.slime_train(cfg, from_config(cfg), r=0, plugin_flags=plugin_flags())]
     launcher = shlex.split(cfg.SGLANG_LAUNCHER)
-    sglang = slime_args.eval_server(cfg, str(from_config(cfg).hf_link))[len(launcher):]
+    sglang = sglang_server.eval_server(cfg, str(from_config(cfg).hf_link))[len(launcher):]
     return slime, sglang
 
 

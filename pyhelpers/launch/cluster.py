@@ -30,7 +30,7 @@ from pyhelpers.config import ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
-from pyhelpers.launch import node_env, node_storage, ray_auth, slime_args
+from pyhelpers.launch import node_env, node_storage, ray_auth, ray_start
 from pyhelpers.launch.node_probe import MARKER
 from pyhelpers.procs import procfs
 from pyhelpers.run import events, layout
@@ -130,14 +130,14 @@ def worker_env(cfg, lay: RunLayout) -> dict[str, str]:
     by the caller, node_env.dropped)."""
     env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_path(cfg, lay))}
     env.update({k: v for k, v in ray_ports.env(cfg).items()})
-    env.update(slime_args.ray_start_env(cfg))  # RAY_START_TIMEOUT for its node to register
+    env.update(ray_start.ray_start_env(cfg))  # RAY_START_TIMEOUT for its node to register
     env.update(node_env.of_this_node(cfg))
     return env
 
 
 def worker_argv(cfg) -> list[str]:
     """What the ray-worker service runs (node_agent.py; `make plan` on the head shows it)."""
-    argv = slime_args.ray_worker(cfg)
+    argv = ray_start.ray_worker(cfg)
     argv[argv.index("--temp-dir") + 1] = worker_temp_dir(cfg)
     return [str(cfg.root / "bin" / "in-env"), cfg.SLIME_ENV, *argv]
 

@@ -1,7 +1,7 @@
 """A worker's Ray node, supervised (make join, docs/multinode.md §5): `python -m pyhelpers.launch.node_agent`.
 
 Started by `pyhelpers node join` as the ray-worker service (own process group, pidfile and log under
-runs/<RUN>/nodes/<NODE_ADDR>/), it runs `ray start --block` (launch/slime_args.ray_worker) in its group,
+runs/<RUN>/nodes/<NODE_ADDR>/), it runs `ray start --block` (launch/ray_start.ray_worker) in its group,
 copies its output into its log, and watches two things every half second while it runs:
 - the run's stop marker (runs/<RUN>/stopped, in the shared run dir): `make stop` on the head writes it,
   and the head cannot signal another machine's processes, so the worker stops its own Ray; the head's
@@ -12,7 +12,7 @@ copies its output into its log, and watches two things every half second while i
 A start that ends before Ray printed "Ray runtime started." is started again, up to START_ATTEMPTS in
 all: Ray waits a fixed 30 s for a new raylet to register with the head's GCS
 (ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that, even though the GCS call
-behind it waits RAY_START_TIMEOUT (slime_args.ray_start_env). A node that had started and
+behind it waits RAY_START_TIMEOUT (ray_start.ray_start_env). A node that had started and
 then ends with the head's Ray (lost, and started again by the head's ray-lost restart) joins again on
 its own, with no hand on the worker (issue 41 item 1): the agent waits up to JOIN_TIMEOUT for the
 head's Ray to be started again (its ray-head pidfile in the shared run dir rewritten) and its GCS port

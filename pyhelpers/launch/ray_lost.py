@@ -16,7 +16,7 @@ import re
 
 from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import slime_args
+from pyhelpers.launch import ray_start
 from pyhelpers.procs import groups, procfs, ready
 from pyhelpers.run.layout import RunLayout
 
@@ -45,7 +45,7 @@ def why_lost(cfg, lay: RunLayout) -> str | None:
     st = procfs.read_stat(rec.pid)
     if not st or st.start_ticks != rec.start_ticks or st.state == "Z":
         return f"its `ray start --block` (pid {rec.pid}) ended{_what_died(rec.log)}"
-    host, port = slime_args.head_node_addr(cfg), ray_ports.port_of(cfg, "GCS")
+    host, port = ray_start.head_node_addr(cfg), ray_ports.port_of(cfg, "GCS")
     ok, _ = ready.tcp_probe(host, port)()
     if not ok:
         return f"nothing answers on its GCS port {host}:{port}"

@@ -40,8 +40,10 @@ from pyhelpers.launch import (
     ray_auth,
     ray_lost,
     ray_sessions,
+    ray_start,
     secret_env,
-    slime_args,
+    sglang_server,
+    shopsim_server,
 )
 from pyhelpers.procs import groups, procfs, ready
 from pyhelpers.run import events
@@ -61,7 +63,7 @@ RAY_HEAD_STOP_ENV = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 # How the head starts (ray 2.60.0). `ray start` gives the raylet it just started a fixed 30 s to
 # register with the GCS (ray/_private/node.py:424-444; no setting changes it), and on a busy machine
 # one call to the GCS can take longer than that (it waits RAY_START_TIMEOUT for the node:
-# slime_args.ray_start_env): it raises these words, and its exit ends the head.
+# ray_start.ray_start_env): it raises these words, and its exit ends the head.
 # Its dashboard and agent may answer meanwhile, so the head is ready only once Ray says its node
 # started (node_agent.STARTED; ray/scripts/scripts.py:1085 prints it for a head), and a start that missed the wait is started again, up to
 # node_agent.START_ATTEMPTS in all, as a worker's node agent does.
@@ -109,7 +111,7 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
     in_env = str(cfg.root / "bin" / "in-env")
     if name == "shopsim":
         host, port = cfg.SHOPSIM_HOST, cfg.SHOPSIM_PORT
-        return Spec([in_env, cfg.SHOPSIM_ENV, *slime_args.shopsim(cfg)],
+        return Spec([in_env, cfg.SHOPSIM_ENV, *shopsim_server.shopsim(cfg)],
                     {"SHOPSIM_ENV_MAX_NUM": str(cfg.SHOPSIM_SLOTS), "SHOPSIM_RESET_RETRIES": str(cfg.SHOPSIM_RESET_RETRIES),
                      "SHOPSIM_RESET_DELAY": f"{cfg.SHOPSIM_RESET_DELAY:g}"},
                     address=(host, port), probe=_shopsim_probe(f"http://{host}:{port}"), timeout_knob="SHOPSIM_START_TIMEOUT")
@@ -119,7 +121,7 @@ def spec(cfg: Config, lay: RunLayout, name: str, model: str | None = None) -> Sp
         return _ray_head(cfg, lay, in_env)
     if name == "eval-server":
         port = cfg.EVAL_PORT
-        return Spec([in_env, cfg.SLIME_ENV, *slime_args.eval_server(cfg, model or str(lay.hf_link))],
+        return Spec([in_env, cfg.SLIME_ENV, *sglang_server.eval_server(cfg, model or str(lay.hf_link))],
                     jit_caches.env(cfg),
                     address=("127.0.0.1", port), probe=ready.http_probe(f"http://127.0.0.1:{port}/health"), timeout_knob="SGLANG_START_TIMEOUT")
     raise ToolkitError(f"unknown service {name!r}", "pyhelpers run service", "use shopsim, ray-head or eval-server")
@@ -152,9 +154,9 @@ def _ray_head(cfg: Config, lay: RunLayout, in_env: str) -> Spec:
         said = [f"removed {len(gone)} old Ray session(s) of this run from {temp}"] if gone else []
         return said + _no_raylet_naming_the_gcs(cfg)
 
-    return Spec([in_env, cfg.SLIME_ENV, *slime_args.ray_head(cfg)],
+    return Spec([in_env, cfg.SLIME_ENV, *ray_start.ray_head(cfg)],
                 # node_env: this node's own address and interface, no proxy (docs/multinode.md §7)
-                {**ray_ports.env(cfg), **slime_args.ray_start_env(cfg), **ray_auth.head_env(lay.run_dir),
+                {**ray_ports.env(cfg), **ray_start.ray_start_env(cfg), **ray_auth.head_env(lay.run_dir),
                  **node_env.of_this_node(cfg),
                  **jit_caches.env(cfg), **RAY_HEAD_STOP_ENV},
                 address=("127.0.0.1", port),
@@ -194,7 +196,7 @@ def _ray_node_started(lay: RunLayout) -> ready.Probe:
 def _no_raylet_naming_the_gcs(cfg: Config, poll: float = 0.5) -> list[str]:
     """Before the head's Ray starts again: up to RAY_START_TIMEOUT until no raylet of this host still
     names its GCS address, which `ray start --head` would refuse (ray_lost.raylets_naming)."""
-    gcs = f"{slime_args.head_node_addr(cfg)}:{ray_ports.port_of(cfg, 'GCS')}"
+    gcs = f"{ray_start.head_node_addr(cfg)}:{ray_ports.port_of(cfg, 'GCS')}"
     end, first = time.monotonic() + cfg.RAY_START_TIMEOUT, ray_lost.raylets_naming(gcs)
     left = first
     while left and time.monotonic() < end:

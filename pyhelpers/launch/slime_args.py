@@ -1,17 +1,16 @@
-"""Command lines of every program the driver launches, built from the configuration.
-
-One builder per program; each checks its flags against pyhelpers.launch.slime_flags. No secret is ever
-placed on a command line: the W&B key reaches slime's processes through a 0600 file
-(pyhelpers/launch/secret_env.py).
+"""slime's command lines, built from the configuration: train.py's flags (checked against
+pyhelpers.launch.slime_flags), the Ray job's entrypoint and runtime env, slime's tools. The other
+programs' command lines: ray_start.py (Ray), shopsim_server.py (ShopSimulator), sglang_server.py
+(the SGLang eval server). No secret is ever placed on a command line: the W&B key reaches slime's
+processes through a 0600 file (pyhelpers/launch/secret_env.py).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import shlex
 
-from pyhelpers.config import jit_caches, ray_ports
+from pyhelpers.config import jit_caches
 from pyhelpers.config.load import Config
 from pyhelpers.launch import gpu_topology, node_env, slime_flags
 from pyhelpers.run.layout import RunLayout
@@ -94,56 +93,3 @@ def slime_tool(cfg: Config, script_knob: str, *args: str) -> list[str]:
     """One of slime's tools (the converters) in the slime env, with Megatron importable."""
     return [str(cfg.root / "bin" / "in-env"), cfg.SLIME_ENV, "env", f"PYTHONPATH={cfg.MEGATRON_DIR}",
             "python3", str(cfg.path(script_knob)), *args]
-
-
-def head_node_addr(cfg: Config) -> str:
-    """The address the head's Ray node binds, its GCS included (docs/multinode.md §4)."""
-    return cfg.NODE_ADDR if cfg.multinode else "127.0.0.1"
-
-
-def ray_head(cfg: Config) -> list[str]:
-    """`ray start` for a head in the foreground (--block) on loopback, every port from the
-    configuration (pyhelpers/config/ray_ports.py; its environment: services.py)."""
-    node = head_node_addr(cfg)
-    return ["ray", "start", "--head", "--block", "--node-ip-address", node, "--dashboard-host", "127.0.0.1",
-            *ray_ports.flags(cfg), "--num-gpus", str(cfg.NUM_GPUS), "--temp-dir", cfg.ray_temp_dir,
-            "--disable-usage-stats"]
-
-
-def ray_start_env(cfg: Config) -> dict[str, str]:
-    """What `ray start` gets in its environment on the head and on each worker beside its ports:
-    RAY_START_TIMEOUT for its new raylet to register with the GCS. Ray 2.60.0's own wait is 30 s
-    (ray/_private/node.py:424-444 raises when a call to the GCS for the new node ends after it), and
-    that call waits RAY_raylet_start_wait_time_s for the node, which Ray's error names as the setting
-    to raise ('Try increase the RAY_raylet_start_wait_time_s config'): at load 25 on 2 cores a worker
-    missed 30 s three times in a row."""
-    return {"RAY_raylet_start_wait_time_s": str(math.ceil(cfg.RAY_START_TIMEOUT))}  # Ray reads a whole number
-
-
-def ray_worker(cfg: Config) -> list[str]:
-    """`ray start` for a worker node in the foreground (make join, docs/multinode.md §5): it joins the
-    head at HEAD_ADDR:RAY_PORT, binds NODE_ADDR, takes the run's port block above the head-only ports
-    and NUM_GPUS GPUs (its environment: launch/cluster.py)."""
-    return ["ray", "start", "--block", "--address", f"{cfg.HEAD_ADDR}:{cfg.RAY_PORT}",
-            "--node-ip-address", cfg.NODE_ADDR, *ray_ports.worker_flags(cfg), "--num-gpus", str(cfg.NUM_GPUS),
-            "--temp-dir", cfg.ray_temp_dir, "--disable-usage-stats"]
-
-
-def eval_server(cfg: Config, model_path: str) -> list[str]:
-    """The SGLang eval server on the round's HF export: TP=1, DP=NUM_GPUS (M9), loopback only."""
-    argv = ["--model-path", model_path, "--tp-size", "1", "--dp-size", str(cfg.NUM_GPUS),
-            "--host", "127.0.0.1", "--port", str(cfg.EVAL_PORT), "--context-length", str(cfg.ROLLOUT_MAX_CONTEXT_LEN)]
-    slime_flags.check(argv, slime_flags.SGLANG_SERVER_FLAGS, "sglang.launch_server")
-    return [*shlex.split(cfg.SGLANG_LAUNCHER), *argv]
-
-
-def shopsim(cfg: Config) -> list[str]:
-    """ShopSimulator through a launcher that fixes pool size, port, host, seed and reset retries
-    before the envs are built (M6): SHOPSIM_LAUNCHER, or the project's own launcher."""
-    # A launcher of the user's own reads the retries from its environment (launch/services.py);
-    # the project's takes them on its command line.
-    launcher = shlex.split(cfg.SHOPSIM_LAUNCHER) if cfg.SHOPSIM_LAUNCHER else [
-        "python3", str(cfg.root / "pyhelpers" / "shopsim" / "launcher.py"), "--shopsim-dir", str(cfg.SHOPSIM_DIR),
-        "--reset-retries", str(cfg.SHOPSIM_RESET_RETRIES), "--reset-delay", f"{cfg.SHOPSIM_RESET_DELAY:g}"]
-    return [*launcher, "--host", cfg.SHOPSIM_HOST, "--port", str(cfg.SHOPSIM_PORT),
-            "--slots", str(cfg.SHOPSIM_SLOTS), "--seed", str(cfg.SHOPSIM_SEED)]

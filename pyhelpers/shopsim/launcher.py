@@ -141,7 +141,7 @@ def _seed_all(seed: int) -> None:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shopsim-dir", required=True, help="ShopSimulator checkout (holds shop_env/shop_env/)")
-    # Given by the toolkit (launch/slime_args.py shopsim) from the resolved configuration: no
+    # Given by the toolkit (launch/shopsim_server.py) from the resolved configuration: no
     # default of our own here, so env/defaults.env stays the one place a default is written.
     p.add_argument("--host", required=True, help="the address to bind (SHOPSIM_HOST)")
     p.add_argument("--port", type=int, required=True)
