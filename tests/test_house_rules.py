@@ -21,6 +21,13 @@ def _modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
+def test_the_data_folder_holds_no_python_tool():
+    """env/ holds the configuration and the facts of the pinned stack; a tool that writes them lives
+    with the code that reads them, under pyhelpers/ (as config/generate.py writes config/knobs.py)."""
+    tools = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "env").rglob("*.py"))]
+    assert not tools, "Python tools in the data folder env/ (move each under pyhelpers/):\n" + "\n".join(tools)
+
+
 def test_no_module_is_longer_than_the_house_allows():
     long = [f"{p.relative_to(ROOT)}: {n} lines" for p in _modules()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES

@@ -11,7 +11,7 @@ from conftest import ROOT
 from pyhelpers.config import ray_ports
 from pyhelpers.config.load import load
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import ray_start, sglang_server, slime_args, slime_flags
+from pyhelpers.launch import pinned_flag_lists, ray_start, sglang_server, slime_args, slime_flags
 from pyhelpers.overview import manifest
 from pyhelpers.run.layout import from_config
 
@@ -125,24 +125,13 @@ def test_eval_server_is_tp1_dp_all_gpus(toolkit_env):
 def test_the_committed_flag_lists_hold_no_flag_that_takes_a_secret():
     """A flag that carries a key puts it in `ps` and in W&B's run config: the toolkit never emits one
     (slime_flags.FORBIDDEN), the lists leave them out, so the stand-ins refuse them too."""
-    regen = _regenerate()
     for name in ("slime_train_flags.txt", "sglang_server_flags.txt"):
         flags = [x for x in (ROOT / "env" / "flags" / name).read_text().splitlines() if x.startswith("--")]
-        assert [f for f in flags if regen.takes_secret(f)] == [], name
-    assert all(regen.takes_secret(f) for f in slime_flags.FORBIDDEN)
-
-
-def _regenerate():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("regenerate", ROOT / "env" / "flags" / "regenerate.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+        assert [f for f in flags if pinned_flag_lists.takes_secret(f)] == [], name
+    assert all(pinned_flag_lists.takes_secret(f) for f in slime_flags.FORBIDDEN)
 
 
 def test_flag_lists_are_read_from_the_sources_as_their_parsers_build_them(tmp_path):
-    regen = _regenerate()
     server_args = '''
 class ServerArgs:
     model_path: A[str, Arg(help="weights", aliases=["--model"])] = None
@@ -156,7 +145,7 @@ class ServerArgs:
         add_cli_args_from_dataclass(parser, ServerArgs)
         parser.add_argument("--config", type=str)
 '''
-    assert regen.sglang_flags(server_args) == {"--model-path", "--model", "--tp-size", "--fp8-gemm-backend", "--config"}
+    assert pinned_flag_lists.sglang_flags(server_args) == {"--model-path", "--model", "--tp-size", "--fp8-gemm-backend", "--config"}
     (tmp_path / "slime" / "slime" / "utils").mkdir(parents=True)
     (tmp_path / "slime" / "slime" / "utils" / "arguments.py").write_text(
         'parser.add_argument("--rollout-batch-size", type=int)\nreset_arg(parser, "--custom-config-path")\n'
@@ -169,7 +158,7 @@ class ServerArgs:
         "class ModelParallelConfig:\n    sequence_parallel: bool = False\n"
         "class TransformerConfig(ModelParallelConfig):\n    hidden_size: int = 0\n"
         '    fp8: str = field(default=None, metadata={"argparse_meta": {"arg_names": ["--fp8-format"]}})\n')
-    got = regen.slime_flags(tmp_path / "slime", tmp_path / "meg", {"--tp-size"})
+    got = pinned_flag_lists.slime_flags(tmp_path / "slime", tmp_path / "meg", {"--tp-size"})
     assert got == {"--rollout-batch-size", "--custom-config-path", "--save-interval", "--sequence-parallel",
                    "--no-sequence-parallel", "--disable-sequence-parallel", "--fp8", "--no-fp8", "--disable-fp8",
                    "--fp8-format", "--sglang-tp-size"}

@@ -2,7 +2,8 @@
 
 slime's parser silently ignores unknown flags (Megatron's ignore_unknown_args=True), so a typo
 never errors: the command builders refuse any flag not listed here, and a test checks this list
-against the flag lists of the pinned versions (env/flags/, README.md there says how they are made).
+against the flag lists of the pinned versions (env/flags/, README.md there says how they are made;
+pinned_flag_lists.py writes them).
 
 Checked against: slime v0.3.1 (commit 624b824), Megatron-LM 1dcf0daf (slime's pin),
 SGLang 0.5.15.post1.

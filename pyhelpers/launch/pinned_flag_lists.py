@@ -1,13 +1,13 @@
-#!/usr/bin/env python3
-"""Regenerate the flag lists of the pinned stack (this directory's *.txt) from the real sources.
+"""Regenerate the flag lists of the pinned stack (env/flags/*.txt) from the real sources.
 
-    python env/flags/regenerate.py sglang                 # pip-downloads the pinned wheel (no deps)
-    python env/flags/regenerate.py sglang --wheel W.whl   # or reads a downloaded one
-    SLIME_DIR=~/slime MEGATRON_DIR=~/Megatron-LM python env/flags/regenerate.py slime
+    python -m pyhelpers.launch.pinned_flag_lists sglang                # pip-downloads the pinned wheel (no deps)
+    python -m pyhelpers.launch.pinned_flag_lists sglang --wheel W.whl  # or reads a downloaded one
+    SLIME_DIR=~/slime MEGATRON_DIR=~/Megatron-LM python -m pyhelpers.launch.pinned_flag_lists slime
 
 The sources are read, never imported (they need torch and CUDA): Python's `ast` finds every
 `add_argument("--name", ...)` and the dataclass fields the argument factories turn into flags.
-What is read, and why the result is a superset, is in README.md beside this file. Stdlib only.
+What is read, and why the result is a superset, is in env/flags/README.md. Stdlib only: the
+lists are facts the command builders' own list (slime_flags.py) is checked against by tests.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+LISTS = Path(__file__).resolve().parents[2] / "env" / "flags"
 SGLANG_PIN = "sglang==0.5.15.post1"
 SGLANG_SERVER_ARGS = "sglang/srt/server_args.py"
 
@@ -201,20 +201,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("which", choices=["sglang", "slime"])
     ap.add_argument("--wheel", type=Path, help="the downloaded sglang wheel (default: pip download it)")
-    ap.add_argument("--out-dir", type=Path, default=HERE)
+    ap.add_argument("--out-dir", type=Path, default=LISTS)
     args = ap.parse_args(argv)
     sglang_list = args.out_dir / "sglang_server_flags.txt"
     if args.which == "sglang":
         source, wheel = sglang_source(args.wheel)
         write_list(sglang_list, [f"`python -m sglang.launch_server` flags of {SGLANG_PIN}",
                                  f"read from {wheel}: {SGLANG_SERVER_ARGS} (ServerArgs fields + add_cli_args)",
-                                 "regenerate: python env/flags/regenerate.py sglang"], sglang_flags(source))
+                                 "regenerate: python -m pyhelpers.launch.pinned_flag_lists sglang"], sglang_flags(source))
         print(f"wrote {sglang_list}")
         return 0
     dirs = {k: os.environ.get(k) for k in ("SLIME_DIR", "MEGATRON_DIR")}
     missing = [k for k, v in dirs.items() if not v or not Path(v).is_dir()]
     if missing:
-        sys.exit(f"regenerate.py slime: set {' and '.join(missing)} to a checkout (slime 624b824; "
+        sys.exit(f"pinned_flag_lists slime: set {' and '.join(missing)} to a checkout (slime 624b824; "
                  "Megatron-LM at the commit slime pins, 1dcf0daf)")
     sglang = {line for line in sglang_list.read_text().splitlines() if line.startswith("--")}
     slime_dir, megatron_dir = Path(dirs["SLIME_DIR"]), Path(dirs["MEGATRON_DIR"])
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     write_list(out, ["every flag slime's train.py accepts: slime, Megatron-LM and --sglang-<SGLang server flag>",
                      f"slime {_git_head(slime_dir)}, Megatron-LM {_git_head(megatron_dir)}, "
                      f"SGLang from {sglang_list.name}",
-                     "regenerate: SLIME_DIR=... MEGATRON_DIR=... python env/flags/regenerate.py slime"],
+                     "regenerate: SLIME_DIR=... MEGATRON_DIR=... python -m pyhelpers.launch.pinned_flag_lists slime"],
                slime_flags(slime_dir, megatron_dir, sglang))
     print(f"wrote {out}")
     return 0
