@@ -2,7 +2,7 @@
 
     python -m pyhelpers.launch.pinned_flag_lists sglang                # pip-downloads the pinned wheel (no deps)
     python -m pyhelpers.launch.pinned_flag_lists sglang --wheel W.whl  # or reads a downloaded one
-    SLIME_DIR=~/slime MEGATRON_DIR=~/Megatron-LM python -m pyhelpers.launch.pinned_flag_lists slime
+    python -m pyhelpers.launch.pinned_flag_lists slime --slime-dir ~/slime --megatron-dir ~/Megatron-LM
 
 The sources are read, never imported (they need torch and CUDA): Python's `ast` finds every
 `add_argument("--name", ...)` and the dataclass fields the argument factories turn into flags.
@@ -202,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("which", choices=["sglang", "slime"])
     ap.add_argument("--wheel", type=Path, help="the downloaded sglang wheel (default: pip download it)")
     ap.add_argument("--out-dir", type=Path, default=LISTS)
+    ap.add_argument("--slime-dir", type=Path, help="slime: a slime checkout (624b824)")
+    ap.add_argument("--megatron-dir", type=Path, help="slime: Megatron-LM at the commit slime pins (1dcf0daf)")
     args = ap.parse_args(argv)
     sglang_list = args.out_dir / "sglang_server_flags.txt"
     if args.which == "sglang":
@@ -211,18 +213,18 @@ def main(argv: list[str] | None = None) -> int:
                                  "regenerate: python -m pyhelpers.launch.pinned_flag_lists sglang"], sglang_flags(source))
         print(f"wrote {sglang_list}")
         return 0
-    dirs = {k: os.environ.get(k) for k in ("SLIME_DIR", "MEGATRON_DIR")}
-    missing = [k for k, v in dirs.items() if not v or not Path(v).is_dir()]
+    slime_dir, megatron_dir = args.slime_dir, args.megatron_dir
+    missing = [name for name, d in (("--slime-dir", slime_dir), ("--megatron-dir", megatron_dir))
+               if d is None or not d.is_dir()]
     if missing:
-        sys.exit(f"pinned_flag_lists slime: set {' and '.join(missing)} to a checkout (slime 624b824; "
+        sys.exit(f"pinned_flag_lists slime: give {' and '.join(missing)} a checkout (slime 624b824; "
                  "Megatron-LM at the commit slime pins, 1dcf0daf)")
     sglang = {line for line in sglang_list.read_text().splitlines() if line.startswith("--")}
-    slime_dir, megatron_dir = Path(dirs["SLIME_DIR"]), Path(dirs["MEGATRON_DIR"])
     out = args.out_dir / "slime_train_flags.txt"
     write_list(out, ["every flag slime's train.py accepts: slime, Megatron-LM and --sglang-<SGLang server flag>",
                      f"slime {_git_head(slime_dir)}, Megatron-LM {_git_head(megatron_dir)}, "
                      f"SGLang from {sglang_list.name}",
-                     "regenerate: SLIME_DIR=... MEGATRON_DIR=... python -m pyhelpers.launch.pinned_flag_lists slime"],
+                     "regenerate: python -m pyhelpers.launch.pinned_flag_lists slime --slime-dir ... --megatron-dir ..."],
                slime_flags(slime_dir, megatron_dir, sglang))
     print(f"wrote {out}")
     return 0
