@@ -13,14 +13,13 @@ A start that ends before Ray printed "Ray runtime started." is started again, up
 all: Ray waits a fixed 30 s for a new raylet to register with the head's GCS
 (ray/_private/node.py:424-444, 2.60.0) and a busy node can miss that, even though the GCS call
 behind it waits RAY_START_TIMEOUT (ray_start.ray_start_env). A node that had started and
-then ends with the head's Ray (lost, and started again by the head's ray-lost restart) joins again on
-its own, with no hand on the worker (issue 41 item 1): the agent waits up to JOIN_TIMEOUT for the
-head's Ray to be started again (its ray-head pidfile in the shared run dir rewritten) and its GCS port
-to answer, then starts Ray again with a fresh START_ATTEMPTS; the head's restart waits JOIN_TIMEOUT
-for it and checks its storage again. A head that does not come back in that time (its run finished
-or failed) ends the agent. A node lost on its own while the head's Ray runs on (its raylet killed,
-its network cut) ends the agent as before: the head's node-lost restart waits for `make join` on
-it. The agent also ends when the run is stopped, or
+then ends, whatever ended it, joins again on its own, with no hand on the worker (issue 41): its
+raylet killed or crashed while the head's GCS answers (the head's node-lost restart waits
+JOIN_TIMEOUT for it); the head's Ray lost (started again by the head's ray-lost restart, which waits
+for it and checks its storage again) or the network to the head cut, where the agent waits up to
+JOIN_TIMEOUT for the head's GCS port to answer. Each rejoin starts Ray again with a fresh
+START_ATTEMPTS, after RETRY_PAUSE_S. A head that does not answer in that time (its run finished or
+failed) ends the agent. The agent also ends when the run is stopped, or
 on TERM (`make leave`). Whichever way a start ends, all it started ends with it before the agent goes
 on or exits (supervise: its group and its descendants, TERM, STOP_GRACE, KILL).
 """
@@ -41,7 +40,7 @@ from typing import IO
 from pyhelpers.config.load import load
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import cluster, node_env
-from pyhelpers.procs import family, groups, procfs, ready
+from pyhelpers.procs import family, procfs, ready
 from pyhelpers.run.layout import RunLayout, from_config
 
 HEARTBEAT = 2.0
@@ -83,26 +82,13 @@ def _run_once(child: subprocess.Popen, state: dict, *, stop_reason: Callable[[],
     return None
 
 
-@dataclass(frozen=True)
-class Head:
-    """What the agent asks about the run's head: whether its GCS answers, and which start of its Ray
-    runs (a value that changes when the head's Ray is started again: its ray-head pidfile in the
-    shared run dir, rewritten at each start)."""
-    answers: Callable[[], bool]
-    epoch: Callable[[], object]
-
-    def back(self, since: object) -> bool:
-        return self.epoch() != since and self.answers()
-
-
 def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason: Callable[[], str | None],
-              beat: Callable[[dict], None], head: Head, rejoin_wait: float,
+              beat: Callable[[dict], None], head_answers: Callable[[], bool], rejoin_wait: float,
               attempts: int = START_ATTEMPTS, pause: float = RETRY_PAUSE_S, heartbeat: float = HEARTBEAT) -> Ended:
     """Run `argv` (`ray start --block`) until it is stopped, starting it again when it ends before Ray
-    said it started (at most `attempts` in a row), and when it ends after it had started because the
-    head's Ray was lost: once the head's Ray is started again and its GCS answers (waited for up to
-    `rejoin_wait` s; a rejoin: its count of attempts starts afresh). A node lost on its own while the
-    head's Ray runs on (its raylet killed, its network cut) ends the agent: `make join` there.
+    said it started (at most `attempts` in a row), and when it ends after it had started, whatever
+    ended it: once the head's GCS answers (`head_answers`; waited for up to `rejoin_wait` s) and
+    `pause` s passed. A rejoin's count of attempts starts afresh.
     `beat(state)` is called every `heartbeat` s with the attempt, the number of attempts, when Ray
     said it started (None until then) and the rejoins.
 
@@ -116,7 +102,6 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
     while attempt < attempts:
         attempt += 1
         state = {"attempt": attempt, "attempts": attempts, "ray_started": None, "rejoins": rejoins}
-        epoch = head.epoch()
         child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         copier = threading.Thread(target=_copy, args=(child.stdout, state), daemon=True)
         copier.start()
@@ -133,13 +118,16 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         if reason:
             break
         if state["ray_started"] is not None:
-            if head.epoch() == epoch and head.answers():
-                print(f"this node's Ray ended (exit {rc}) while the head's Ray runs on (its raylet killed, its "
-                      "network cut): the head waits JOIN_TIMEOUT for `make join` here", flush=True)
-                break
-            reason = _wait_for_the_head(rc, state, epoch, stop_reason=stop_reason, beat=beat, head=head,
-                                        every=min(0.5, heartbeat), wait=rejoin_wait)
-            if reason or not head.back(epoch):
+            if head_answers():
+                print(f"this node's Ray ended (exit {rc}) while the head's GCS answers (its raylet killed or "
+                      f"crashed): joining the head again in {pause:g} s (the head's node-lost restart waits "
+                      "for it)", flush=True)
+            else:
+                reason = _wait_for_the_head(rc, state, stop_reason=stop_reason, beat=beat, head_answers=head_answers,
+                                            every=min(0.5, heartbeat), wait=rejoin_wait)
+                if reason or not head_answers():
+                    break
+            if reason := _pause(pause, stop_reason):
                 break
             rejoins, attempt = rejoins + 1, 0
             continue
@@ -150,28 +138,37 @@ def supervise(argv: list[str], env: dict[str, str], *, grace: float, stop_reason
         print(f"this node's Ray did not register with the head (exit {rc}); starting it again: attempt "
               f"{attempt + 1} of {attempts} (Ray waits a fixed 30 s for a new raylet to register; a busy node "
               "can miss that)", flush=True)
-        end = time.monotonic() + pause
-        while time.monotonic() < end and not (reason := stop_reason()):
-            time.sleep(min(0.1, pause))
-        if reason:
+        if reason := _pause(pause, stop_reason):
             break
     code = 0 if reason or rc in (0, -signal.SIGTERM) else 1
     return Ended(code, rc)
 
 
-def _wait_for_the_head(rc: int, state: dict, epoch: object, *, stop_reason: Callable[[], str | None],
-                       beat: Callable[[dict], None], head: Head, every: float, wait: float) -> str | None:
-    """After a started node ended with the head's Ray: until the head's Ray is started again and its
-    GCS answers (None: join again), a stop is asked for (its reason) or `wait` s passed (None; the
-    head did not come back). The heartbeat goes on, saying the node waits to rejoin."""
-    print(f"this node's Ray ended (exit {rc}) with the head's Ray lost: joining the head again once its Ray is "
-          f"started again and its GCS answers (up to {wait:g} s, JOIN_TIMEOUT)", flush=True)
+def _pause(pause: float, stop_reason: Callable[[], str | None]) -> str | None:
+    """Wait `pause` s, or less when a stop is asked for meanwhile (its reason)."""
+    end = time.monotonic() + pause
+    while time.monotonic() < end:
+        if reason := stop_reason():
+            return reason
+        time.sleep(min(0.1, pause))
+    return stop_reason()
+
+
+def _wait_for_the_head(rc: int, state: dict, *, stop_reason: Callable[[], str | None],
+                       beat: Callable[[dict], None], head_answers: Callable[[], bool], every: float,
+                       wait: float) -> str | None:
+    """After a started node ended and the head's GCS does not answer: until it answers (None: join
+    again), a stop is asked for (its reason) or `wait` s passed (None; the head did not come back).
+    The heartbeat goes on, saying the node waits to rejoin."""
+    print(f"this node's Ray ended (exit {rc}) and the head's GCS does not answer (the head's Ray lost, or the "
+          f"network to the head cut): joining the head again once it answers (up to {wait:g} s, JOIN_TIMEOUT)",
+          flush=True)
     state = {**state, "ray_started": None, "rejoining": time.time()}
     end = time.monotonic() + wait
     while not (reason := stop_reason()):
         beat(dict(state))
-        if head.back(epoch):
-            print("the head's Ray was started again and its GCS answers: starting this node's Ray again", flush=True)
+        if head_answers():
+            print("the head's GCS answers again: starting this node's Ray again", flush=True)
             return None
         if time.monotonic() >= end:
             print(f"the head's GCS did not answer within {wait:g} s (JOIN_TIMEOUT): this node leaves; `make join` "
@@ -235,8 +232,7 @@ def main() -> int:
         write_json_atomic(mine / "node.json", {**info, **state, "heartbeat": time.time()})
 
     ended = supervise(cluster.worker_argv(cfg), env, grace=cfg.STOP_GRACE, stop_reason=stop_reason, beat=beat,
-                      head=Head(answers=lambda: ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0],
-                                epoch=lambda: _version(groups.pidfile(lay.pids, "ray-head"))),
+                      head_answers=lambda: ready.tcp_probe(cfg.HEAD_ADDR, cfg.RAY_PORT)()[0],
                       rejoin_wait=cfg.JOIN_TIMEOUT)
     write_json_atomic(mine / "node.json", {**info, **last, "heartbeat": time.time(), "ended": time.time(),
                                            "exit": ended.ray_exit})

@@ -272,7 +272,7 @@ class Loop:
         time.sleep(wait_s)
         port = cfg.RAY_DASHBOARD_PORT
         self.echo(f"waiting up to {cfg.JOIN_TIMEOUT:g} s (JOIN_TIMEOUT) for the cluster to be whole "
-                  "again (run `make join` on the lost worker)")
+                  "again (its agent joins it again on its own; `make join` there if the agent ended)")
         nodes = ray_nodes.wait_for(cfg.NNODES, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT,
                                    nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir, self._raylet_port()),
                                    progress=self.echo)

@@ -185,8 +185,8 @@ def _node_lines(nodes: dict) -> list[str]:
     out = [f"Ray's nodes: {nodes['alive']} of {nodes['nnodes']} alive (NNODES={nodes['nnodes']})"]
     out += [f"  {line}" for line in nodes["lines"]]
     if nodes["missing"]:
-        out.append(f"MISSING: {'; '.join(nodes['missing'])}: run `make join` on that worker (a run that lost it "
-                   "waits JOIN_TIMEOUT for it, then resumes)")
+        out.append(f"MISSING: {'; '.join(nodes['missing'])}: its agent joins it again on its own while it runs; "
+                   "`make join` on a worker whose agent ended (a run that lost it waits JOIN_TIMEOUT for it, then resumes)")
     return out
 
 
