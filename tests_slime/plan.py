@@ -33,3 +33,20 @@ def plan_argv(tmp_path: Path, nnodes: int, hf_model: Path | None = None, **knobs
     lay.plugin_config(0).parent.mkdir(parents=True, exist_ok=True)
     write_plugin_yaml(lay.plugin_config(0), **plugin_values(cfg, lay, 0))
     return cfg, plan_argvs(Context(cfg, env, cfg.DOCTOR_PROFILE))[0]
+
+
+def slime_args(cfg, argv: list[str], monkeypatch):
+    """slime's own parse_args on train.py `argv`, in the environment the driver submits the job
+    with (slime_args.runtime_env: CUDA_DEVICE_MAX_CONNECTIONS, which Megatron requires under tensor
+    parallelism). Needs the sm80 fixture (conftest.py): the GPU-arch query."""
+    import sys
+
+    from slime.utils.arguments import parse_args
+
+    from pyhelpers.launch.slime_args import runtime_env
+
+    for name, value in runtime_env(cfg)["env_vars"].items():
+        if name != "PYTHONPATH":
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "argv", ["train.py", *argv])
+    return parse_args()

@@ -1,6 +1,6 @@
 """Test-only shims for slime's real train.py on a machine without a GPU (make test-slime only).
 
-On PYTHONPATH only for the rollout-only job of tests_slime/test_rollout_only.py (its driver and the
+On PYTHONPATH only for the rollout-only job of tests_slime/rollout_job.py (its driver and the
 Ray workers of the test's own Ray head), and active only with SHOPSIMRL_SLIME_SHIMS=1. Each shim is
 listed in tests/fakes/README.md with the real file:line it stands in for and why that is safe.
 """
