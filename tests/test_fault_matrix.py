@@ -120,7 +120,7 @@ def test_the_faults_of_one_node_heal_to_the_uninterrupted_result_and_leave_nothi
     end no process of its Ray, no port, lock or pidfile."""
     assert one_node["rc"] == 0, one_node["out"][-5000:]
     run = one_node["run"]
-    assert [(e["round"], e["step"], e["cause"]) for e in run.events("run-restart")] == [
+    assert [(e["round"], e["step"], e["cause"]) for e in run.restarts()] == [
         (0, 1, "ray-lost"), (0, 2, "ray-lost"), (1, 3, "ray-lost")]
     evs = run.events()
     lost_at = next(i for i, e in enumerate(evs) if e.get("kind") == "run-restart")

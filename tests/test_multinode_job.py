@@ -195,6 +195,8 @@ def test_a_lost_node_restart_keeps_the_head_and_waits_for_the_node_to_rejoin(too
     assert "198.51.100.2 lost" in text and "node 198.51.100.2 worker, 4 GPU(s), alive" in text, text
     restart = [e for e in events.read(lp.lay.run_dir) if e["kind"] == "run-restart"]
     assert restart and restart[-1]["cause"] == "node-lost", restart
+    # the error's type is kept: a test tells the restart its fault caused from a start its load slowed
+    assert restart[-1]["error"] == type(exc).__name__, restart
 
 
 def test_a_lost_node_that_never_rejoins_stops_the_run_naming_it(toolkit_env, monkeypatch):

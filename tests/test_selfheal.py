@@ -85,7 +85,7 @@ def test_a_crash_repeating_at_the_same_step_stops_the_run(tmp_path, rehearsal_wo
     assert res.returncode == 1
     assert "the run stopped: train of round 0 at step 1 failed the same way twice (nccl" in res.stdout
     run = Run(tmp_path / "runs")
-    assert [e["attempt"] for e in run.events("run-restart")] == [1]
+    assert len(run.restarts()) == 1, run.restarts()
     assert event_seen(run, "run-failed", round=0, stage="train", cause="nccl")
     assert run.lock_holder() is None and not list((run.run_dir / "pids").glob("*.json"))
 
@@ -106,7 +106,7 @@ def test_a_crash_is_read_from_its_last_lines_however_late_the_log_copy_runs(tmp_
         wait_for("the job to fail", lambda: event_seen(run, "job-end", round=0, status="FAILED"), proc=proc, log=log)
         time.sleep(2.0)
     assert proc.wait(timeout=600) == 0, log.read_text()[-5000:]
-    assert [(e["stage"], e["round"], e["step"], e["cause"]) for e in run.events("run-restart")] == [
+    assert [(e["stage"], e["round"], e["step"], e["cause"]) for e in run.restarts()] == [
         ("train", 0, 1, "nccl")]
 
 
@@ -116,7 +116,7 @@ def test_a_permanent_failure_is_not_restarted(tmp_path, rehearsal_world):
     assert res.returncode == 1
     assert "slime (or SGLang) rejected its arguments (flag)" in res.stdout
     run = Run(tmp_path / "runs")
-    assert not run.events("run-restart")
+    assert not run.restarts()
     assert event_seen(run, "run-failed", round=0, stage="train", cause="flag", verdict="permanent")
 
 
@@ -140,7 +140,7 @@ def test_a_short_disk_is_warned_about_during_training_then_stops_the_run_before_
     assert (megatron / "latest_checkpointed_iteration.txt").read_text() == "1"
     assert (megatron / "iter_0000001" / ".metadata").is_file()
     assert not list(run.save_dir.glob("hf-*")) and not list(run.save_dir.glob(".hf-*"))
-    assert not run.events("run-restart")
+    assert not run.restarts()
     assert [b["event"] for _, b in hook.posts] == ["run-start", "disk-low", "run-failed"]
     st = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "warning: " in st.stdout and "disk-low round 0" in st.stdout
@@ -165,7 +165,7 @@ def test_a_job_dying_mid_step_keeps_its_spool_records_and_the_replay_finds_every
     spool = run.round_dir(0) / "spool"
     written = {p.name: p.read_bytes() for p in spool.glob("*.json")}
     assert proc.wait(timeout=900) == 0, log.read_text()[-5000:]
-    assert [e["attempt"] for e in run.events("run-restart")] == [1]
+    assert len(run.restarts()) == 1, run.restarts()
     assert written, "no failure was spooled before the crash"
     for name, data in written.items():
         assert (spool / name).read_bytes() == data, f"{name} was rewritten by the replay"

@@ -216,7 +216,7 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     assert r["rc"] == 0, r["out"][-6000:]
     # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
     assert f"RolloutManager placed on {HEAD}" in slime_log(run), slime_log(run)[-3000:]
-    restarts = run.events("run-restart")
+    restarts = run.restarts()
     assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost")], restarts
     assert run.events("nodes-whole"), run.events()[-10:]
     assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]

@@ -249,7 +249,7 @@ class Loop:
             raise ToolkitError(f"the run stopped: {decision.reason}", where, fix) from exc
         n = len(self.supervisor.seen)
         events.append(self.lay.run_dir, "run-restart", round=r, stage=stage, step=failure.step, cause=failure.cause,
-                      excerpt=failure.excerpt, attempt=n, wait_s=decision.wait_s)
+                      excerpt=failure.excerpt, attempt=n, wait_s=decision.wait_s, error=type(exc).__name__)
         what = "the job" if failure.cause == "node-lost" and self.cfg.multinode else "the job and the services"
         self.echo(f"restart {n} of at most {self.supervisor.max_restarts}: {decision.reason}; "
                   f"stopping {what}, then resuming in {decision.wait_s:g} s")

@@ -58,6 +58,13 @@ class Run:
 
         return [e for e in events.read(self.run_dir) if kind is None or e.get("kind") == kind]
 
+    def restarts(self) -> list[dict]:
+        """The run's restarts less those for a service that was not ready in its time (`NotReady`: Ray's
+        own start on a machine at a load of 18 took over RAY_START_TIMEOUT once, healed by a restart
+        like any other hiccup): a test reads the restarts its fault caused, not the ones its machine's
+        load adds. A restart its fault caused counts whatever error it was."""
+        return [e for e in self.events("run-restart") if e.get("error") != "NotReady"]
+
     def lock_holder(self) -> dict | None:
         from pyhelpers.run import lock
 
