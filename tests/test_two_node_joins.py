@@ -30,7 +30,9 @@ def head(tmp_path_factory, rehearsal_world):
     need_root()
     tmp = tmp_path_factory.mktemp("two-node-head")
     pair = netns.Pair.create()
-    base = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=60, RAY_START_TIMEOUT=240)
+    # JOIN_TIMEOUT bounds the one wait that succeeds (the head's node check for a worker that joins); at
+    # a load of 20 a worker's Ray took over 60 s to register, and the test failed for its deadline alone
+    base = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=600, RAY_START_TIMEOUT=240)
     head_env = {**base, "NODE_ADDR": pair.head.addr, "NET_IFACE": pair.head.iface}
     worker_env = {**base, "NODE_ADDR": pair.worker.addr, "NET_IFACE": pair.worker.iface, "HEAD_ADDR": pair.head.addr}
 
