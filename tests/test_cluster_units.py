@@ -116,6 +116,20 @@ def test_status_shows_a_worker_whose_ray_is_still_starting_and_does_not_count_it
     assert lines[3].endswith("up"), lines
 
 
+def test_status_shows_a_worker_waiting_to_rejoin_and_one_starting_again(toolkit_env):
+    """Issue 41: a worker whose Ray node ended rejoins on its own; `make status` says which it is
+    doing (its agent waits for the head's GCS, or starts its node again) instead of "up"."""
+    cfg, lay = _two_nodes(toolkit_env)
+    now = time.time()
+    _node_json(lay, "198.51.100.2", heartbeat=now, attempt=1, attempts=3, ray_started=None, rejoins=0,
+               rejoining=now - 30)
+    _node_json(lay, "198.51.100.3", heartbeat=now, attempt=1, attempts=3, ray_started=None, rejoins=1)
+    lines = cluster.node_lines(cluster.node_rows(cfg, lay, now))
+    assert lines[0] == "nodes: 1 of 3 up", lines
+    assert lines[2].endswith("its Ray node ended: waiting for the head's GCS to answer, then joining again"), lines
+    assert lines[3].endswith("joining again: starting its Ray node (attempt 1 of 3, rejoin 1)"), lines
+
+
 def test_the_head_names_a_worker_whose_node_ended_while_it_waited(toolkit_env, monkeypatch):
     cfg, lay = _two_nodes(toolkit_env, JOIN_TIMEOUT="1.5")
     monkeypatch.setattr(cluster, "nodes", lambda cfg, lay: [])

@@ -342,11 +342,19 @@ def node_rows(cfg, lay: RunLayout, now: float, here: str | None = None) -> list[
                  "heartbeat not judged (another machine's clock: make status on the head while the run runs, "
                  "or on that worker)" if age is None else
                  f"no heartbeat for {age:.0f} s" if age >= STALE else
-                 f"starting its Ray node (attempt {info.get('attempt')} of {info.get('attempts')})"
-                 if "ray_started" in info and info["ray_started"] is None else "up")
+                 "its Ray node ended: waiting for the head's GCS to answer, then joining again" if "rejoining" in info
+                 else _starting(info) if "ray_started" in info and info["ray_started"] is None else "up")
         rows.append({"role": "worker", "addr": info.get("addr", path.parent.name), "gpus": info.get("gpus"),
                      "iface": info.get("iface"), "state": state})
     return rows
+
+
+def _starting(info: dict) -> str:
+    """A worker whose agent started its Ray node and Ray has not said it started yet."""
+    attempt = f"attempt {info.get('attempt')} of {info.get('attempts')}"
+    if info.get("rejoins"):  # the agent's own start again after its node ended (launch/node_agent.py)
+        return f"joining again: starting its Ray node ({attempt}, rejoin {info['rejoins']})"
+    return f"starting its Ray node ({attempt})"
 
 
 def node_lines(rows: list[dict]) -> list[str]:
