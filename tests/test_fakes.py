@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import urllib.error
@@ -278,3 +279,24 @@ def test_built_task_indices_match_the_fake_server(world, tmp_path):
         asyncio.run(go())
     finally:
         stop(shop)
+
+
+def test_the_slime_stand_in_keeps_no_scratch_once_its_engine_answers(tmp_path):
+    """The fault tests SIGKILL the slime stand-in while its engines run, so what it keeps in the temp
+    dir until its own clean exit outlives it (169 fake-slime-* dirs had piled up in /tmp)."""
+    model = build_tokenizer(tmp_path / "model")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    code = (f"import os, sys; sys.path.insert(0, {str(FAKES / 'slime_stub')!r})\n"
+            "from argparse import Namespace\n"
+            "import train\n"
+            f"args = Namespace(hf_checkpoint={str(model)!r}, sglang_context_length=4096)\n"
+            "train.start_engines(args, None)\n"
+            "try:\n"
+            f"    print(sorted(os.listdir({str(temp)!r})))\n"
+            "finally:\n"
+            "    train.stop_engines()\n")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(temp)},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

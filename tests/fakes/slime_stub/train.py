@@ -96,7 +96,6 @@ CRASHES = {
     "flag": "ValueError: --rollout-batch-size must be divisible by --n-samples-per-prompt",
 }
 _children: list[subprocess.Popen] = []
-_scratch: list[Path] = []  # the engines' policy files, removed with them
 
 
 def log(msg: str) -> None:
@@ -387,12 +386,17 @@ def start_engines(args: Namespace, iteration: int | None, host: str = "127.0.0.1
 
     spec_file = Path(args.hf_checkpoint) / "fake_policy.json"
     spec = json.loads(spec_file.read_text(encoding="utf-8")) if spec_file.is_file() else {}
-    _scratch.append(Path(tempfile.mkdtemp(prefix="fake-slime-")))
-    policy = _scratch[-1] / "policy.json"
-    policy.write_text(json.dumps(learned_policy(spec, iteration), ensure_ascii=False), encoding="utf-8")
-    engine = _serve([str(FAKES / "fake_sglang.py"), "--model-path", args.hf_checkpoint, "--tp-size", "1",
-                     "--context-length", str(args.sglang_context_length), "--fake-policy", str(policy),
-                     "--fake-sampling", "episode"], host)
+    # The engine reads its policy once, before it answers /health: the scratch goes as soon as it
+    # answers, so a stub killed later (the fault tests SIGKILL it) leaves nothing in the temp dir.
+    scratch = Path(tempfile.mkdtemp(prefix="fake-slime-"))
+    try:
+        policy = scratch / "policy.json"
+        policy.write_text(json.dumps(learned_policy(spec, iteration), ensure_ascii=False), encoding="utf-8")
+        engine = _serve([str(FAKES / "fake_sglang.py"), "--model-path", args.hf_checkpoint, "--tp-size", "1",
+                         "--context-length", str(args.sglang_context_length), "--fake-policy", str(policy),
+                         "--fake-sampling", "episode"], host)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     router = _serve([str(FAKES / "fake_router.py"), "--worker", engine], host)
     args.sglang_router_ip, port = router.removeprefix("http://").split(":")
     args.sglang_router_port = int(port)
@@ -407,8 +411,6 @@ def stop_engines(*_):
             p.wait(5)
         except subprocess.TimeoutExpired:
             p.kill()
-    for d in _scratch:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def check_samples(groups: list, n: int) -> list:
