@@ -303,7 +303,10 @@ def run_in_background(cfg: Config, lay: RunLayout, name: str) -> None:
 def log_wandb(cfg: Config, lay: RunLayout, poll: float = 0.2) -> list[str]:
     """The run's last W&B logging, waited for: `pyhelpers run log-wandb` as service wandb-log (a
     child, so that the W&B key is in its environment only, not in the driver's), once a background
-    one has finished. Returns the lines it wrote; fails with its log's tail when it fails."""
+    one has finished. Returns the lines it wrote; fails with its log's tail when it fails. Under
+    WANDB_MODE=disabled it starts nothing, as the rounds (stages/eval_session.py) and `make plan` do."""
+    if cfg.WANDB_MODE == "disabled":
+        return []
     while alive(lay, "wandb-log"):  # the last evaluation's logger: the same work, under the same lock
         time.sleep(poll)
     log = lay.logs / "wandb-log.log"
