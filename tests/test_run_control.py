@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from support.rehearsal import (
+    NO_WANDB,
     Run,
     event_seen,
     frozen,
@@ -142,7 +143,7 @@ def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, r
 def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_world, hang_hook):
     # and a notification webhook that never answers: it holds nothing up
     env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hang_hook.url}, REHEARSAL_NOTIFY="1", NOTIFY_TIMEOUT="1",
-                       ROUNDS=1, FAKE_SLIME_STEP_DELAY=2, BASELINE_VAL=1)  # and the base model's val first
+                       ROUNDS=1, FAKE_SLIME_STEP_DELAY=2, BASELINE_VAL=1, **NO_WANDB)  # and the base model's val first
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)
@@ -342,8 +343,8 @@ def test_three_rehearsals_at_once_two_in_one_root_one_refused_touching_nothing_b
     processed"). Across two roots (issue 17) the second used to die with "No available agent": Ray's
     fixed dashboard-agent port 52365 was the first's. Now the lock refuses one of the pair, touching
     nothing, and the other two runs finish, each with one Ray session in its own temp dir."""
-    env_a = rehearse_env(tmp_path / "a", rehearsal_world, ROUNDS=1)
-    env_b = rehearse_env(tmp_path / "b", rehearsal_world, ROUNDS=1)
+    env_a = rehearse_env(tmp_path / "a", rehearsal_world, ROUNDS=1, **NO_WANDB)
+    env_b = rehearse_env(tmp_path / "b", rehearsal_world, ROUNDS=1, **NO_WANDB)
     run_a = Run(tmp_path / "a" / "runs")
     pair, other = [start(env_a), start(env_a)], start(env_b)
     codes = [p.wait(timeout=800) for p, _ in pair]
