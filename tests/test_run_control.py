@@ -60,6 +60,7 @@ def _launched(run) -> dict[str, list[str]]:
 @pytest.mark.timeout(600)  # a stopped run, then the whole run again (and the reference if not yet built)
 def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_the_run(tmp_path, rehearsal_world,
                                                                                      reference):
+    # (W&B on: the plan-against-launched check below; support/rehearsal.py NO_WANDB)
     env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY=3)
     run = Run(tmp_path / "runs")
     proc, log = start(env)
@@ -93,8 +94,9 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
     assert not run.events("run-restart")  # the self-healing loop never restarts after a stop
     planned = _planned(in_rehearsal(env, "bin/plan"))
 
-    # `make resume` continues the stopped run to the uninterrupted run's result.
-    resumed = rehearse(env, "--resume")
+    # `make resume` continues the stopped run to the uninterrupted run's result. Its steps at full
+    # speed: the delay only kept round 0 in training while the refused starts and the stop ran.
+    resumed = rehearse({**env, "FAKE_SLIME_STEP_DELAY": "0"}, "--resume")
     assert resumed.returncode == 0, resumed.stdout[-5000:]
     assert "continuing run rehearsal, stopped by `make stop" in resumed.stdout
     # its first lines in the toolkit's format; the check of the user's inputs is not about a new run.
