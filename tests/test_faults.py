@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 from support.rehearsal import (
+    NO_WANDB,
     Run,
     assert_stopped,
     event_seen,
@@ -165,7 +166,7 @@ def test_killed_while_val_plays_beside_compile_resumes_without_replaying(tmp_pat
     gate_file = tmp_path / "analyst-may-answer"
     env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_ANALYST_HOLD_UNTIL=gate_file,
                        FAKE_ANALYST_DELAY_S="2", ANALYST_TIMEOUT="900", ANALYST_DRAIN_TIMEOUT="900",
-                       FAKE_SGLANG_LATENCY_MS="30")
+                       FAKE_SGLANG_LATENCY_MS="30", **NO_WANDB)
     run = Run(tmp_path / "runs")
     val = run.round_dir(0) / "val" / "episodes.jsonl"
 

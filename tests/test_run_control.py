@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from support.rehearsal import (
+    NO_WANDB,
     Run,
     event_seen,
     frozen,
@@ -59,6 +60,7 @@ def _launched(run) -> dict[str, list[str]]:
 @pytest.mark.timeout(600)  # a stopped run, then the whole run again (and the reference if not yet built)
 def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_the_run(tmp_path, rehearsal_world,
                                                                                      reference):
+    # (W&B on: the plan-against-launched check below; support/rehearsal.py NO_WANDB)
     env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_STEP_DELAY=3)
     run = Run(tmp_path / "runs")
     proc, log = start(env)
@@ -92,8 +94,9 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
     assert not run.events("run-restart")  # the self-healing loop never restarts after a stop
     planned = _planned(in_rehearsal(env, "bin/plan"))
 
-    # `make resume` continues the stopped run to the uninterrupted run's result.
-    resumed = rehearse(env, "--resume")
+    # `make resume` continues the stopped run to the uninterrupted run's result. Its steps at full
+    # speed: the delay only kept round 0 in training while the refused starts and the stop ran.
+    resumed = rehearse({**env, "FAKE_SLIME_STEP_DELAY": "0"}, "--resume")
     assert resumed.returncode == 0, resumed.stdout[-5000:]
     assert "continuing run rehearsal, stopped by `make stop" in resumed.stdout
     # its first lines in the toolkit's format; the check of the user's inputs is not about a new run.
@@ -142,7 +145,7 @@ def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, r
 def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_world, hang_hook):
     # and a notification webhook that never answers: it holds nothing up
     env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hang_hook.url}, REHEARSAL_NOTIFY="1", NOTIFY_TIMEOUT="1",
-                       ROUNDS=1, FAKE_SLIME_STEP_DELAY=2, BASELINE_VAL=1)  # and the base model's val first
+                       ROUNDS=1, FAKE_SLIME_STEP_DELAY=2, BASELINE_VAL=1, **NO_WANDB)  # and the base model's val first
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)
@@ -342,8 +345,8 @@ def test_three_rehearsals_at_once_two_in_one_root_one_refused_touching_nothing_b
     processed"). Across two roots (issue 17) the second used to die with "No available agent": Ray's
     fixed dashboard-agent port 52365 was the first's. Now the lock refuses one of the pair, touching
     nothing, and the other two runs finish, each with one Ray session in its own temp dir."""
-    env_a = rehearse_env(tmp_path / "a", rehearsal_world, ROUNDS=1)
-    env_b = rehearse_env(tmp_path / "b", rehearsal_world, ROUNDS=1)
+    env_a = rehearse_env(tmp_path / "a", rehearsal_world, ROUNDS=1, **NO_WANDB)
+    env_b = rehearse_env(tmp_path / "b", rehearsal_world, ROUNDS=1, **NO_WANDB)
     run_a = Run(tmp_path / "a" / "runs")
     pair, other = [start(env_a), start(env_a)], start(env_b)
     codes = [p.wait(timeout=800) for p, _ in pair]

@@ -9,6 +9,7 @@ import time
 
 import pytest
 from support.rehearsal import (
+    NO_WANDB,
     Run,
     event_seen,
     frozen,
@@ -97,7 +98,7 @@ def test_a_crash_is_read_from_its_last_lines_however_late_the_log_copy_runs(tmp_
     and the run restarts and finishes. (The 2 s is the fault injected, not a wait for an event: the
     driver waits for the copy itself, up to train.COPY_WAIT_S.)"""
     env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
-                       FAKE_SLIME_CRASH_KIND="nccl", FAKE_SLIME_CRASH_ONCE=str(tmp_path / "crashed-once"))
+                       FAKE_SLIME_CRASH_KIND="nccl", FAKE_SLIME_CRASH_ONCE=str(tmp_path / "crashed-once"), **NO_WANDB)
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     copier = wait_for("the copy of the job's log to run", lambda: running(run, "slime-log", "tail"), proc=proc,
@@ -158,7 +159,7 @@ def test_a_job_dying_mid_step_keeps_its_spool_records_and_the_replay_finds_every
     # free_port() returns, can be taken again by an outgoing connection before Ray binds it).
     env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
                        FAKE_SLIME_CRASH_AFTER_S="1", FAKE_SLIME_CRASH_ONCE=str(marker), FAKE_SLIME_CRASH_KIND="nccl",
-                       FAKE_SGLANG_LATENCY_MS="250", SHOPSIM_SLOTS="16", SHOPSIM_EPISODE_CONCURRENCY="16")
+                       FAKE_SGLANG_LATENCY_MS="250", SHOPSIM_SLOTS="16", SHOPSIM_EPISODE_CONCURRENCY="16", **NO_WANDB)
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("the driver's crash in rollout 1", marker.is_file, proc=proc, log=log, timeout=600)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.rehearsal import Run, copy_checkout, rehearse, rehearse_env
+from support.rehearsal import NO_WANDB, Run, copy_checkout, rehearse, rehearse_env
 
 from pyhelpers import stages
 
@@ -170,7 +170,7 @@ def test_a_stage_added_in_one_file_and_one_line_runs_in_a_rehearsal(tmp_path, re
     follows = stages.NAMES[stages.NAMES.index(after) + 1]
     proj = copy_checkout(tmp_path / "proj")
     add_stage(proj / "pyhelpers", after=after)
-    env = rehearse_env(tmp_path / "rehearsal", rehearsal_world, ROUNDS=1, PYTHONPATH=str(proj))
+    env = rehearse_env(tmp_path / "rehearsal", rehearsal_world, ROUNDS=1, PYTHONPATH=str(proj), **NO_WANDB)
     res = rehearse(env, root=proj)
     assert res.returncode == 0, res.stdout[-5000:]
     run = Run(Path(env["RUNS_DIR"]))

@@ -71,6 +71,16 @@ class Run:
         return lock.read_holder(self.run_dir / "lock")
 
 
+# For a rehearsal whose test reads nothing that W&B writes: `**NO_WANDB` in rehearse_env. W&B
+# offline (a wandb-core service per logged run, after each evaluation and at the run's end) took a
+# fifth of a two-round rehearsal's wall time beside a busy suite (159 s, 128 s without). What W&B
+# writes is tested where it is read: the reference rehearsal (test_rehearsal, test_eval), test_watch,
+# test_migrate, test_two_nodes, and test_faults' kill matrix (a kill may land while a round's W&B
+# logger runs). Not where a test holds `make plan` against what ran: the plan leaves wandb-log out
+# under WANDB_MODE=disabled, the run still starts it (to log nothing).
+NO_WANDB = {"WANDB_MODE": "disabled"}
+
+
 _created: list[dict] = []
 
 
