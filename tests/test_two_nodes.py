@@ -12,9 +12,12 @@ beside this one):
   token), `make status REHEARSAL=1` taken once the worker joined and the job was submitted; then, in
   round 1, the worker's raylet killed (a node lost mid-round: issue 28 item 8) while the worker holds
   only training ranks (issue 41 item 7: the stand-in holds them on every node for the whole job, as
-  slime does), `make status` taken again once the run restarts for it, and the worker's `make join`
-  run again. The run must still end exactly as the one-node reference rehearsal does (the stand-ins
-  are deterministic, and neither where an episode is played nor a resume may change it);
+  slime does), its node agent starting its Ray again on its own (no `make join` by hand); then, the
+  job held after round 1's last step (FAKE_SLIME_HOLD_AT), the head's gcs_server SIGKILLed (issue 41
+  item 1: `ray-lost`, the head's Ray started again, the worker's agent joining the new head on its
+  own) and the job released once the restart is recorded; `make status` taken again at the end. The
+  run must still end exactly as the one-node reference rehearsal does (the stand-ins are
+  deterministic, and neither where an episode is played nor a resume may change it);
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from support.rehearsal import (
     pyhelpers_cmd,
     rehearse,
     rehearse_env,
+    rows,
     start,
     stop_leftovers,
     wait_for,
@@ -61,17 +65,23 @@ from pyhelpers.procs import netns, procfs
 
 pytestmark = pytest.mark.heavy  # two Ray nodes (a killed rehearsal, then a whole one)
 
+# The rollout after whose training the job holds for the head's gcs_server to be killed: round 1's
+# last step, once the worker lost earlier in that round has rejoined.
+GCS_KILLED_AFTER = 3
+
 @pytest.fixture(scope="module")
 def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     need_root()
     tmp = tmp_path_factory.mktemp("two-node")
+    gate = tmp / "hold"
     # (untracked: conftest stops a tracked rehearsal after each test; this one serves the module)
     # round 0's RolloutManager (the plugin) on the worker, round 1's on the head (the lost worker then
-    # holds only training ranks), a proxy in the user's shell the job must not see, and steps slow
-    # enough for the worker's raylet to be killed inside round 1
+    # holds only training ranks), a proxy in the user's shell the job must not see, steps slow
+    # enough for the worker's raylet to be killed inside round 1, and the job held after round 1's
+    # last step for the head's GCS to be killed there
     env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300,
                        FAKE_SLIME_ROLLOUT_NODE="worker-then-head", FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5,
-                       **PROXIES)
+                       FAKE_SLIME_HOLD_AT=GCS_KILLED_AFTER, FAKE_SLIME_HOLD_GATE=str(gate), **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
     run = Run(Path(env["RUNS_DIR"]))
     # first, issue 41 item 3: a `make rehearse NNODES=2` killed, then `make stop REHEARSAL=1`
@@ -81,9 +91,13 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     owners: dict[str, str] = {}  # socket inode -> its holder's command line, found once
     refused: dict[tuple[str, int], dict[str, str]] = {}
     # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
-    # node-lost restart, the worker's agent starting its Ray again on its own (no `make join` by hand)
+    # node-lost restart, the worker's agent starting its Ray again on its own (no `make join` by hand);
+    # then the head's GCS killed while the job holds, the restart for it, the agent's second rejoin
     story: dict = {"errors": []}
     metrics = run.round_dir(1) / "rollout_metrics.jsonl"
+
+    def node_json(pair: dict) -> dict:  # the worker agent's heartbeat
+        return load_json_or_none(run.run_dir / "nodes" / pair["worker"]["addr"] / "node.json") or {}
 
     def lose_and_rejoin_the_worker(pair: dict) -> None:
         if "whole" not in story:
@@ -91,14 +105,39 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                 story["whole"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
         elif "killed" not in story:
             if metrics.is_file() and metrics.read_text().strip():  # round 1's first step is done
-                raylet = _raylet_of(pair["worker"]["addr"], pair["worker"]["ns"])
+                raylet = _ray_process(pair["worker"]["ns"], b"/raylet", pair["worker"]["addr"])
                 if raylet:
                     os.kill(raylet, signal.SIGKILL)
                     story["killed"] = raylet
         elif "rejoined" not in story:  # its agent starts its Ray again: no hand on the worker
-            beat = load_json_or_none(run.run_dir / "nodes" / pair["worker"]["addr"] / "node.json") or {}
+            beat = node_json(pair)
             if beat.get("rejoins") and beat.get("ray_started"):
                 story["rejoined"] = beat
+
+    def lose_the_head_s_ray(pair: dict) -> None:
+        # the job held after round 1's last step: the head's GCS killed (the OOM killer's SIGKILL); once
+        # the run recorded its restart and the restart ended the held driver, the gate is opened for
+        # the resumed job; then the worker's agent joins the new head. (Not opened earlier: the
+        # stand-in's driver writes the step's checkpoint itself, where slime's needs its ranks, the head's
+        # among them, dead with the head's Ray: a held driver let go would save a step slime could not.)
+        held = Path(f"{gate}-{GCS_KILLED_AFTER}")
+        if "gcs_killed" not in story:
+            if Path(f"{held}.held").is_file():
+                gcs = _ray_process(pair["head"]["ns"], b"/gcs_server")
+                driver = int(Path(f"{held}.held").read_text().split("(pid ")[1].rstrip(")\n"))
+                if gcs:
+                    story["driver"] = (driver, procfs.start_ticks(driver))
+                    story["restarts_before_gcs"] = len(run.restarts())
+                    os.kill(gcs, signal.SIGKILL)
+                    story["gcs_killed"] = gcs
+        elif "gcs_restart" not in story:
+            if len(run.restarts()) > story["restarts_before_gcs"] and not procfs.is_alive(*story["driver"]):
+                story["gcs_restart"] = run.restarts()[story["restarts_before_gcs"]]
+                held.write_text("released\n")  # the resumed job plays round 1 again and goes on
+        elif "gcs_rejoined" not in story:
+            beat = node_json(pair)
+            if beat.get("rejoins", 0) >= 2 and beat.get("ray_started"):  # its second, after the worker's own
+                story["gcs_rejoined"] = beat
 
     def watch() -> None:
         while proc.poll() is None:
@@ -116,11 +155,14 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
 
     def lose() -> None:
         # its own thread, polling fast: the raylet dies as round 1's second step starts (the moment
-        # the one-node fault tests kill at too)
+        # the one-node fault tests kill at too); the head's GCS once the job holds
         try:
-            while proc.poll() is None and "rejoined" not in story:
+            while proc.poll() is None and "gcs_rejoined" not in story:
                 if record.is_file():
-                    lose_and_rejoin_the_worker(json.loads(record.read_text()))
+                    pair = json.loads(record.read_text())
+                    if "rejoined" not in story:
+                        lose_and_rejoin_the_worker(pair)
+                    lose_the_head_s_ray(pair)  # (whatever happened before: a held job is always let go)
                 time.sleep(0.05)
         except Exception as exc:  # noqa: BLE001 -- reported by the tests, not lost in a thread
             story["errors"].append(repr(exc))
@@ -129,18 +171,19 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     for t in threads:
         t.start()
     try:
-        proc.wait(timeout=900)
+        proc.wait(timeout=1500)  # (a bound a loaded machine must not reach: the run ends on its own)
     finally:
         if proc.poll() is None:
             proc.terminate()  # (bin/rehearse's two-node wrapper removes its namespaces on the way out)
             proc.wait(timeout=120)
         for t in threads:
             t.join(timeout=60)
+        status_after = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
         stop_leftovers(env)
     pair = json.loads(record.read_text())
     return {"rc": proc.returncode, "out": log.read_text(errors="replace"), "pair": pair, "listeners": seen,
-            "refused": refused, "story": story, "status": story.get("whole", ""), "env": env, "run": run,
-            "killed": killed}
+            "refused": refused, "story": story, "status": story.get("whole", ""), "status_after": status_after,
+            "env": env, "run": run, "killed": killed}
 
 
 def _kill_a_rehearsal_then_make_stop(env: dict, run: Run, record: Path) -> dict:
@@ -166,9 +209,10 @@ def _kill_a_rehearsal_then_make_stop(env: dict, run: Run, record: Path) -> dict:
             "stop": stop.stdout + stop.stderr, "out": log.read_text(errors="replace")}
 
 
-def _raylet_of(addr: str, netns_name: str) -> int | None:
-    """The pid of the raylet serving node `addr` inside network namespace `netns_name` (only ours: another
-    rehearsal on this host may have a worker at the same address in its own namespace)."""
+def _ray_process(netns_name: str, program: bytes, addr: str | None = None) -> int | None:
+    """The pid of Ray's `program` (b"/raylet", b"/gcs_server") inside network namespace `netns_name`,
+    serving node `addr` where given (only ours: another rehearsal on this host may have a worker at the
+    same address in its own namespace)."""
     ns = os.stat(f"/run/netns/{netns_name}").st_ino
     for p in Path("/proc").iterdir():
         if not p.name.isdigit():
@@ -179,7 +223,7 @@ def _raylet_of(addr: str, netns_name: str) -> int | None:
                 continue
         except OSError:
             continue
-        if argv and argv[0].endswith(b"/raylet") and f"--node_ip_address={addr}".encode() in argv:
+        if argv and argv[0].endswith(program) and (addr is None or f"--node_ip_address={addr}".encode() in argv):
             return int(p.name)
     return None
 
@@ -217,11 +261,42 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
     assert f"RolloutManager placed on {HEAD}" in slime_log(run), slime_log(run)[-3000:]
     restarts = run.restarts()
-    assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost")], restarts
+    assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost"),
+                                                                         ("train", 1, "ray-lost")], restarts
     assert run.events("nodes-whole"), run.events()[-10:]
     assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]
     assert f"node {WORKER} worker, 4 GPU(s), alive" in r["out"], r["out"][-4000:]
     # resumed from the last checkpoint, nothing counted twice
+    assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
+
+
+def test_the_head_s_gcs_killed_on_two_nodes_is_ray_lost_and_the_worker_rejoins_on_its_own(
+        two_node_rehearsal, reference):
+    """Issue 41 item 1 on two nodes: the head's gcs_server SIGKILLed mid-training (the OOM killer) is
+    `ray-lost`: the head's Ray is started again, the worker's node agent joins the new head on its own
+    (no `make join` on the worker), training resumes from the last checkpoint to the uninterrupted
+    result; the restart is in the events, `make status` and the report."""
+    r = two_node_rehearsal
+    story, run = r["story"], r["run"]
+    assert not story["errors"], story["errors"]
+    assert story.get("gcs_killed"), f"the head's gcs_server was never killed: {sorted(story)}\n" + r["out"][-3000:]
+    restart = story.get("gcs_restart")
+    assert restart, f"the run never restarted for the head's killed GCS: {sorted(story)}\n" + r["out"][-6000:]
+    assert (restart["stage"], restart["round"], restart["step"], restart["cause"]) == (
+        "train", 1, GCS_KILLED_AFTER + 1, "ray-lost"), restart
+    assert "the head's Ray is lost" in restart["excerpt"], restart
+    assert story.get("gcs_rejoined"), f"the worker's agent never joined the new head: {sorted(story)}\n" + r["out"][-6000:]
+    assert story["gcs_rejoined"]["rejoins"] == 2, story["gcs_rejoined"]  # once per loss, by the agent alone
+    assert r["rc"] == 0, r["out"][-6000:]
+    evs = run.events()
+    lost_at = max(i for i, e in enumerate(evs) if e.get("kind") == "run-restart")
+    assert any(e.get("kind") == "service-start" and e.get("service") == "ray-head" for e in evs[lost_at:]), evs[lost_at:]
+    line = "run-restart round 1 train ray-lost"
+    assert line in r["status_after"], r["status_after"]
+    report = run.run_dir / "report"
+    assert ("run-restart", "1", "train", "ray-lost") in {
+        (row["kind"], row["round"], row["stage"], row["cause"]) for row in rows(report / "restarts.csv")}
+    assert line in (report / "index.html").read_text()
     assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
 
 
