@@ -8,6 +8,25 @@ The clock is piecewise linear: an instant covered by at least one wait runs at t
 modelled/waited rate (the largest where several overlap: the stand-ins share one scale, so they
 agree up to a sleep's overrun), every other instant at 1. Overlapping waits (an analyst answer
 during a training step, a server's many /generate calls) are so stretched once, not added.
+
+One clock cannot read two activities that run at once and wait for different stand-ins: a stage
+that waits for a drain (compile, for the analyst's answers) and the stage beside it (evaluate:
+the eval server's start and bare val, VAL_BESIDE_COMPILE=1). On one clock every instant of the
+drain's window runs at the analyst's rate, so the other's own time on this CPU (val's episode
+handling, unscaled everywhere else) counted ~60x, and how much of the drain it covered moved with
+the load. `timeline` gives each its own clock over their overlap (`Beside`):
+- the drain: only its stand-in's waits (the drain knob's, inside the drain stage's window)
+  stretch it, everything else counts as it was: its modelled length D;
+- the stage beside it, from the overlap's start to its join (where it starts waiting for the
+  drain: val's end, before the gate): every other stand-in's wait (the eval server's start, its
+  /generate calls) stretches it, the drain's answers do not: its modelled length V;
+- the overlap lasts max(D, V) modelled seconds from its start; each event in it is placed on its
+  own activity's clock from there (what the beside stage writes while it waits: at the end). The
+  report's split (pyhelpers/run/gpu_time.py) then bills the GPUs busy while val plays, idle in
+  the server's start and while only the drain is waited for (compile-wait): max(D, V) minus val.
+  After the join the one clock goes on from there. So this CPU's speed enters only as the real
+  seconds of each activity's unscaled part, as everywhere else.
+Where nothing overlaps (today's order: compile, then evaluate) `timeline` is the one clock.
 """
 
 from __future__ import annotations
@@ -16,6 +35,7 @@ import bisect
 import heapq
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -74,16 +94,17 @@ def events(evs: list[dict], to: Callable[[float], float]) -> list[dict]:
     """The run's events with their times (t, and since where noticed after the fact) on the modelled
     clock, and their `seconds` (a duration that ends at t: an evaluation's episodes, a stage's run)
     as the modelled seconds of that interval."""
-    out = []
-    for e in evs:
-        e = dict(e)
-        if isinstance(e.get("seconds"), (int, float)) and isinstance(e.get("t"), (int, float)):
-            e["seconds"] = to(float(e["t"])) - to(float(e["t"]) - float(e["seconds"]))
-        for key in ("t", "since"):
-            if isinstance(e.get(key), (int, float)):
-                e[key] = to(float(e[key]))
-        out.append(e)
-    return out
+    return [_on(e, to) for e in evs]
+
+
+def _on(e: dict, to: Callable[[float], float]) -> dict:
+    e = dict(e)
+    if isinstance(e.get("seconds"), (int, float)) and isinstance(e.get("t"), (int, float)):
+        e["seconds"] = to(float(e["t"])) - to(float(e["t"]) - float(e["seconds"]))
+    for key in ("t", "since"):
+        if isinstance(e.get(key), (int, float)):
+            e[key] = to(float(e[key]))
+    return e
 
 
 def within(waits: list[dict], knob: str, windows: list[tuple[float, float]]) -> list[dict]:
@@ -123,3 +144,73 @@ def restarts(evs: list[dict]) -> tuple[tuple[float, float], ...]:
 def without(evs: list[dict], dropped: tuple[tuple[float, float], ...]) -> list[dict]:
     """The events outside the dropped intervals."""
     return [e for e in evs if not any(a <= float(e["t"]) < b for a, b in dropped)]
+
+
+def stage_windows(evs: list[dict], stage: str) -> list[tuple[float, float, object]]:
+    """(start, end, round) of each run of `stage` that ended, in wall time."""
+    out, open_ = [], {}
+    for e in evs:
+        if e.get("stage") != stage:
+            continue
+        if e.get("kind") == "stage-start":
+            open_[e.get("round")] = float(e["t"])
+        elif e.get("kind") == "stage-end" and e.get("round") in open_:
+            out.append((open_.pop(e.get("round")), float(e["t"]), e.get("round")))
+    return out
+
+
+@dataclass(frozen=True)
+class Beside:
+    """A drain stage and the stage beside it, running at once (wall times; module doc)."""
+    start: float    # the earlier of the two stage-starts
+    drained: float  # the drain stage's end
+    joined: float   # where the beside stage starts waiting for the drain (its join event), else its end
+
+
+def besides(evs: list[dict], drain: str, beside: str, joins: Callable[[dict], bool]) -> list[Beside]:
+    """Every run of `drain` that a run of `beside` of the same round overlaps; `joins` tells the
+    beside stage's event after which it waits for the drain (none: it waits from its end)."""
+    out = []
+    ran = stage_windows(evs, beside)
+    for a, b, r in stage_windows(evs, drain):
+        for s, e, rr in ran:
+            if rr == r and s < b and e > a:
+                join = [float(x["t"]) for x in evs if x.get("round") == r and s <= float(x["t"]) <= e and joins(x)]
+                out.append(Beside(min(a, s), b, join[0] if join else e))
+    return out
+
+
+def timeline(evs: list[dict], waits: list[dict], *, origin: float, dropped: tuple[tuple[float, float], ...] = (),
+             drain: str, knob: str, beside: str | None, joins: Callable[[dict], bool]) -> list[dict]:
+    """The run's events on modelled clocks (module doc): the drain `knob`'s waits count only inside
+    the `drain` stage's windows; where `beside` runs during it, a clock per activity."""
+    windows = [(a, b) for a, b, _ in stage_windows(evs, drain)]
+    base = clock(within(waits, knob, windows), origin, dropped)
+    found = besides(evs, drain, beside, joins) if beside else []
+    if not found:
+        return events(evs, base)
+    theirs = clock(within([w for w in waits if w["knob"] == knob], knob, windows), origin, dropped)
+    mine = clock([w for w in waits if w["knob"] != knob], origin, dropped)
+    marks, shift = [], 0.0  # (the overlap, its modelled start, its modelled end, its wall end, the shift after it)
+    for o in found:
+        m0 = base(o.start) + shift
+        m1 = m0 + max(theirs(o.drained) - theirs(o.start), mine(o.joined) - mine(o.start))
+        end = max(o.drained, o.joined)
+        shift = m1 - base(end)
+        marks.append((o, m0, m1, end, shift))
+
+    def reading(drains: bool) -> Callable[[float], float]:
+        def to(t: float) -> float:
+            after = 0.0
+            for o, m0, m1, end, shifted in marks:
+                if t < o.start:
+                    break
+                if t <= end:  # inside the overlap: on this activity's own clock from its modelled start
+                    if drains:
+                        return m0 + theirs(min(t, o.drained)) - theirs(o.start)
+                    return m0 + mine(t) - mine(o.start) if t <= o.joined else m1  # waiting: until the drain's end
+                after = shifted
+            return base(t) + after
+        return to
+    drained, other = reading(True), reading(False)
+    return [_on(e, drained if e.get("stage") == drain else other) for e in evs]

@@ -7,8 +7,10 @@ five (STRETCHED: the same busy time and analyst work, a fifth of the episodes to
 The figures are modelled seconds (docs/gpu_idle_bench.md): every stand-in records each wait with
 the real seconds it stands for (tests/fakes/modelled_wait.py), and the run's events are read on a
 clock on which a wait lasts those and everything else -- the toolkit's own time, this CPU's starts
--- lasts what it lasted, unscaled (bench/modelled_time.py). Multiplying the wall time back by 60,
-as this bench did, multiplied this CPU's time too and the verdict moved with the machine's load.
+-- lasts what it lasted, unscaled (bench/modelled_time.py); where val plays beside compile, on a
+clock per activity (val on the eval server's waits, compile on the analyst's, the window the
+longer of the two). Multiplying the wall time back by 60, as this bench did, multiplied this CPU's
+time too and the verdict moved with the machine's load.
 The split is the one `make report` draws (pyhelpers/run/gpu_time.py) of those events. A five-round
 run is round 0 once and round 1 four times (a real run's rounds 1-4 are alike). A configuration
 DERIVED from another's run is read off that run, not rehearsed (cut 5 on one machine).
@@ -169,25 +171,26 @@ def run_all(names: list[str], scale: float, steps: int, played: int, at_once: bo
         return dict(zip(names, pool.map(one, names), strict=True))
 
 
+def val_ended(e: dict) -> bool:
+    """Bare val's end: evaluate waits for compile (the gate needs compiled.json) right after it
+    (pyhelpers/stages/eval_session.py: play_val, then loop.wait_beside)."""
+    return e.get("kind") == "episodes" and e.get("what") == "val"
+
+
 def modelled_rounds(tmp: Path) -> tuple[list[gpu_time.RoundTime], list[dict], int]:
     """The finished rounds of one bench rehearsal in modelled seconds (the report's split of its
-    events on the modelled clock: bench/modelled_time.py), the waits the stand-ins recorded, and
+    events on the modelled clocks: bench/modelled_time.py), the waits the stand-ins recorded, and
     how many failed attempts the run healed from (dropped from its timeline: modelled_time.restarts).
-    The analyst's answers count only inside the stages that wait for its drain (compile)."""
+    The analyst's answers count only inside the stage that waits for its drain (compile); where
+    evaluate runs beside it (VAL_BESIDE_COMPILE=1) each is read on its own clock."""
     evs = events.read(tmp / "runs" / "rehearsal")
     dropped = modelled_time.restarts(evs)
     evs = modelled_time.without(evs, dropped)
-    drain = {s for s, p in stages.GPU_ROLES.whole.items() if p == "compile-wait"}
-    windows, open_ = [], {}
-    for e in evs:
-        if e.get("stage") in drain and e.get("kind") == "stage-start":
-            open_[e["stage"]] = float(e["t"])
-        elif e.get("stage") in drain and e.get("kind") == "stage-end" and e["stage"] in open_:
-            windows.append((open_.pop(e["stage"]), float(e["t"])))
+    [drain] = [s for s, p in stages.GPU_ROLES.whole.items() if p == "compile-wait"]
     waits = modelled_time.read_waits(tmp / WAITS)
-    to = modelled_time.clock(modelled_time.within(waits, ANALYST_KNOB, windows), origin=float(evs[0]["t"]),
-                             dropped=dropped)
-    rounds = [rt for rt in gpu_time.split(modelled_time.events(evs, to), stages.GPU_ROLES) if rt.finished]
+    timed = modelled_time.timeline(evs, waits, origin=float(evs[0]["t"]), dropped=dropped, drain=drain,
+                                   knob=ANALYST_KNOB, beside=stages.get(drain).beside, joins=val_ended)
+    rounds = [rt for rt in gpu_time.split(timed, stages.GPU_ROLES) if rt.finished]
     return rounds, waits, len(dropped)
 
 
