@@ -315,7 +315,11 @@ def test_sweep_stops_processes_referencing_marker_only(procs_env, tmp_path):
     by_argv = children.popen([*sleeper, f"--temp-dir={marker}"])
     by_env = children.popen(sleeper, env={**os.environ, "SESSION": f"{marker}/session_1"})
     decoy = children.popen([*sleeper, f"--temp-dir={marker}c"])  # /tmp/.../ray-abc is not ray-ab
-    until(lambda: b"--temp-dir" in Path(f"/proc/{decoy.pid}/cmdline").read_bytes())
+    # Popen returns once the child's execve has switched to the new program, before the kernel has
+    # set where its argv and environment lie: until then /proc/<pid>/cmdline and environ read empty.
+    # At a load of 13 by_argv was still there when the scan ran (found 2 of 3). Wait for each one's.
+    until(lambda: all(b"--temp-dir" in _raw_cmdline(p.pid) for p in (by_argv, decoy))
+          and b"SESSION=" in _raw_proc(by_env.pid, "environ"))
 
     dry = "\n".join(r.message for r in family.stop_marked(marker, 2, dry_run=True))
     assert dry.count("would stop") == 3, dry
@@ -331,11 +335,15 @@ def test_sweep_stops_processes_referencing_marker_only(procs_env, tmp_path):
     assert procfs.is_alive(decoy.pid) and str(decoy.pid) not in res_stdout
 
 
-def _raw_cmdline(pid: int) -> bytes:
+def _raw_proc(pid: int, what: str) -> bytes:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
+        return Path(f"/proc/{pid}/{what}").read_bytes()
     except OSError:
         return b""
+
+
+def _raw_cmdline(pid: int) -> bytes:
+    return _raw_proc(pid, "cmdline")
 
 
 def test_a_driver_killed_before_the_pidfile_leaves_no_unrecorded_service(tmp_path):
