@@ -130,6 +130,17 @@ def test_status_shows_a_worker_waiting_to_rejoin_and_one_starting_again(toolkit_
     assert lines[3].endswith("joining again: starting its Ray node (attempt 1 of 3, rejoin 1)"), lines
 
 
+def test_status_says_a_worker_s_node_agent_was_killed_and_started_again_and_still_counts_it_up(toolkit_env):
+    """Issue 41: the keeper (launch/node_keeper.py) started a killed node agent again; the worker is
+    up once its Ray is, and `make status` says what happened to its agent."""
+    cfg, lay = _two_nodes(toolkit_env)
+    now = time.time()
+    _node_json(lay, "198.51.100.2", heartbeat=now, attempt=1, attempts=3, ray_started=now - 5, agent_restarts=1)
+    lines = cluster.node_lines(cluster.node_rows(cfg, lay, now))
+    assert lines[0] == "nodes: 2 of 2 up", lines
+    assert lines[2].endswith("up; its node agent was killed and started again (1 time(s))"), lines
+
+
 def test_the_head_names_a_worker_whose_node_ended_while_it_waited(toolkit_env, monkeypatch):
     cfg, lay = _two_nodes(toolkit_env, JOIN_TIMEOUT="1.5")
     monkeypatch.setattr(cluster, "nodes", lambda cfg, lay: [])

@@ -121,14 +121,14 @@ def agent(tmp_path):
     `ray` starts left and the agent's group are killed, so that a failing test leaves nothing."""
     started = []
 
-    def start(plan: str, hold: str = "", rejoin_wait: str = "3600") -> subprocess.Popen:
+    def start(plan: str, hold: str = "", rejoin_wait: str = "3600", keeper: bool = False) -> subprocess.Popen:
         ray = tmp_path / "ray"
         ray.write_text(FAKE_RAY)
         ray.chmod(0o755)
         (tmp_path / "run").mkdir()
         env = {**os.environ, "FAKE_RAY_DIR": str(tmp_path), "FAKE_RAY_PLAN": plan, "FAKE_RAY_HOLD": hold, "REJOIN_WAIT": rejoin_wait,
                "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], env=env, cwd=ROOT, text=True,
+        proc = subprocess.Popen([sys.executable, "-c", KEEPER if keeper else DRIVER, str(tmp_path)], env=env, cwd=ROOT, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         started.append(proc)
         return proc
@@ -293,3 +293,43 @@ def test_nothing_a_ray_start_left_outlives_the_agent_whatever_ends_it(tmp_path, 
     out, _ = _finish(proc)
     assert len(_spawned(tmp_path)) == 3, out
     assert not _survivors(tmp_path, proc.pid), f"outlived the agent (exit {proc.returncode}):\n{out}"
+
+
+# The ray-worker service as `make join` starts it: the keeper (launch/node_keeper.py) around the agent
+# (DRIVER above), in the service's own session; the agent's pid in agent-<n>.pid at each start.
+KEEPER = textwrap.dedent("""\
+    import os, sys
+    from pathlib import Path
+    from pyhelpers.launch import node_keeper
+    d = Path(sys.argv[1])
+    agent = [sys.executable, "-c", "import os, sys; from pathlib import Path; "
+             "d = Path(sys.argv[1]); n = os.environ['SHOPSIMRL_AGENT_RESTARTS']; "
+             "(d / f'agent-{n}.pid').write_text(str(os.getpid())); "
+             "exec(open(d / 'driver.py').read())", str(d)]
+    sys.exit(node_keeper.keep(agent, dict(os.environ), grace=0.5,
+                              stop_reason=lambda: "the run was stopped" if (d / "stop").exists() else None))
+""")
+
+
+def test_a_killed_node_agent_is_started_again_by_its_keeper_once_all_it_left_has_ended(tmp_path, agent):
+    """Issue 41 (a worker's node agent SIGKILLed, as the OOM killer or a stray `kill -9` would): its
+    `ray start --block` and raylet ran on unwatched (no stop marker read, no heartbeat, no rejoin after
+    the next lost head). The service's own process, the keeper, ends what the killed agent left (its
+    Ray node: the head's node-lost restart waits for the worker) and starts the agent again, which
+    joins the head on its own; the run's stop then ends both, leaving nothing. The agent's own rejoin
+    first (its Ray node ended once): its cleanup ends the rest of its group, which the keeper is in,
+    and must not end the keeper."""
+    (tmp_path / "head-up").touch()
+    (tmp_path / "driver.py").write_text(DRIVER)
+    proc = agent("die start start", keeper=True)
+    _wait_for(proc, lambda: (tmp_path / "agent-0.pid").is_file() and _beat(tmp_path).get("rejoins") == 1
+              and _beat(tmp_path).get("ray_started"))
+    os.kill(int((tmp_path / "agent-0.pid").read_text()), signal.SIGKILL)
+    _wait_for(proc, lambda: (tmp_path / "agent-1.pid").is_file() and (tmp_path / "count").read_text().strip() == "3"
+              and _beat(tmp_path).get("ray_started"))
+    assert not _survivors(tmp_path, proc.pid, attempt=2), "the killed agent's Ray node ran on beside the new one"
+    (tmp_path / "stop").touch()
+    out, _ = proc.communicate()
+    assert proc.returncode == 0, out
+    assert "the node agent was killed (signal 9): ending what it left, then starting it again (1 of 3)" in out, out
+    assert not _survivors(tmp_path, proc.pid), out

@@ -12,7 +12,11 @@ beside this one):
   token), `make status REHEARSAL=1` taken once the worker joined and the job was submitted; then, in
   round 1, the worker's raylet killed (a node lost mid-round: issue 28 item 8) while the worker holds
   only training ranks (issue 41 item 7: the stand-in holds them on every node for the whole job, as
-  slime does), its node agent starting its Ray again on its own (no `make join` by hand); then, the
+  slime does), its node agent starting its Ray again on its own (no `make join` by hand); before
+  that, while the job holds after round 0's first step, the driver's process group SIGKILLed and
+  `make rehearse NNODES=2 RESUME=1` (driver-lost, the killed run's pair reclaimed), and while the
+  resumed job holds after round 0's last step, the worker's node agent SIGKILLed (its keeper ends the
+  agent's Ray node and starts the agent again: node-lost); then, the
   job held after round 1's last step (FAKE_SLIME_HOLD_AT), the head's gcs_server SIGKILLed (issue 41
   item 1: `ray-lost`, the head's Ray started again, the worker's agent joining the new head on its
   own) and the job released once the restart is recorded; `make status` taken again at the end. The
@@ -65,9 +69,16 @@ from pyhelpers.procs import netns, procfs
 
 pytestmark = pytest.mark.heavy  # two Ray nodes (a killed rehearsal, then a whole one)
 
-# The rollout after whose training the job holds for the head's gcs_server to be killed: round 1's
-# last step, once the worker lost earlier in that round has rejoined.
-GCS_KILLED_AFTER = 3
+# The rollouts after whose training the job holds for a fault (FAKE_SLIME_HOLD_AT): round 0's first
+# step for the driver's process group to be SIGKILLed (then `make rehearse NNODES=2 RESUME=1`); round
+# 0's last, before its save, for the worker's node agent to be SIGKILLed; round 1's last step for the
+# head's gcs_server, once the worker lost earlier in that round has rejoined.
+DRIVER_KILLED_AFTER, AGENT_KILLED_AFTER, GCS_KILLED_AFTER = 0, 1, 3
+# A fault that never heals holds its job forever (nothing but the test releases it): past this long
+# with no step of the story, the test gives up, records why and lets every held job go. Far above
+# any step's time at a load of 20 (each took under 2 min): it only turns a hang into a failure.
+FAULT_GUARD_S = 900
+
 
 @pytest.fixture(scope="module")
 def two_node_rehearsal(tmp_path_factory, rehearsal_world):
@@ -77,20 +88,26 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     # (untracked: conftest stops a tracked rehearsal after each test; this one serves the module)
     # round 0's RolloutManager (the plugin) on the worker, round 1's on the head (the lost worker then
     # holds only training ranks), a proxy in the user's shell the job must not see, steps slow
-    # enough for the worker's raylet to be killed inside round 1, and the job held after round 1's
-    # last step for the head's GCS to be killed there
+    # enough for the worker's raylet to be killed inside round 1, and the job held after the steps
+    # where a fault is played
+    holds = ",".join(str(i) for i in (DRIVER_KILLED_AFTER, AGENT_KILLED_AFTER, GCS_KILLED_AFTER))
     env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300,
                        FAKE_SLIME_ROLLOUT_NODE="worker-then-head", FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5,
-                       FAKE_SLIME_HOLD_AT=GCS_KILLED_AFTER, FAKE_SLIME_HOLD_GATE=str(gate), **PROXIES)
+                       FAKE_SLIME_HOLD_AT=holds, FAKE_SLIME_HOLD_GATE=str(gate), **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
     run = Run(Path(env["RUNS_DIR"]))
     # first, issue 41 item 3: a `make rehearse NNODES=2` killed, then `make stop REHEARSAL=1`
     killed = _kill_a_rehearsal_then_make_stop(env, run, record)
     proc, log = start(env)
+    # the driver now: the first rehearsal's, then (once that is SIGKILLed) its `RESUME=1`'s
+    current = {"proc": proc, "logs": [log], "switching": False}
     seen: set[Listener] = set()
     owners: dict[str, str] = {}  # socket inode -> its holder's command line, found once
     refused: dict[tuple[str, int], dict[str, str]] = {}
-    # what the run went through, in order: the cluster whole (status), the worker's raylet killed, the
+    # what the run went through, in order: the cluster whole (status); the driver's process group
+    # SIGKILLed while the job holds after round 0's first step, and `RESUME=1`; the worker's node agent
+    # SIGKILLed while the resumed job holds after round 0's last step, its keeper ending the agent's
+    # Ray node and starting it again, the node-lost restart; the worker's raylet killed in round 1, the
     # node-lost restart, the worker's agent starting its Ray again on its own (no `make join` by hand);
     # then the head's GCS killed while the job holds, the restart for it, the agent's second rejoin
     story: dict = {"errors": []}
@@ -99,11 +116,56 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     def node_json(pair: dict) -> dict:  # the worker agent's heartbeat
         return load_json_or_none(run.run_dir / "nodes" / pair["worker"]["addr"] / "node.json") or {}
 
+    def held(step: int) -> Path:
+        return Path(f"{gate}-{step}")
+
+    def kill_the_driver_and_resume(pair: dict) -> None:
+        # a closed terminal or a killed session while round 0 trains; then `make rehearse NNODES=2
+        # RESUME=1`, which reclaims the old pair (and the held job in it) and goes on; the gate is opened
+        # once the resumed run submitted its job, so no job holds there again
+        if "driver_killed" not in story:
+            if Path(f"{held(DRIVER_KILLED_AFTER)}.held").is_file():
+                story["old_pair"] = pair
+                story["jobs_before_resume"] = len(run.events("job-submitted"))
+                current["switching"] = True
+                os.killpg(current["proc"].pid, signal.SIGKILL)
+                current["proc"].wait()
+                new, new_log = start(env, "--resume")
+                current.update(proc=new, switching=False)
+                current["logs"].append(new_log)
+                story["driver_killed"] = True
+        elif "driver_resumed" not in story:
+            if len(run.events("job-submitted")) > story["jobs_before_resume"]:
+                held(DRIVER_KILLED_AFTER).write_text("released\n")
+                story["driver_resumed"] = True
+
+    def kill_the_worker_s_agent(pair: dict) -> None:
+        # the resumed job holds after round 0's last step, before its save: the worker's node agent
+        # SIGKILLed (the OOM killer); its keeper ends what the agent left (the worker's Ray node) and
+        # starts it again. Released once the killed agent's Ray node is gone (the new agent's heartbeat),
+        # so the held job's save meets a dead rank, as slime's would, and the job fails node-lost.
+        if "agent_killed" not in story:
+            beat = node_json(pair)
+            if Path(f"{held(AGENT_KILLED_AFTER)}.held").is_file() and beat.get("pid") and beat.get("ray_started"):
+                assert "pyhelpers.launch.node_agent" in procfs.cmdline(beat["pid"]), procfs.cmdline(beat["pid"])
+                story["restarts_before_agent"] = len(run.restarts())
+                os.kill(beat["pid"], signal.SIGKILL)
+                story["agent_killed"] = beat["pid"]
+        elif "agent_replaced" not in story:
+            beat = node_json(pair)
+            if beat.get("agent_restarts") == 1 and beat.get("pid") != story["agent_killed"]:
+                held(AGENT_KILLED_AFTER).write_text("released\n")
+                story["agent_replaced"] = beat
+        elif "agent_restart" not in story:
+            if len(run.restarts()) > story["restarts_before_agent"]:
+                story["agent_restart"] = run.restarts()[story["restarts_before_agent"]]
+        elif "agent_status" not in story:
+            beat = node_json(pair)
+            if beat.get("agent_restarts") == 1 and beat.get("ray_started") and (run.run_dir / "nodes.json").is_file():
+                story["agent_status"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+
     def lose_and_rejoin_the_worker(pair: dict) -> None:
-        if "whole" not in story:
-            if (run.run_dir / "nodes.json").is_file() and (run.run_dir / "slime-job.json").is_file():
-                story["whole"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
-        elif "killed" not in story:
+        if "killed" not in story:
             if metrics.is_file() and metrics.read_text().strip():  # round 1's first step is done
                 raylet = _ray_process(pair["worker"]["ns"], b"/raylet", pair["worker"]["addr"])
                 if raylet:
@@ -120,11 +182,10 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         # the resumed job; then the worker's agent joins the new head. (Not opened earlier: the
         # stand-in's driver writes the step's checkpoint itself, where slime's needs its ranks, the head's
         # among them, dead with the head's Ray: a held driver let go would save a step slime could not.)
-        held = Path(f"{gate}-{GCS_KILLED_AFTER}")
         if "gcs_killed" not in story:
-            if Path(f"{held}.held").is_file():
+            if Path(f"{held(GCS_KILLED_AFTER)}.held").is_file():
                 gcs = _ray_process(pair["head"]["ns"], b"/gcs_server")
-                driver = int(Path(f"{held}.held").read_text().split("(pid ")[1].rstrip(")\n"))
+                driver = int(Path(f"{held(GCS_KILLED_AFTER)}.held").read_text().split("(pid ")[1].rstrip(")\n"))
                 if gcs:
                     story["driver"] = (driver, procfs.start_ticks(driver))
                     story["restarts_before_gcs"] = len(run.restarts())
@@ -133,14 +194,17 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         elif "gcs_restart" not in story:
             if len(run.restarts()) > story["restarts_before_gcs"] and not procfs.is_alive(*story["driver"]):
                 story["gcs_restart"] = run.restarts()[story["restarts_before_gcs"]]
-                held.write_text("released\n")  # the resumed job plays round 1 again and goes on
+                held(GCS_KILLED_AFTER).write_text("released\n")  # the resumed job plays round 1 again and goes on
         elif "gcs_rejoined" not in story:
             beat = node_json(pair)
             if beat.get("rejoins", 0) >= 2 and beat.get("ray_started"):  # its second, after the worker's own
                 story["gcs_rejoined"] = beat
 
+    def running() -> bool:
+        return current["switching"] or current["proc"].poll() is None
+
     def watch() -> None:
-        while proc.poll() is None:
+        while running():
             if not record.is_file():
                 time.sleep(0.5)
                 continue
@@ -154,25 +218,46 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
             time.sleep(1.0)
 
     def lose() -> None:
-        # its own thread, polling fast: the raylet dies as round 1's second step starts (the moment
-        # the one-node fault tests kill at too); the head's GCS once the job holds
+        # its own thread, polling fast, one fault at a time in the run's order: the raylet dies as
+        # round 1's second step starts (the moment the one-node fault tests kill at too); the others
+        # while the job holds
+        progress, since = len(story), time.monotonic()
         try:
-            while proc.poll() is None and "gcs_rejoined" not in story:
+            while running() and "gcs_rejoined" not in story:
+                if len(story) != progress:
+                    progress, since = len(story), time.monotonic()
+                elif time.monotonic() - since > FAULT_GUARD_S:  # a hang guard, not a wait: see FAULT_GUARD_S
+                    story["errors"].append(f"nothing happened for {FAULT_GUARD_S} s after {sorted(story)}")
+                    break
                 if record.is_file():
                     pair = json.loads(record.read_text())
-                    if "rejoined" not in story:
+                    if "whole" not in story:
+                        if (run.run_dir / "nodes.json").is_file() and (run.run_dir / "slime-job.json").is_file():
+                            story["whole"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+                    elif "driver_resumed" not in story:
+                        kill_the_driver_and_resume(pair)
+                    elif "agent_status" not in story:
+                        kill_the_worker_s_agent(pair)
+                    elif "rejoined" not in story:
                         lose_and_rejoin_the_worker(pair)
-                    lose_the_head_s_ray(pair)  # (whatever happened before: a held job is always let go)
+                    else:
+                        lose_the_head_s_ray(pair)
                 time.sleep(0.05)
         except Exception as exc:  # noqa: BLE001 -- reported by the tests, not lost in a thread
             story["errors"].append(repr(exc))
+            for step in (DRIVER_KILLED_AFTER, AGENT_KILLED_AFTER, GCS_KILLED_AFTER):
+                if not held(step).exists():  # a fault that failed to play: no job waits for it forever
+                    held(step).write_text("released after an error in the test\n")
 
     threads = [threading.Thread(target=f, daemon=True) for f in (watch, lose)]
     for t in threads:
         t.start()
     try:
-        proc.wait(timeout=1500)  # (a bound a loaded machine must not reach: the run ends on its own)
+        deadline = time.monotonic() + 2400  # (a bound a loaded machine must not reach: the run ends on its own)
+        while running() and time.monotonic() < deadline:
+            time.sleep(0.5)
     finally:
+        proc = current["proc"]
         if proc.poll() is None:
             proc.terminate()  # (bin/rehearse's two-node wrapper removes its namespaces on the way out)
             proc.wait(timeout=120)
@@ -181,7 +266,8 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         status_after = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
         stop_leftovers(env)
     pair = json.loads(record.read_text())
-    return {"rc": proc.returncode, "out": log.read_text(errors="replace"), "pair": pair, "listeners": seen,
+    out = "".join(path.read_text(errors="replace") for path in current["logs"])
+    return {"rc": proc.returncode, "out": out, "pair": pair, "listeners": seen,
             "refused": refused, "story": story, "status": story.get("whole", ""), "status_after": status_after,
             "env": env, "run": run, "killed": killed}
 
@@ -261,7 +347,8 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
     assert f"RolloutManager placed on {HEAD}" in slime_log(run), slime_log(run)[-3000:]
     restarts = run.restarts()
-    assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 1, "node-lost"),
+    assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 0, "node-lost"),  # the agent's kill
+                                                                         ("train", 1, "node-lost"),
                                                                          ("train", 1, "ray-lost")], restarts
     assert run.events("nodes-whole"), run.events()[-10:]
     assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]
@@ -297,6 +384,49 @@ def test_the_head_s_gcs_killed_on_two_nodes_is_ray_lost_and_the_worker_rejoins_o
     assert ("run-restart", "1", "train", "ray-lost") in {
         (row["kind"], row["round"], row["stage"], row["cause"]) for row in rows(report / "restarts.csv")}
     assert line in (report / "index.html").read_text()
+    assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
+
+
+def test_a_two_node_rehearsal_whose_driver_is_killed_mid_round_resumes_and_ends_as_the_reference(
+        two_node_rehearsal, reference):
+    """Issue 41 (the driver SIGKILLed on two nodes): `make rehearse NNODES=2`'s process group SIGKILLed
+    while round 0 trains, then `make rehearse NNODES=2 RESUME=1`: the kill is recorded (driver-lost),
+    the killed run's pair of namespaces and all in it are reclaimed, and the run ends as the
+    uninterrupted reference."""
+    r = two_node_rehearsal
+    story, run = r["story"], r["run"]
+    assert not story["errors"], story["errors"]
+    assert story.get("driver_killed"), f"the driver was never killed: {sorted(story)}\n" + r["out"][-3000:]
+    assert story.get("driver_resumed"), f"the resumed run never submitted its job: {sorted(story)}\n" + r["out"][-6000:]
+    lost = run.events("driver-lost")
+    assert [(e["round"], e["stage"]) for e in lost] == [(0, "train")], lost
+    old, new = story["old_pair"], r["pair"]
+    assert old["tag"] != new["tag"], (old, new)
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    assert not {old["head"]["ns"], old["worker"]["ns"]} & set(listed), listed
+    assert r["rc"] == 0, r["out"][-6000:]
+    assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
+
+
+def test_a_worker_s_killed_node_agent_is_started_again_by_its_keeper_and_the_run_ends_as_the_reference(
+        two_node_rehearsal, reference):
+    """Issue 41 (a worker's node agent SIGKILLed): its keeper (launch/node_keeper.py) ends the Ray node the
+    agent left and starts the agent again, which joins the head on its own; the held job's save meets
+    its lost ranks (as slime's would), the run restarts node-lost from round 0's start and ends as the
+    reference. `make status` says the agent was started again."""
+    r = two_node_rehearsal
+    story, run = r["story"], r["run"]
+    assert not story["errors"], story["errors"]
+    assert story.get("agent_killed"), f"the worker's node agent was never killed: {sorted(story)}\n" + r["out"][-3000:]
+    assert story.get("agent_replaced"), f"no keeper started the agent again: {sorted(story)}\n" + r["out"][-6000:]
+    restart = story.get("agent_restart")
+    assert restart, f"the run never restarted for the lost worker: {sorted(story)}\n" + r["out"][-6000:]
+    assert (restart["stage"], restart["round"], restart["cause"]) == ("train", 0, "node-lost"), restart
+    worker = r["pair"]["worker"]["addr"]
+    assert "its node agent was killed and started again (1 time(s))" in story.get("agent_status", ""), story
+    log = (run.run_dir / "nodes" / worker / "logs" / "ray-worker.log").read_text(errors="replace")
+    assert "the node agent was killed (signal 9): ending what it left, then starting it again (1 of 3)" in log, log[-3000:]
+    assert r["rc"] == 0, r["out"][-6000:]
     assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
 
 

@@ -50,7 +50,8 @@ def node_join():
     addr, base = cfg.NODE_ADDR, cfg.RAY_PORT
     ports = [(addr, base + off) for _, _, off in ray_ports.WORKER_BASED]
     cluster.leave_marker(lay, addr).unlink(missing_ok=True)  # a removal by the head before this join is over
-    rec = groups.start(SERVICE, [sys.executable, "-m", "pyhelpers.launch.node_agent"], pids_dir=pids, logs_dir=logs,
+    # the keeper (launch/node_keeper.py) runs the node agent and starts it again if it is killed
+    rec = groups.start(SERVICE, [sys.executable, "-m", "pyhelpers.launch.node_keeper"], pids_dir=pids, logs_dir=logs,
                       needs_ports=ports, stop_with=LEAVE)
     echo_err(f"{SERVICE}: started (pid {rec.pid}, log {logs / (SERVICE + '.log')}); joining {cluster.gcs_address(cfg, head=False)}")
     took = ready.wait_service(pids, SERVICE, ready.tcp_probe(addr, base + 2), timeout=cfg.RAY_START_TIMEOUT,

@@ -50,7 +50,7 @@ def token_path(cfg, lay: RunLayout) -> Path:
     return cfg.RAY_TOKEN_FILE or layout.ray_token(lay.run_dir)
 
 
-WORKER_SERVICE = "ray-worker"  # the service `make join` starts (node_agent.py); its log is <node dir>/logs/ray-worker.log
+WORKER_SERVICE = "ray-worker"  # the service `make join` starts (node_keeper.py, which runs node_agent.py); its log is <node dir>/logs/ray-worker.log
 
 
 def node_dir(lay: RunLayout, addr: str) -> Path:
@@ -344,8 +344,10 @@ def node_rows(cfg, lay: RunLayout, now: float, here: str | None = None) -> list[
                  f"no heartbeat for {age:.0f} s" if age >= STALE else
                  "its Ray node ended: waiting for the head's GCS to answer, then joining again" if "rejoining" in info
                  else _starting(info) if "ray_started" in info and info["ray_started"] is None else "up")
+        note = (f"its node agent was killed and started again ({info['agent_restarts']} time(s))"
+                if info.get("agent_restarts") and "ended" not in info else None)  # launch/node_keeper.py
         rows.append({"role": "worker", "addr": info.get("addr", path.parent.name), "gpus": info.get("gpus"),
-                     "iface": info.get("iface"), "state": state})
+                     "iface": info.get("iface"), "state": state, "note": note})
     return rows
 
 
@@ -364,5 +366,6 @@ def node_lines(rows: list[dict]) -> list[str]:
     out = [f"nodes: {up} of {len(rows)} up"]
     for r in rows:
         gpus = "?" if r["gpus"] is None else f"{r['gpus']:g}"
-        out.append(f"  {r['role']:<6} {r['addr'] or '?':<16} {gpus} GPU(s)  {r['state']}")
+        out.append(f"  {r['role']:<6} {r['addr'] or '?':<16} {gpus} GPU(s)  {r['state']}"
+                   + (f"; {r['note']}" if r.get("note") else ""))
     return out

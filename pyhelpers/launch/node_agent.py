@@ -26,6 +26,7 @@ on or exits (supervise: its group and its descendants, TERM, STOP_GRACE, KILL).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -48,6 +49,11 @@ START_ATTEMPTS = 3  # three misses of Ray's 30 s registration wait in a row: not
 RETRY_PAUSE_S = 5.0
 # ray/scripts/scripts.py:1249-1251 (2.60.0): printed once Node() returned, i.e. the raylet registered
 STARTED = b"Ray runtime started."
+# set by the keeper that starts this agent (node_keeper.py): how many times it started it again
+# (node.json's agent_restarts, make status), and the stop markers' versions at the keeper's start
+# (stop_watch), so an agent started again still reads a stop written while its predecessor was dead
+RESTARTS_ENV = "SHOPSIMRL_AGENT_RESTARTS"
+MARKERS_ENV = "SHOPSIMRL_NODE_MARKERS"
 
 
 @dataclass(frozen=True)
@@ -178,29 +184,43 @@ def _wait_for_the_head(rc: int, state: dict, *, stop_reason: Callable[[], str | 
     return reason
 
 
-def _version(path: Path) -> tuple | None:
+def _version(path: Path) -> list | None:
     """What tells one write of a file from the next (os.replace makes a new inode), or None when absent."""
     try:
         st = path.stat()
     except OSError:
         return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
+    return [st.st_ino, st.st_mtime_ns, st.st_size]
 
 
-def stop_watch(lay: RunLayout, addr: str, left: list | None = None) -> Callable[[], str | None]:
-    """Why this worker's Ray node must stop now, or None: the run's stop marker (`make stop` on the
-    head) or the head's leave marker for this node (cluster.remove_node) written since this call, or
-    a TERM (`make leave`: `left` not empty). A marker is compared with what it was at the start, never
-    by its time: that is the clock of the machine that wrote it, which need not agree with this one."""
+def _markers(lay: RunLayout, addr: str) -> dict[Path, Callable[[], str]]:
+    """The files whose new version stops this node, each with its reason: the run's stop marker
+    (`make stop` on the head) and the head's leave marker for this node (cluster.remove_node)."""
     leave = cluster.leave_marker(lay, addr)
-    markers = {lay.stopped_marker: lambda: "the run was stopped",
-               leave: lambda: "the head removed this node: " + str((load_json_or_none(leave) or {}).get("reason"))}
-    before = {path: _version(path) for path in markers}
+    return {lay.stopped_marker: lambda: "the run was stopped",
+            leave: lambda: "the head removed this node: " + str((load_json_or_none(leave) or {}).get("reason"))}
+
+
+def marker_versions(lay: RunLayout, addr: str) -> dict[str, list | None]:
+    """The stop markers' versions now (JSON: node_keeper passes them to each agent it starts)."""
+    return {str(path): _version(path) for path in _markers(lay, addr)}
+
+
+def stop_watch(lay: RunLayout, addr: str, left: list | None = None,
+               before: dict[str, list | None] | None = None) -> Callable[[], str | None]:
+    """Why this worker's Ray node must stop now, or None: the run's stop marker (`make stop` on the
+    head) or the head's leave marker for this node (cluster.remove_node) written since `before`
+    (marker_versions; by default, this call), or a TERM (`make leave`: `left` not empty). A marker is
+    compared with what it was then, never by its time: that is the clock of the machine that wrote
+    it, which need not agree with this one. `before` is the keeper's (node_keeper.py): a stop written
+    while a killed agent was being replaced still stops the new one."""
+    markers = _markers(lay, addr)
+    before = before if before is not None else marker_versions(lay, addr)
 
     def reason() -> str | None:
         for path, why in markers.items():
             now = _version(path)
-            if now is not None and now != before[path]:
+            if now is not None and now != before.get(str(path)):
                 return why()
         return "make leave" if left else None
     return reason
@@ -211,7 +231,8 @@ def main() -> int:
     lay = from_config(cfg)
     mine = cluster.node_dir(lay, cfg.NODE_ADDR)
     left: list = []
-    stop_reason = stop_watch(lay, cfg.NODE_ADDR, left)
+    from_keeper = os.environ.get(MARKERS_ENV)
+    stop_reason = stop_watch(lay, cfg.NODE_ADDR, left, before=json.loads(from_keeper) if from_keeper else None)
     started = time.time()
     dropped = {"RAY_AUTH_TOKEN", *node_env.dropped(cfg)}  # a shell's token would replace the run's; proxies
     env = {**{k: v for k, v in os.environ.items() if k not in dropped}, **cluster.worker_env(cfg, lay)}
@@ -224,7 +245,8 @@ def main() -> int:
 
     # host: `make status` compares the heartbeat with its own clock only on this machine
     info = {"addr": cfg.NODE_ADDR, "iface": cfg.NET_IFACE, "gpus": cfg.NUM_GPUS, "host": procfs.hostname(),
-            "head": cfg.HEAD_ADDR, "pid": os.getpid(), "started": started}
+            "head": cfg.HEAD_ADDR, "pid": os.getpid(), "started": started,
+            "agent_restarts": int(os.environ.get(RESTARTS_ENV, "0"))}
     last: dict = {}
 
     def beat(state: dict) -> None:

@@ -74,12 +74,14 @@ def stop_rest_of_my_family(grace: float, why: str) -> list[StopResult]:
     whatever group or session it made itself (TERM, `grace`, KILL; looked for again until none is
     left, as a dying process may still fork), e.g. all a child started, before a service starts it
     again or ends. A descendant whose parent died is found only in a subreaper (`become_subreaper`).
-    Never this process; never its ancestors' other groups."""
+    Never this process, nor its ancestors (a worker's node keeper shares its agent's group:
+    launch/node_keeper.py), nor their other groups."""
     me = os.getpid()
+    mine = procfs.ancestors(me) | {me}
     results: dict[int, StopResult] = {}
     for _ in range(FAMILY_SCANS):
         targets = {pid: why for pid in {*procfs.group_members(os.getpgid(0)), *procfs.descendants(me)}
-                   if pid != me and pid not in results}
+                   if pid not in mine and pid not in results}
         if not targets:
             break
         results.update(_end_processes(targets, grace))

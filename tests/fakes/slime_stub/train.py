@@ -285,6 +285,11 @@ class TrainActor:
     def update_weights(self) -> None:
         return None
 
+    def save_model(self, rollout_id: int) -> int:
+        # slime's save is every rank's (train.py:76 -> ray/actor_group.py:151-153, a ray.get over all
+        # ranks' save_model): a rank on a lost node fails the save, and the job, as there
+        return rollout_id
+
 
 def _sort_key(info):
     _, ip, gpu = info
@@ -649,6 +654,7 @@ def main(argv: list[str]) -> int:
                 # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
                 # data source's state (RolloutManager.save). FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id>
                 # (test-only) dies in between, as a stop at that moment would.
+                ray.get([a.save_model.remote(rollout_id) for a in ranks])  # every rank saves its shard
                 wait_knob("FAKE_SLIME_SAVE_DELAY")  # the save's writes, before its tracker
                 write_checkpoint(Path(args.save), rollout_id, optim=not args.no_save_optim, state=False)
                 if args.save_hf:
