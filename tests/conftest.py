@@ -103,6 +103,9 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session, exitstatus):
     """Remember the durations for the next run's order, and a whole lane's run (every test ran,
     passed or failed: not interrupted) for `make test`'s estimate."""
+    from support.rehearsal import remove_ray_temps
+
+    remove_ray_temps()  # (in each xdist worker: the rehearsals it ran)
     cache = getattr(session.config, "cache", None)
     if os.environ.get("PYTEST_XDIST_WORKER") or not cache or not _durations:
         return

@@ -241,3 +241,41 @@ def test_the_suites_processes_cache_their_bytecode_whatever_the_machine_says(tmp
                           str(tmp_path / "test_bytecode.py")], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=300)
     assert res.returncode == 0 and "1 passed" in res.stdout, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_the_session_removes_its_rehearsals_ray_temp_dirs_once_nothing_uses_them(tmp_path, monkeypatch):
+    """Each full suite left 50-80 /tmp/ray-<hash> dirs of its rehearsals' Ray sessions (a few MB each)
+    behind. At the session's end (conftest) the ones of this session's rehearsals go, once no process
+    uses them; a rehearsal kept for other workers' reading (keep_ray_temp) and a dir in use stay."""
+    from support import rehearsal
+
+    monkeypatch.setattr(rehearsal, "_ray_temps", set())
+    world = tmp_path / "world"
+    done, busy = (rehearsal.rehearse_env(tmp_path / name, world, tracked=False) for name in ("done", "busy"))
+    kept = rehearsal.rehearse_env(tmp_path / "kept", world, tracked=False, keep_ray_temp=True)
+    dirs = {name: Path(rehearsal.ray_temp_dir(env)) for name, env in (("done", done), ("busy", busy), ("kept", kept))}
+    worker = Path(f"{dirs['done']}-w")
+    for path in (*dirs.values(), worker):
+        (path / "session_latest").mkdir(parents=True)
+    user = subprocess.Popen(["sh", "-c", "sleep 600", "sh", str(dirs["busy"] / "session_latest")])
+    try:
+        while str(dirs["busy"]) not in " ".join(procfs_cmdline(user.pid)):  # (argv readable once exec is done)
+            assert user.poll() is None, user.returncode
+        removed = rehearsal.remove_ray_temps()
+    finally:
+        user.kill()
+        user.wait()
+    try:
+        assert sorted(removed) == sorted([str(dirs["done"]), str(worker)]), removed
+        assert not dirs["done"].exists() and not worker.exists()
+        assert dirs["busy"].is_dir() and dirs["kept"].is_dir()
+    finally:
+        for path in dirs.values():
+            subprocess.run(["rm", "-rf", str(path)], check=True)
+
+
+def procfs_cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []

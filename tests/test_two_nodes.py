@@ -16,7 +16,8 @@ beside this one):
   that, while the job holds after round 0's first step, the driver's process group SIGKILLed and
   `make rehearse NNODES=2 RESUME=1` (driver-lost, the killed run's pair reclaimed), and while the
   resumed job holds after round 0's last step, the worker's node agent SIGKILLed (its keeper ends the
-  agent's Ray node and starts the agent again: node-lost); then, the
+  agent's Ray node and starts the agent again: node-lost), and as round 0 is played again the worker
+  cut off for at least 60 s (its link down in its namespace: node-lost); then, the
   job held after round 1's last step (FAKE_SLIME_HOLD_AT), the head's gcs_server SIGKILLed (issue 41
   item 1: `ray-lost`, the head's Ray started again, the worker's agent joining the new head on its
   own) and the job released once the restart is recorded; `make status` taken again at the end. The
@@ -69,11 +70,16 @@ from pyhelpers.procs import netns, procfs
 
 pytestmark = pytest.mark.heavy  # two Ray nodes (a killed rehearsal, then a whole one)
 
-# The rollouts after whose training the job holds for a fault (FAKE_SLIME_HOLD_AT): round 0's first
+# The rollouts after whose training the job holds for a fault (FAKE_SLIME_HOLD_AT; the worker's cut and
+# its raylet's kill come while the job trains, at a step's end): round 0's first
 # step for the driver's process group to be SIGKILLed (then `make rehearse NNODES=2 RESUME=1`); round
 # 0's last, before its save, for the worker's node agent to be SIGKILLed; round 1's last step for the
 # head's gcs_server, once the worker lost earlier in that round has rejoined.
 DRIVER_KILLED_AFTER, AGENT_KILLED_AFTER, GCS_KILLED_AFTER = 0, 1, 3
+# How long the worker is cut off at least (issue 41's 60 s partition): past the 60 s a worker's raylet
+# keeps trying to reach its GCS (Ray's gcs_rpc_server_reconnect_timeout_s, 60 in
+# src/ray/common/ray_config_def.h), so it ends on its own and its agent waits for the head to answer.
+CUT_S = 60
 # A fault that never heals holds its job forever (nothing but the test releases it): past this long
 # with no step of the story, the test gives up, records why and lets every held job go. Far above
 # any step's time at a load of 20 (each took under 2 min): it only turns a hang into a failure.
@@ -104,6 +110,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     seen: set[Listener] = set()
     owners: dict[str, str] = {}  # socket inode -> its holder's command line, found once
     refused: dict[tuple[str, int], dict[str, str]] = {}
+    roles: dict[str, str] = {}  # namespace -> head or worker, of every pair the run had
     # what the run went through, in order: the cluster whole (status); the driver's process group
     # SIGKILLed while the job holds after round 0's first step, and `RESUME=1`; the worker's node agent
     # SIGKILLed while the resumed job holds after round 0's last step, its keeper ending the agent's
@@ -112,6 +119,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     # then the head's GCS killed while the job holds, the restart for it, the agent's second rejoin
     story: dict = {"errors": []}
     metrics = run.round_dir(1) / "rollout_metrics.jsonl"
+    round0 = run.round_dir(0) / "rollout_metrics.jsonl"
 
     def node_json(pair: dict) -> dict:  # the worker agent's heartbeat
         return load_json_or_none(run.run_dir / "nodes" / pair["worker"]["addr"] / "node.json") or {}
@@ -159,21 +167,49 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         elif "agent_restart" not in story:
             if len(run.restarts()) > story["restarts_before_agent"]:
                 story["agent_restart"] = run.restarts()[story["restarts_before_agent"]]
+                # round 0's steps so far: the cut comes once its replay wrote one more
+                story["round0_lines"] = len(round0.read_text().splitlines())
         elif "agent_status" not in story:
             beat = node_json(pair)
             if beat.get("agent_restarts") == 1 and beat.get("ray_started") and (run.run_dir / "nodes.json").is_file():
                 story["agent_status"] = in_rehearsal(env, *pyhelpers_cmd("run", "status")).stdout
+
+    def cut_the_worker_off(pair: dict) -> None:
+        # the worker's link down (a cable, a switch) as the job replays round 0 after the agent's restart:
+        # once its RolloutManager on the worker wrote a step's metrics, the job's next call to the
+        # worker's ranks waits until Ray's health check declares the node dead, and fails node-lost.
+        # The link comes back once the run recorded that restart: the worker's Ray, dead to the head's
+        # GCS, ends, and its agent joins again on its own.
+        ip = ["ip", "-n", pair["worker"]["ns"], "link", "set", pair["worker"]["iface"]]
+        if "cut" not in story:
+            if len(round0.read_text().splitlines()) > story["round0_lines"]:
+                story["restarts_before_cut"] = len(run.restarts())
+                story["rejoins_before_cut"] = node_json(pair).get("rejoins", 0)
+                subprocess.run([*ip, "down"], check=True)
+                story["cut"] = time.time()
+        elif "cut_restart" not in story:
+            # (the cut's length is the fault played, not a wait for an event: at least CUT_S, past Ray's
+            # 60 s for a raylet to reach its GCS again, and until the run recorded its restart)
+            if len(run.restarts()) > story["restarts_before_cut"] and time.time() - story["cut"] >= CUT_S:
+                story["cut_restart"] = run.restarts()[story["restarts_before_cut"]]
+                subprocess.run([*ip, "up"], check=True)
+                story["cut_for_s"] = time.time() - story["cut"]
+        elif "cut_rejoined" not in story:
+            beat = node_json(pair)
+            if beat.get("rejoins", 0) > story["rejoins_before_cut"] and beat.get("ray_started"):
+                story["cut_rejoined"] = beat
 
     def lose_and_rejoin_the_worker(pair: dict) -> None:
         if "killed" not in story:
             if metrics.is_file() and metrics.read_text().strip():  # round 1's first step is done
                 raylet = _ray_process(pair["worker"]["ns"], b"/raylet", pair["worker"]["addr"])
                 if raylet:
+                    story["rejoins_before_kill"] = node_json(pair).get("rejoins", 0)
                     os.kill(raylet, signal.SIGKILL)
                     story["killed"] = raylet
         elif "rejoined" not in story:  # its agent starts its Ray again: no hand on the worker
             beat = node_json(pair)
-            if beat.get("rejoins") and beat.get("ray_started"):
+            if beat.get("rejoins", 0) > story["rejoins_before_kill"] and beat.get("ray_started"):
                 story["rejoined"] = beat
 
     def lose_the_head_s_ray(pair: dict) -> None:
@@ -189,6 +225,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                 if gcs:
                     story["driver"] = (driver, procfs.start_ticks(driver))
                     story["restarts_before_gcs"] = len(run.restarts())
+                    story["rejoins_before_gcs"] = node_json(pair).get("rejoins", 0)
                     os.kill(gcs, signal.SIGKILL)
                     story["gcs_killed"] = gcs
         elif "gcs_restart" not in story:
@@ -197,7 +234,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                 held(GCS_KILLED_AFTER).write_text("released\n")  # the resumed job plays round 1 again and goes on
         elif "gcs_rejoined" not in story:
             beat = node_json(pair)
-            if beat.get("rejoins", 0) >= 2 and beat.get("ray_started"):  # its second, after the worker's own
+            if beat.get("rejoins", 0) > story["rejoins_before_gcs"] and beat.get("ray_started"):
                 story["gcs_rejoined"] = beat
 
     def running() -> bool:
@@ -210,6 +247,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                 continue
             pair = json.loads(record.read_text())
             for me, other in (("head", "worker"), ("worker", "head")):
+                roles[pair[me]["ns"]] = me  # (the killed driver's pair, then the resumed run's)
                 for lst in listeners(pair[me]["ns"], owners) - seen:
                     seen.add(lst)
                     if lst.every_address and (me, lst.port) not in refused:  # called without the token, from the other node
@@ -238,6 +276,8 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
                         kill_the_driver_and_resume(pair)
                     elif "agent_status" not in story:
                         kill_the_worker_s_agent(pair)
+                    elif "cut_rejoined" not in story:
+                        cut_the_worker_off(pair)
                     elif "rejoined" not in story:
                         lose_and_rejoin_the_worker(pair)
                     else:
@@ -267,7 +307,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         stop_leftovers(env)
     pair = json.loads(record.read_text())
     out = "".join(path.read_text(errors="replace") for path in current["logs"])
-    return {"rc": proc.returncode, "out": out, "pair": pair, "listeners": seen,
+    return {"rc": proc.returncode, "out": out, "pair": pair, "listeners": seen, "roles": roles,
             "refused": refused, "story": story, "status": story.get("whole", ""), "status_after": status_after,
             "env": env, "run": run, "killed": killed}
 
@@ -342,12 +382,13 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     assert story.get("killed"), f"the worker's raylet was never killed: {sorted(story)}\n" + r["out"][-3000:]
     # first: a run that waited in vain for it fails for this reason
     assert story.get("rejoined"), f"the worker's agent never joined again: {sorted(story)}\n" + r["out"][-3000:]
-    assert story["rejoined"]["rejoins"] == 1, story["rejoined"]
+    assert story["rejoined"]["rejoins"] == story["rejoins_before_kill"] + 1, story["rejoined"]
     assert r["rc"] == 0, r["out"][-6000:]
     # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
     assert f"RolloutManager placed on {HEAD}" in slime_log(run), slime_log(run)[-3000:]
     restarts = run.restarts()
     assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 0, "node-lost"),  # the agent's kill
+                                                                         ("train", 0, "node-lost"),  # the cut
                                                                          ("train", 1, "node-lost"),
                                                                          ("train", 1, "ray-lost")], restarts
     assert run.events("nodes-whole"), run.events()[-10:]
@@ -373,7 +414,7 @@ def test_the_head_s_gcs_killed_on_two_nodes_is_ray_lost_and_the_worker_rejoins_o
         "train", 1, GCS_KILLED_AFTER + 1, "ray-lost"), restart
     assert "the head's Ray is lost" in restart["excerpt"], restart
     assert story.get("gcs_rejoined"), f"the worker's agent never joined the new head: {sorted(story)}\n" + r["out"][-6000:]
-    assert story["gcs_rejoined"]["rejoins"] == 2, story["gcs_rejoined"]  # once per loss, by the agent alone
+    assert story["gcs_rejoined"]["rejoins"] == story["rejoins_before_gcs"] + 1, story["gcs_rejoined"]  # by the agent alone
     assert r["rc"] == 0, r["out"][-6000:]
     evs = run.events()
     lost_at = max(i for i, e in enumerate(evs) if e.get("kind") == "run-restart")
@@ -430,6 +471,24 @@ def test_a_worker_s_killed_node_agent_is_started_again_by_its_keeper_and_the_run
     assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
 
 
+def test_a_worker_cut_off_from_the_head_is_node_lost_and_rejoins_once_its_link_is_back(two_node_rehearsal, reference):
+    """Issue 41 (a partition): the worker's link down in its namespace while the job trains; Ray's health
+    check declares the node dead, the job fails `node-lost` and the restart waits for the worker; the link
+    back up, the worker's Ray (dead to the head's GCS) ends and its agent joins again on its own, and
+    the run ends as the reference."""
+    r = two_node_rehearsal
+    story, run = r["story"], r["run"]
+    assert not story["errors"], story["errors"]
+    assert story.get("cut"), f"the worker was never cut off: {sorted(story)}\n" + r["out"][-3000:]
+    restart = story.get("cut_restart")
+    assert restart, f"the run never restarted for the cut-off worker: {sorted(story)}\n" + r["out"][-6000:]
+    assert (restart["stage"], restart["round"], restart["cause"]) == ("train", 0, "node-lost"), restart
+    assert story.get("cut_rejoined"), f"the worker never joined again: {sorted(story)}\n" + r["out"][-6000:]
+    assert story["cut_rejoined"]["rejoins"] == story["rejoins_before_cut"] + 1, story["cut_rejoined"]
+    assert r["rc"] == 0, r["out"][-6000:]
+    assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
+
+
 def test_status_lists_both_nodes(two_node_rehearsal):
     r = two_node_rehearsal
     head, worker = r["pair"]["head"]["addr"], r["pair"]["worker"]["addr"]
@@ -449,7 +508,7 @@ def test_nothing_listens_beyond_loopback_and_the_node_addresses(two_node_rehears
     assert r["listeners"], "no listener was seen: the watcher did not run"
     allowed = {"head": {"127.0.0.1", "::1", r["pair"]["head"]["addr"]},
                "worker": {"127.0.0.1", "::1", r["pair"]["worker"]["addr"]}}
-    role = {r["pair"][k]["ns"]: k for k in ("head", "worker")}
+    role = r["roles"]
     wrong = sorted(f"{role[x.ns]} {x.addr}:{x.port} ({x.owner})" for x in r["listeners"]
                    if not x.every_address and x.addr not in allowed[role[x.ns]])
     assert not wrong, f"listeners on addresses other than loopback and NODE_ADDR: {wrong}"

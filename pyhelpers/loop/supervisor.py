@@ -50,7 +50,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     # Before `engine` and `node`, which would also match: the restart must wait for the node to rejoin.
     ("node-lost", TRANSIENT, r"its node has died|node it was running on is dead|node was terminated unexpectedly|"
                              r"NodeDiedError|Node is dead because the health check failed|missing too many heartbeats",
-     "a worker node left the cluster (raylet killed, machine lost): the restart waits JOIN_TIMEOUT for it to rejoin"),
+     "a worker node left the cluster (raylet killed, machine lost, network cut): the restart waits JOIN_TIMEOUT for it to rejoin"),
     ("engine", TRANSIENT, r"RayActorError|ActorDiedError|ActorUnavailableError|RaySystemError|GetTimeoutError|"
                           r"SGLang engine (died|crashed)|sglang\S* (died|crashed|exited)",
      "an SGLang engine or a Ray actor died"),

@@ -131,7 +131,7 @@ class EnvironWatch(_Watch):
 
 def build(tmp: Path, world: Path) -> dict:
     """Run the reference rehearsal in `tmp`; what every worker's view is made of (JSON)."""
-    env = rehearse_env(tmp, world, tracked=False)
+    env = rehearse_env(tmp, world, tracked=False, keep_ray_temp=True)  # (tests on any worker read its Ray logs)
     env["SHOPSIMRL_PARSE_LOG"] = str(tmp / "defaults-env-parses.log")  # one line per parse (tests/fakes/README.md)
     resolutions = tmp / "resolutions.log"  # one line per configuration a process resolved or was handed
     env["SHOPSIMRL_RESOLVE_LOG"] = str(resolutions)

@@ -82,6 +82,7 @@ NO_WANDB = {"WANDB_MODE": "disabled"}
 
 
 _created: list[dict] = []
+_ray_temps: set[str] = set()  # the Ray temp dirs of this session's rehearsals (remove_ray_temps)
 
 
 def stop_leftovers(env: dict) -> None:
@@ -105,11 +106,13 @@ def track(env: dict) -> dict:
 
 
 def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | None = None,
-                 **knobs: object) -> dict[str, str]:
+                 keep_ray_temp: bool = False, **knobs: object) -> dict[str, str]:
     """A process environment for bin/rehearse: nothing of the developer's configuration, the keys
     in a mode-600 .env (the secret tests look for them everywhere), W&B's own dirs under tmp, ports
     of its own (own_ports: another checkout's tests may rehearse beside it) unless given.
-    Whatever its rehearsals leave running is stopped at the test's end (conftest)."""
+    Whatever its rehearsals leave running is stopped at the test's end (conftest); its Ray temp dir
+    is removed at the session's end (remove_ray_temps) unless keep_ray_temp (a rehearsal whose Ray
+    logs other xdist workers read, whose sessions may end later than this one's)."""
     tmp = Path(tmp)
     tmp.mkdir(parents=True, exist_ok=True)
     drop = set(_knob_names())
@@ -125,7 +128,26 @@ def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | No
                 "SHOPSIMRL_REHEARSAL_WORLD": str(world), "STOP_GRACE": "2", "HOME": str(tmp / "home")})
     env.update(own_ports())
     env.update({k: str(v) for k, v in knobs.items()})
+    if not keep_ray_temp:
+        _ray_temps.add(ray_temp_dir(env))
     return track(env) if tracked else env
+
+
+def remove_ray_temps() -> list[str]:
+    """At the session's end: remove the Ray temp dirs (the head's, and a worker's `-w` one) of this
+    session's rehearsals that no process uses any more. Ray leaves its sessions' logs there (a few
+    MB a run); a user's run keeps them to read, a suite's 60 rehearsals need not. Only dirs named
+    from this session's own RUNS_DIRs: another checkout's suite beside this one keeps its own.
+    Returns what was removed."""
+    from pyhelpers.procs import procfs
+
+    removed = []
+    for temp in sorted(_ray_temps):
+        for path in (Path(temp), Path(temp + "-w")):
+            if path.is_dir() and not procfs.marker_matches(str(path)):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(str(path))
+    return removed
 
 
 _count = iter(range(1, 10**6))
