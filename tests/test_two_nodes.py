@@ -378,10 +378,9 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
         two_node_rehearsal, reference):
     r = two_node_rehearsal
     story, run = r["story"], r["run"]
-    assert not story["errors"], story["errors"]
-    assert story.get("killed"), f"the worker's raylet was never killed: {sorted(story)}\n" + r["out"][-3000:]
+    _played(r, "killed", "the worker's raylet was never killed")
     # first: a run that waited in vain for it fails for this reason
-    assert story.get("rejoined"), f"the worker's agent never joined again: {sorted(story)}\n" + r["out"][-3000:]
+    _played(r, "rejoined", "the worker's agent never joined again")
     assert story["rejoined"]["rejoins"] == story["rejoins_before_kill"] + 1, story["rejoined"]
     assert r["rc"] == 0, r["out"][-6000:]
     # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
@@ -406,14 +405,13 @@ def test_the_head_s_gcs_killed_on_two_nodes_is_ray_lost_and_the_worker_rejoins_o
     result; the restart is in the events, `make status` and the report."""
     r = two_node_rehearsal
     story, run = r["story"], r["run"]
-    assert not story["errors"], story["errors"]
-    assert story.get("gcs_killed"), f"the head's gcs_server was never killed: {sorted(story)}\n" + r["out"][-3000:]
-    restart = story.get("gcs_restart")
-    assert restart, f"the run never restarted for the head's killed GCS: {sorted(story)}\n" + r["out"][-6000:]
+    _played(r, "gcs_killed", "the head's gcs_server was never killed")
+    _played(r, "gcs_restart", "the run never restarted for the head's killed GCS")
+    restart = story["gcs_restart"]
     assert (restart["stage"], restart["round"], restart["step"], restart["cause"]) == (
         "train", 1, GCS_KILLED_AFTER + 1, "ray-lost"), restart
     assert "the head's Ray is lost" in restart["excerpt"], restart
-    assert story.get("gcs_rejoined"), f"the worker's agent never joined the new head: {sorted(story)}\n" + r["out"][-6000:]
+    _played(r, "gcs_rejoined", "the worker's agent never joined the new head")
     assert story["gcs_rejoined"]["rejoins"] == story["rejoins_before_gcs"] + 1, story["gcs_rejoined"]  # by the agent alone
     assert r["rc"] == 0, r["out"][-6000:]
     evs = run.events()
@@ -436,9 +434,8 @@ def test_a_two_node_rehearsal_whose_driver_is_killed_mid_round_resumes_and_ends_
     uninterrupted reference."""
     r = two_node_rehearsal
     story, run = r["story"], r["run"]
-    assert not story["errors"], story["errors"]
-    assert story.get("driver_killed"), f"the driver was never killed: {sorted(story)}\n" + r["out"][-3000:]
-    assert story.get("driver_resumed"), f"the resumed run never submitted its job: {sorted(story)}\n" + r["out"][-6000:]
+    _played(r, "driver_killed", "the driver was never killed")
+    _played(r, "driver_resumed", "the resumed run never submitted its job")
     lost = run.events("driver-lost")
     assert [(e["round"], e["stage"]) for e in lost] == [(0, "train")], lost
     old, new = story["old_pair"], r["pair"]
@@ -457,11 +454,10 @@ def test_a_worker_s_killed_node_agent_is_started_again_by_its_keeper_and_the_run
     reference. `make status` says the agent was started again."""
     r = two_node_rehearsal
     story, run = r["story"], r["run"]
-    assert not story["errors"], story["errors"]
-    assert story.get("agent_killed"), f"the worker's node agent was never killed: {sorted(story)}\n" + r["out"][-3000:]
-    assert story.get("agent_replaced"), f"no keeper started the agent again: {sorted(story)}\n" + r["out"][-6000:]
-    restart = story.get("agent_restart")
-    assert restart, f"the run never restarted for the lost worker: {sorted(story)}\n" + r["out"][-6000:]
+    _played(r, "agent_killed", "the worker's node agent was never killed")
+    _played(r, "agent_replaced", "no keeper started the agent again")
+    _played(r, "agent_restart", "the run never restarted for the lost worker")
+    restart = story["agent_restart"]
     assert (restart["stage"], restart["round"], restart["cause"]) == ("train", 0, "node-lost"), restart
     worker = r["pair"]["worker"]["addr"]
     assert "its node agent was killed and started again (1 time(s))" in story.get("agent_status", ""), story
@@ -478,12 +474,11 @@ def test_a_worker_cut_off_from_the_head_is_node_lost_and_rejoins_once_its_link_i
     the run ends as the reference."""
     r = two_node_rehearsal
     story, run = r["story"], r["run"]
-    assert not story["errors"], story["errors"]
-    assert story.get("cut"), f"the worker was never cut off: {sorted(story)}\n" + r["out"][-3000:]
-    restart = story.get("cut_restart")
-    assert restart, f"the run never restarted for the cut-off worker: {sorted(story)}\n" + r["out"][-6000:]
+    _played(r, "cut", "the worker was never cut off")
+    _played(r, "cut_restart", "the run never restarted for the cut-off worker")
+    restart = story["cut_restart"]
     assert (restart["stage"], restart["round"], restart["cause"]) == ("train", 0, "node-lost"), restart
-    assert story.get("cut_rejoined"), f"the worker never joined again: {sorted(story)}\n" + r["out"][-6000:]
+    _played(r, "cut_rejoined", "the worker never joined again")
     assert story["cut_rejoined"]["rejoins"] == story["rejoins_before_cut"] + 1, story["cut_rejoined"]
     assert r["rc"] == 0, r["out"][-6000:]
     assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
@@ -563,6 +558,12 @@ def test_two_nodes_place_ranks_on_both_the_plugin_plays_from_the_worker_and_the_
     report = (run.run_dir / "report" / "index.html").read_text()
     assert "on the CPU as 2 nodes (network namespaces of one machine)" in report, report[:2000]
 
+
+
+def _played(r: dict, step: str, never: str) -> None:
+    """The shared rehearsal's story reached `step` (what happened otherwise: `never`, its steps, the log's end)."""
+    assert not r["story"]["errors"], r["story"]["errors"]
+    assert r["story"].get(step), f"{never}: {sorted(r['story'])}\n" + r["out"][-6000:]
 
 
 def _why_not_equal(run: Run) -> str:
