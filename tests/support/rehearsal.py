@@ -124,6 +124,10 @@ def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | No
     env_file.chmod(0o600)
     for var in ("WANDB_DATA_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_ARTIFACT_DIR"):
         env[var] = str(tmp / "wandb-home" / var.lower())
+    # matplotlib's font cache, built once for the session's rehearsals (the report's first figure in a
+    # run with a fresh cache scans the system's fonts: about 2 s of CPU a rehearsal; a user's run pays
+    # it once, in its run dir: report/__init__.py)
+    env["MPLCONFIGDIR"] = str(Path(world).parent / "mplconfig")
     env.update({"SHOPSIMRL_ENV_FILE": str(env_file), "RUNS_DIR": str(tmp / "runs"),
                 "SHOPSIMRL_REHEARSAL_WORLD": str(world), "STOP_GRACE": "2", "HOME": str(tmp / "home")})
     env.update(own_ports())
