@@ -56,8 +56,8 @@ class FakeHead:
 
     def __init__(self, lay, workers=(), rejoin=False):
         self.lay, self.kv, self.rejoin = lay, {}, rejoin
-        self.nodes = [{"id": "head", "addr": HEAD, "alive": True, "gpus": 4.0, "driver_node": True}]
-        self.nodes += [{"id": f"id-{a}", "addr": a, "alive": True, "gpus": 4.0, "driver_node": False} for a in workers]
+        self.nodes = [{"id": "head", "addr": HEAD, "alive": True, "gpus": 4.0, "head": True}]
+        self.nodes += [{"id": f"id-{a}", "addr": a, "alive": True, "gpus": 4.0, "head": False} for a in workers]
         self.reads: dict[str, dict[str, str]] = {}  # node addr -> path -> what it reads there
         self.asked: list[str] = []
 
@@ -75,7 +75,7 @@ class FakeHead:
         alive = [n for n in self.nodes if n["alive"]]
         if cmd == "joining":
             return {"versions": dict(VERSIONS), "value": self.kv.get(args[2]),
-                    "members": [{"id": n["id"], "addr": n["addr"], "gpus": n["gpus"], "head": n["driver_node"]}
+                    "members": [{"id": n["id"], "addr": n["addr"], "gpus": n["gpus"], "head": n["head"]}
                                 for n in alive]}
         if cmd == "nodes":
             return {"nodes": [dict(n) for n in self.nodes]}
@@ -83,7 +83,7 @@ class FakeHead:
             want = json.loads(stdin)
             return {"seen": {n["addr"]: {"id": n["id"], "nonces": {p: self._read(n["addr"], p) for p in want["nonces"]},
                                          "hashes": {p: node_storage.sha256(Path(p)) for p in want["hashes"]}}
-                             for n in alive if not n["driver_node"]}}
+                             for n in alive if not n["head"]}}
         raise AssertionError(f"unexpected probe {args}")
 
     def _read(self, addr: str, path: str) -> str:
@@ -91,7 +91,7 @@ class FakeHead:
 
     def _leave(self) -> None:
         for n in list(self.nodes):
-            if n["alive"] and not n["driver_node"] and cluster.leave_marker(self.lay, n["addr"]).is_file():
+            if n["alive"] and not n["head"] and cluster.leave_marker(self.lay, n["addr"]).is_file():
                 n["alive"] = False
                 if self.rejoin:  # fixed and joined again: a new Ray node at the same address
                     self.reads.pop(n["addr"], None)

@@ -180,7 +180,7 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
          f"`make join HEAD_ADDR={cfg.NODE_ADDR}` on each")
     while True:
         found = nodes(cfg, lay)
-        workers = [n for n in found if n["alive"] and not n["driver_node"]]
+        workers = [n for n in found if n["alive"] and not n["head"]]
         for n in workers:
             if n["id"] not in seen:
                 seen.add(n["id"])
@@ -206,7 +206,7 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
                 f"run `make join HEAD_ADDR={cfg.NODE_ADDR}` on each worker (its log: runs/<RUN>/nodes/<addr>/logs), "
                 "or raise JOIN_TIMEOUT")
         time.sleep(poll)
-    head = next((n for n in found if n["driver_node"]), None)
+    head = next((n for n in found if n["head"]), None)
     write_json_atomic(lay.run_dir / "nodes.json", {"head": head, "workers": ready, "at": time.time()})
     return ready
 

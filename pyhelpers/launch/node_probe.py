@@ -3,7 +3,7 @@
     python3 node_probe.py versions                  this node's python, ray, sglang, slime, megatron-core
     python3 node_probe.py kv-put ADDR KEY < JSON    store JSON in the cluster's GCS (the head's versions)
     python3 node_probe.py kv-get ADDR KEY           read it back (a worker, before it starts anything)
-    python3 node_probe.py nodes ADDR                the cluster's nodes: id, address, alive, GPUs
+    python3 node_probe.py nodes ADDR                the cluster's nodes: id, address, alive, GPUs, head
     python3 node_probe.py joining ADDR KEY          what a joining worker compares, in one start of this
                                                     interpreter: this node's versions, KEY's value and the
                                                     live nodes, from the GCS alone (no driver: the worker's
@@ -92,11 +92,14 @@ def _connect(addr: str):
 
 
 def nodes(addr: str) -> dict:
-    ray = _connect(addr)
-    here = ray.get_runtime_context().get_node_id()
-    return {"nodes": [{"id": n["NodeID"], "addr": n["NodeManagerAddress"], "alive": bool(n["Alive"]),
-                       "gpus": n.get("Resources", {}).get("GPU", 0), "driver_node": n["NodeID"] == here}
-                      for n in ray.nodes()]}
+    """Every node the GCS knows, alive or not, from the GCS alone: asked every 2 s while the head waits
+    for its workers, and a Ray driver's start (ray.init) cost seconds of CPU each time."""
+    from ray.core.generated import gcs_pb2  # local: ray exists only in the slime env this file runs in
+
+    infos = _gcs(addr).get_all_node_info(timeout=30)
+    return {"nodes": [{"id": nid.hex(), "addr": n.node_manager_address, "alive": n.state == gcs_pb2.GcsNodeInfo.ALIVE,
+                       "gpus": dict(n.resources_total).get("GPU", 0), "head": bool(n.is_head_node)}
+                      for nid, n in infos.items()]}
 
 
 def _read_back(nonces: dict, hashes: dict) -> dict:
