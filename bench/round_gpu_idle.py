@@ -9,8 +9,9 @@ the real seconds it stands for (tests/fakes/modelled_wait.py), and the run's eve
 clock on which a wait lasts those and everything else -- the toolkit's own time, this CPU's starts
 -- lasts what it lasted, unscaled (bench/modelled_time.py); where val plays beside compile, on a
 clock per activity (val on the eval server's waits, compile on the analyst's, the window the
-longer of the two). Multiplying the wall time back by 60, as this bench did, multiplied this CPU's
-time too and the verdict moved with the machine's load.
+longer of the two). Compile's wait for the analyst is its queue played on the modelled clock
+(bench/analyst_queue.py), not the answers it had left in wall time. Multiplying the wall time back
+by 60, as this bench did, multiplied this CPU's time too and the verdict moved with the machine's load.
 The split is the one `make report` draws (pyhelpers/run/gpu_time.py) of those events. A five-round
 run is round 0 once and round 1 four times (a real run's rounds 1-4 are alike). A configuration
 DERIVED from another's run is read off that run, not rehearsed (cut 5 on one machine).
@@ -40,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+import analyst_queue  # noqa: E402
 import modelled_time  # noqa: E402
 import rehearsal_run  # noqa: E402
 
@@ -181,14 +183,18 @@ def modelled_rounds(tmp: Path) -> tuple[list[gpu_time.RoundTime], list[dict], in
     """The finished rounds of one bench rehearsal in modelled seconds (the report's split of its
     events on the modelled clocks: bench/modelled_time.py), the waits the stand-ins recorded, and
     how many failed attempts the run healed from (dropped from its timeline: modelled_time.restarts).
-    The analyst's answers count only inside the stage that waits for its drain (compile); where
-    evaluate runs beside it (VAL_BESIDE_COMPILE=1) each is read on its own clock."""
+    The analyst's answers count only inside the stage that waits for its drain (compile), as long
+    as its queue played on the modelled clock leaves it (analyst_queue); where evaluate runs
+    beside it (VAL_BESIDE_COMPILE=1) each is read on its own clock."""
     evs = events.read(tmp / "runs" / "rehearsal")
     dropped = modelled_time.restarts(evs)
     evs = modelled_time.without(evs, dropped)
     [drain] = [s for s, p in stages.GPU_ROLES.whole.items() if p == "compile-wait"]
     waits = modelled_time.read_waits(tmp / WAITS)
-    timed = modelled_time.timeline(evs, waits, origin=float(evs[0]["t"]), dropped=dropped, drain=drain,
+    origin = float(evs[0]["t"])
+    queued = analyst_queue.played(tmp / "runs" / "rehearsal", evs, waits, origin=origin, dropped=dropped,
+                                  knob=ANALYST_KNOB, job=stages.GPU_ROLES.job, drain=drain)
+    timed = modelled_time.timeline(evs, queued, origin=origin, dropped=dropped, drain=drain,
                                    knob=ANALYST_KNOB, beside=stages.get(drain).beside, joins=val_ended)
     rounds = [rt for rt in gpu_time.split(timed, stages.GPU_ROLES) if rt.finished]
     return rounds, waits, len(dropped)

@@ -57,6 +57,10 @@ class Recorder:
         self.ev(t, "episodes", r, what=what, seconds=round(t - began, 3))
         return t
 
+    def rollout(self, t: float, r: int, k: int) -> float:
+        """Step k's rollout: this CPU playing its episodes (the stand-in engines' turns are not timed here)."""
+        return self.busy(t, 3.0)
+
     def drain(self, t: float, r: int, answers: int) -> float:
         """compile: the analyst's answers (60 modelled s each), its own polling between them."""
         self.ev(t, "stage-start", r, stage="compile")
@@ -83,8 +87,8 @@ class Recorder:
         self.ev(t, "stage-start", r, stage="train")
         t = self.wait(self.busy(t, 2.0), "FAKE_SLIME_START_DELAY", 90)
         self.ev(t, "rollout-started", r)
-        for _ in range(4):
-            t = self.wait(self.busy(t, 3.0), "FAKE_SLIME_STEP_DELAY", 1250)
+        for k in range(4):
+            t = self.wait(self.rollout(t, r, k), "FAKE_SLIME_STEP_DELAY", 1250)
             self.ev(t, "step-done", r)
             self.ev(t, "train-done", r)
         t = self.wait(t, "FAKE_SLIME_SAVE_DELAY", 10)
@@ -107,8 +111,8 @@ class Recorder:
         return t
 
 
-def idle_fraction(tmp, beside: bool, cpu: float) -> float:
-    rec, t = Recorder(cpu), 1_000.0
+def idle_fraction(tmp, beside: bool, cpu: float, make=Recorder) -> float:
+    rec, t = make(cpu), 1_000.0
     for r in (0, 1):
         t = rec.round(t, r, beside)
     rounds, _waits, healed = round_gpu_idle.modelled_rounds(rec.write(tmp))
