@@ -15,6 +15,7 @@ from conftest import ROOT
 from support.rehearsal import own_ports
 
 from pyhelpers.config.declarations import read_knobs
+from pyhelpers.procs import procfs
 
 # A process whose port draws are scripted: random.SystemRandom replaced by one drawing from a seed,
 # so two processes draw the same ports in the same order, as two unlucky workers would.
@@ -259,7 +260,7 @@ def test_the_session_removes_its_rehearsals_ray_temp_dirs_once_nothing_uses_them
         (path / "session_latest").mkdir(parents=True)
     user = subprocess.Popen(["sh", "-c", "sleep 600", "sh", str(dirs["busy"] / "session_latest")])
     try:
-        while str(dirs["busy"]) not in " ".join(procfs_cmdline(user.pid)):  # (argv readable once exec is done)
+        while str(dirs["busy"]) not in procfs.cmdline(user.pid, limit=1000):  # (argv readable once exec is done)
             assert user.poll() is None, user.returncode
         removed = rehearsal.remove_ray_temps()
     finally:
@@ -273,9 +274,3 @@ def test_the_session_removes_its_rehearsals_ray_temp_dirs_once_nothing_uses_them
         for path in dirs.values():
             subprocess.run(["rm", "-rf", str(path)], check=True)
 
-
-def procfs_cmdline(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    except OSError:
-        return []

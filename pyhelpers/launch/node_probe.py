@@ -63,12 +63,7 @@ def kv_get(addr: str, key: str) -> dict:
 
 
 def _members(addr: str) -> list[dict]:
-    from ray.core.generated import gcs_pb2  # local: ray exists only in the slime env this file runs in
-
-    infos = _gcs(addr).get_all_node_info(timeout=30)
-    return [{"id": nid.hex(), "addr": n.node_manager_address, "head": bool(n.is_head_node),
-             "gpus": dict(n.resources_total).get("GPU", 0)}
-            for nid, n in infos.items() if n.state == gcs_pb2.GcsNodeInfo.ALIVE]
+    return [{k: v for k, v in n.items() if k != "alive"} for n in nodes(addr)["nodes"] if n["alive"]]
 
 
 def joining(addr: str, key: str) -> dict:
@@ -93,7 +88,7 @@ def _connect(addr: str):
 
 def nodes(addr: str) -> dict:
     """Every node the GCS knows, alive or not, from the GCS alone: asked every 2 s while the head waits
-    for its workers, and a Ray driver's start (ray.init) cost seconds of CPU each time."""
+    for its workers, where a Ray driver's start (ray.init) took a second or two of wall time each."""
     from ray.core.generated import gcs_pb2  # local: ray exists only in the slime env this file runs in
 
     infos = _gcs(addr).get_all_node_info(timeout=30)

@@ -77,7 +77,7 @@ def stop_rest_of_my_family(grace: float, why: str) -> list[StopResult]:
     Never this process, nor its ancestors (a worker's node keeper shares its agent's group:
     launch/node_keeper.py), nor their other groups."""
     me = os.getpid()
-    mine = procfs.ancestors(me) | {me}
+    mine = procfs.ancestors(me)  # (me included)
     results: dict[int, StopResult] = {}
     for _ in range(FAMILY_SCANS):
         targets = {pid: why for pid in {*procfs.group_members(os.getpgid(0)), *procfs.descendants(me)}
