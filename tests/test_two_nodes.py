@@ -84,6 +84,11 @@ CUT_S = 60
 # with no step of the story, the test gives up, records why and lets every held job go. Far above
 # any step's time at a load of 20 (each took under 2 min): it only turns a hang into a failure.
 FAULT_GUARD_S = 900
+# GPUs a node: 2 (4 in all, as the one-node reference has). Each GPU is a rank actor and an InfoActor,
+# each a Ray worker process started again with every job (seven in the story): at 4 a node the story's
+# job starts cost about 100 CPU-seconds more of a 2-core machine, for no path that 2 a node skips
+# (ranks still span both nodes, the head's first, and the outcome is the reference's).
+GPUS_PER_NODE = 2
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +102,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     # enough for the worker's raylet to be killed inside round 1, and the job held after the steps
     # where a fault is played
     holds = ",".join(str(i) for i in (DRIVER_KILLED_AFTER, AGENT_KILLED_AFTER, GCS_KILLED_AFTER))
-    env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, JOIN_TIMEOUT=300,
+    env = rehearse_env(tmp, rehearsal_world, tracked=False, NNODES=2, NUM_GPUS=GPUS_PER_NODE, JOIN_TIMEOUT=300,
                        FAKE_SLIME_ROLLOUT_NODE="worker-then-head", FAKE_SLIME_STEP_DELAY=2, RESTART_BACKOFF=0.5,
                        FAKE_SLIME_HOLD_AT=holds, FAKE_SLIME_HOLD_GATE=str(gate), **PROXIES)
     record = Path(env["RUNS_DIR"]) / ".rehearsal" / "twonode.json"
@@ -358,7 +363,7 @@ def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
     r = two_node_rehearsal
     assert r["rc"] == 0, r["out"][-3000:]
     worker = r["pair"]["worker"]["addr"]
-    assert f"node {worker} joined with 4 GPU(s)" in r["out"]
+    assert f"node {worker} joined with {GPUS_PER_NODE} GPU(s)" in r["out"]
     assert "shared storage: 1 worker(s) read the head's nonces" in r["out"]
     leftover = [ns for ns in (r["pair"]["head"]["ns"], r["pair"]["worker"]["ns"])
                 if ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout]
@@ -392,7 +397,7 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
                                                                          ("train", 1, "ray-lost")], restarts
     assert run.events("nodes-whole"), run.events()[-10:]
     assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]
-    assert f"node {WORKER} worker, 4 GPU(s), alive" in r["out"], r["out"][-4000:]
+    assert f"node {WORKER} worker, {GPUS_PER_NODE} GPU(s), alive" in r["out"], r["out"][-4000:]
     # resumed from the last checkpoint, nothing counted twice
     assert two_node_outcome(run) == outcome(reference.run), _why_not_equal(run)
 
@@ -537,7 +542,7 @@ def test_two_nodes_place_ranks_on_both_the_plugin_plays_from_the_worker_and_the_
     log = slime_log(run)
     ranks = ranks_of(log)
     n = len(ranks)
-    assert n >= 2 and sorted(ranks, key=int) == [str(r) for r in range(n)], log[-3000:]
+    assert n == 2 * GPUS_PER_NODE and sorted(ranks, key=int) == [str(r) for r in range(n)], log[-3000:]
     on = {int(r): line.split()[5].rstrip(":") for r, line in ranks.items()}
     # both nodes, NUM_GPUS ranks each, the head's first (slime sorts the bundles by node IP)
     assert [on[r] for r in range(n)] == [HEAD] * (n // 2) + [WORKER] * (n // 2), ranks
