@@ -247,14 +247,20 @@ def test_the_suites_processes_cache_their_bytecode_whatever_the_machine_says(tmp
 def test_the_session_removes_its_rehearsals_ray_temp_dirs_once_nothing_uses_them(tmp_path, monkeypatch):
     """Each full suite left 50-80 /tmp/ray-<hash> dirs of its rehearsals' Ray sessions (a few MB each)
     behind. At the session's end (conftest) the ones of this session's rehearsals go, once no process
-    uses them; a rehearsal kept for other workers' reading (keep_ray_temp) and a dir in use stay."""
+    uses them; a rehearsal kept for other workers' reading (keep_ray_temp) and a dir in use stay. A
+    run its environment does not name (`make smoke` runs RUN_NAME=smoke in the rehearsal's RUNS_DIR)
+    is found by its run dir."""
     from support import rehearsal
 
     monkeypatch.setattr(rehearsal, "_ray_temps", set())
+    monkeypatch.setattr(rehearsal, "_ray_envs", [], raising=False)
     world = tmp_path / "world"
     done, busy = (rehearsal.rehearse_env(tmp_path / name, world, tracked=False) for name in ("done", "busy"))
     kept = rehearsal.rehearse_env(tmp_path / "kept", world, tracked=False, keep_ray_temp=True)
-    dirs = {name: Path(rehearsal.ray_temp_dir(env)) for name, env in (("done", done), ("busy", busy), ("kept", kept))}
+    (Path(done["RUNS_DIR"]) / "smoke").mkdir(parents=True)  # a run of bin/smoke's own RUN_NAME
+    smoke = {**done, "RUN_NAME": "smoke"}
+    dirs = {name: Path(rehearsal.ray_temp_dir(env)) for name, env in (("done", done), ("busy", busy), ("kept", kept),
+                                                                     ("smoke", smoke))}
     worker = Path(f"{dirs['done']}-w")
     for path in (*dirs.values(), worker):
         (path / "session_latest").mkdir(parents=True)
@@ -267,8 +273,8 @@ def test_the_session_removes_its_rehearsals_ray_temp_dirs_once_nothing_uses_them
         user.kill()
         user.wait()
     try:
-        assert sorted(removed) == sorted([str(dirs["done"]), str(worker)]), removed
-        assert not dirs["done"].exists() and not worker.exists()
+        assert sorted(removed) == sorted([str(dirs["done"]), str(worker), str(dirs["smoke"])]), removed
+        assert not dirs["done"].exists() and not worker.exists() and not dirs["smoke"].exists()
         assert dirs["busy"].is_dir() and dirs["kept"].is_dir()
     finally:
         for path in dirs.values():

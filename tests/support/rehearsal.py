@@ -83,6 +83,7 @@ NO_WANDB = {"WANDB_MODE": "disabled"}
 
 _created: list[dict] = []
 _ray_temps: set[str] = set()  # the Ray temp dirs of this session's rehearsals (remove_ray_temps)
+_ray_envs: list[dict] = []  # their environments: a run they made under another RUN_NAME (make smoke's)
 
 
 def stop_leftovers(env: dict) -> None:
@@ -134,6 +135,7 @@ def rehearse_env(tmp: Path, world: Path, tracked: bool = True, dotenv: dict | No
     env.update({k: str(v) for k, v in knobs.items()})
     if not keep_ray_temp:
         _ray_temps.add(ray_temp_dir(env))
+        _ray_envs.append(env)
     return track(env) if tracked else env
 
 
@@ -142,11 +144,17 @@ def remove_ray_temps() -> list[str]:
     session's rehearsals that no process uses any more. Ray leaves its sessions' logs there (a few
     MB a run); a user's run keeps them to read, a suite's 60 rehearsals need not. Only dirs named
     from this session's own RUNS_DIRs: another checkout's suite beside this one keeps its own.
-    Returns what was removed."""
+    A run the environment does not name (bin/smoke's RUN_NAME=smoke) is found by its dir in the
+    RUNS_DIR. Returns what was removed."""
     from pyhelpers.procs import procfs
 
+    temps = set(_ray_temps)
+    for env in _ray_envs:
+        runs = Path(env["RUNS_DIR"])
+        names = [d.name for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".")] if runs.is_dir() else []
+        temps.update(ray_temp_dir({**env, "RUN_NAME": name}) for name in names)
     removed = []
-    for temp in sorted(_ray_temps):
+    for temp in sorted(temps):
         for path in (Path(temp), Path(temp + "-w")):
             if path.is_dir() and not procfs.marker_matches(str(path)):
                 shutil.rmtree(path, ignore_errors=True)
