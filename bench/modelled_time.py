@@ -141,6 +141,46 @@ def restarts(evs: list[dict]) -> tuple[tuple[float, float], ...]:
     return tuple(out)
 
 
+def _when(e: dict) -> float:
+    """An event's boundary time: `since` where noticed after the fact (as pyhelpers/run/gpu_time.py)."""
+    return float(e["since"]) if isinstance(e.get("since"), (int, float)) else float(e["t"])
+
+
+def job_gaps(evs: list[dict], waits: list[dict], *, skip: str) -> tuple[tuple[float, float], ...]:
+    """The slime job's own start and teardown on this CPU, outside every stand-in's wait (but
+    `skip`'s, the analyst's, which holds no GPU there): from each job-submitted to the first
+    rollout-started after it, and from each checkpoint-saved to the job-end after it. The delay
+    table's figures are the whole of those phases on a real machine (megatron-start: submission,
+    Megatron's init and load, the first weight sync; sglang-start and jit-cold: the engines';
+    teardown: the engines and actors stopped, the driver's exit), so what the stand-ins spend
+    beside their waits there -- Ray's job supervisor, the driver's, actors' and engines' Python
+    starts, Ray stopping the actors -- stands for nothing more, and on this CPU it moved with the
+    load (round 0's job-start 196-217 s quietly, 231-248 s beside two hogs). These gaps last
+    nothing on the clock (`clock`'s dropped); the waits inside count, and the toolkit's own time
+    around the job (services, submission, the log copier's stop) counts as it was."""
+    windows = []
+    for i, e in enumerate(evs):
+        ends = {"job-submitted": "rollout-started", "checkpoint-saved": "job-end"}.get(e.get("kind"))
+        if ends:
+            a = _when(e)
+            b = next((_when(x) for x in evs[i + 1:] if x.get("kind") == ends and x.get("round") == e.get("round")), None)
+            if b is not None and b > a:
+                windows.append((a, b))
+    spans = sorted((float(w["start"]), float(w["end"])) for w in waits if w["knob"] != skip)
+    gaps = []
+    for a, b in windows:
+        at = a
+        for s, e in spans:
+            if e <= at or s >= b:
+                continue
+            if s > at:
+                gaps.append((at, s))
+            at = max(at, e)
+        if at < b:
+            gaps.append((at, b))
+    return tuple(gaps)
+
+
 def without(evs: list[dict], dropped: tuple[tuple[float, float], ...]) -> list[dict]:
     """The events outside the dropped intervals."""
     return [e for e in evs if not any(a <= float(e["t"]) < b for a, b in dropped)]

@@ -192,9 +192,11 @@ def modelled_rounds(tmp: Path) -> tuple[list[gpu_time.RoundTime], list[dict], in
     [drain] = [s for s, p in stages.GPU_ROLES.whole.items() if p == "compile-wait"]
     waits = modelled_time.read_waits(tmp / WAITS)
     origin = float(evs[0]["t"])
-    queued = analyst_queue.played(tmp / "runs" / "rehearsal", evs, waits, origin=origin, dropped=dropped,
+    # the job's start and teardown: the delay table's figures alone (modelled_time.job_gaps)
+    unmodelled = dropped + modelled_time.job_gaps(evs, waits, skip=ANALYST_KNOB)
+    queued = analyst_queue.played(tmp / "runs" / "rehearsal", evs, waits, origin=origin, dropped=unmodelled,
                                   knob=ANALYST_KNOB, job=stages.GPU_ROLES.job, drain=drain)
-    timed = modelled_time.timeline(evs, queued, origin=origin, dropped=dropped, drain=drain,
+    timed = modelled_time.timeline(evs, queued, origin=origin, dropped=unmodelled, drain=drain,
                                    knob=ANALYST_KNOB, beside=stages.get(drain).beside, joins=val_ended)
     rounds = [rt for rt in gpu_time.split(timed, stages.GPU_ROLES) if rt.finished]
     return rounds, waits, len(dropped)

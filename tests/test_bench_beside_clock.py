@@ -83,9 +83,8 @@ class Recorder:
         self.ev(t, "stage-end", r, stage="evaluate", status=0)
         return t
 
-    def round(self, t: float, r: int, beside: bool) -> float:
-        self.ev(t, "stage-start", r, stage="train")
-        t = self.wait(self.busy(t, 2.0), "FAKE_SLIME_START_DELAY", 90)
+    def steps(self, t: float, r: int) -> float:
+        """Training's steps, from the first rollout; then the checkpoint's save."""
         self.ev(t, "rollout-started", r)
         for k in range(4):
             t = self.wait(self.rollout(t, r, k), "FAKE_SLIME_STEP_DELAY", 1250)
@@ -93,8 +92,17 @@ class Recorder:
             self.ev(t, "train-done", r)
         t = self.wait(t, "FAKE_SLIME_SAVE_DELAY", 10)
         self.ev(t, "checkpoint-saved", r)
+        return t
+
+    def train(self, t: float, r: int) -> float:
+        self.ev(t, "stage-start", r, stage="train")
+        t = self.steps(self.wait(self.busy(t, 2.0), "FAKE_SLIME_START_DELAY", 90), r)
         t = self.busy(self.wait(t, "FAKE_SLIME_EXIT_DELAY", 15), 0.5)
         self.ev(t, "stage-end", r, stage="train", status=0)
+        return t
+
+    def round(self, t: float, r: int, beside: bool) -> float:
+        t = self.train(t, r)
         for stage, knob, modelled in (("rotate", None, 0), ("export", "FAKE_CONVERT_DELAY", 60)):
             self.ev(t, "stage-start", r, stage=stage)
             t = self.busy(t, 0.2)
@@ -195,3 +203,42 @@ def test_today_order_reads_on_the_one_clock_as_before(tmp_path):
     to = modelled_time.clock(modelled_time.within(rec.waits, ANALYST, windows), origin=evs[0]["t"])
     one = gpu_time.split(modelled_time.events(evs, to), stages.GPU_ROLES)
     assert [rt.row() for rt in rounds] == [rt.row() for rt in one]
+
+
+class JobRecorder(Recorder):
+    """The train stage as the toolkit records it: the job's submission and end between this CPU's
+    own time (services, submission; the log copier's and analyst's stop) and the job's, whose
+    start and teardown on the stand-ins also spend this CPU's time beside their waits (Ray's job
+    supervisor, the driver's, the actors' and the engines' Python starts; Ray stopping the actors)."""
+
+    def train(self, t: float, r: int) -> float:
+        self.ev(t, "stage-start", r, stage="train")
+        t = self.busy(t, 1.0)
+        self.ev(t, "job-submitted", r, job_id=f"job-{r}")
+        t = self.wait(self.busy(t, 8.0), "FAKE_SLIME_START_DELAY", 90)
+        t = self.wait(self.busy(t, 3.0), "FAKE_SGLANG_START_DELAY", 30)
+        t = self.steps(self.busy(t, 1.0), r)
+        t = self.busy(self.wait(self.busy(t, 2.0), "FAKE_SLIME_EXIT_DELAY", 15), 1.0)
+        self.ev(t, "job-end", r, job_id=f"job-{r}", status="SUCCEEDED")
+        t = self.busy(t, 0.5)
+        self.ev(t, "stage-end", r, stage="train", status=0)
+        return t
+
+
+def test_the_jobs_start_and_teardown_read_the_delay_tables_figures_on_a_quiet_and_a_loaded_machine(tmp_path):
+    # The table's figures are the whole of a real job's start (submission, Megatron's init and
+    # load, the engines' start) and teardown: what the stand-ins spend on this CPU beside their
+    # waits between the job's submission and its first rollout, and between its checkpoint and its
+    # end, stands for nothing more (on a loaded machine it read 196-217 s quietly and 231-248 s
+    # beside two hogs of round 0's job-start). The toolkit's own time around the job still counts.
+    seconds = {}
+    for cpu in (1.0, 2.0):
+        rec, t = JobRecorder(cpu), 1_000.0
+        for r in (0, 1):
+            t = rec.round(t, r, beside=True)
+        rounds, _waits, _healed = round_gpu_idle.modelled_rounds(rec.write(tmp_path / str(cpu)))
+        seconds[cpu] = rounds[1].seconds
+    for cpu, s in seconds.items():
+        assert s["job-start"] == pytest.approx(90 + 30 + cpu * 1.0, abs=0.01), (cpu, s)
+        # (and the toolkit's own after the job's end: the train stage's last 0.5 s, rotate's 0.2 s)
+        assert s["teardown"] == pytest.approx(15 + cpu * (0.5 + 0.2), abs=0.01), (cpu, s)
