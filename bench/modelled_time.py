@@ -1,6 +1,7 @@
 """A rehearsal's timeline in modelled seconds: each stand-in's wait (tests/fakes/modelled_wait.py's
-records) counts the real seconds it models, the rest -- the toolkit's own time, Ray's and
-Python's starts on this CPU -- counts as it was, unscaled. A bench that multiplied the whole wall
+records) counts the real seconds it models, the rest -- the toolkit's own time, its services'
+starts on this CPU -- counts as it was, unscaled; inside the slime job's start and teardown only
+the waits count (`job_gaps`: the delay table's figures are the whole of those phases). A bench that multiplied the whole wall
 time back by its scale multiplied this CPU's time too, and its verdict moved with the machine's
 load; read this way, load moves only the unscaled part, by what it really costs.
 
@@ -159,12 +160,13 @@ def job_gaps(evs: list[dict], waits: list[dict], *, skip: str) -> tuple[tuple[fl
     nothing on the clock (`clock`'s dropped); the waits inside count, and the toolkit's own time
     around the job (services, submission, the log copier's stop) counts as it was."""
     windows = []
-    for i, e in enumerate(evs):
+    for e in evs:
         ends = {"job-submitted": "rollout-started", "checkpoint-saved": "job-end"}.get(e.get("kind"))
-        if ends:
+        if ends:  # the first end after it in time: checkpoint-saved is written after job-end (its `since`)
             a = _when(e)
-            b = next((_when(x) for x in evs[i + 1:] if x.get("kind") == ends and x.get("round") == e.get("round")), None)
-            if b is not None and b > a:
+            b = min((_when(x) for x in evs if x.get("kind") == ends and x.get("round") == e.get("round")
+                     and _when(x) > a), default=None)
+            if b is not None:
                 windows.append((a, b))
     spans = sorted((float(w["start"]), float(w["end"])) for w in waits if w["knob"] != skip)
     gaps = []

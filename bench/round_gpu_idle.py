@@ -6,8 +6,9 @@ A round is as long as a real one: 20 steps, played as PLAYED_STEPS steps that ea
 five (STRETCHED: the same busy time and analyst work, a fifth of the episodes to play).
 The figures are modelled seconds (docs/gpu_idle_bench.md): every stand-in records each wait with
 the real seconds it stands for (tests/fakes/modelled_wait.py), and the run's events are read on a
-clock on which a wait lasts those and everything else -- the toolkit's own time, this CPU's starts
--- lasts what it lasted, unscaled (bench/modelled_time.py); where val plays beside compile, on a
+clock on which a wait lasts those and everything else -- the toolkit's own time, its services'
+starts -- lasts what it lasted, unscaled, but for the job's own start and teardown, which are the
+table's figures alone (bench/modelled_time.py); where val plays beside compile, on a
 clock per activity (val on the eval server's waits, compile on the analyst's, the window the
 longer of the two). Compile's wait for the analyst is its queue played on the modelled clock
 (bench/analyst_queue.py), not the answers it had left in wall time. Multiplying the wall time back

@@ -217,9 +217,19 @@ class JobRecorder(Recorder):
         self.ev(t, "job-submitted", r, job_id=f"job-{r}")
         t = self.wait(self.busy(t, 8.0), "FAKE_SLIME_START_DELAY", 90)
         t = self.wait(self.busy(t, 3.0), "FAKE_SGLANG_START_DELAY", 30)
-        t = self.steps(self.busy(t, 1.0), r)
+        t = self.busy(t, 1.0)
+        # the plugin's marker, noticed a little later by the step watcher (its mtime as `since`)
+        self.ev(self.busy(t, 0.2), "rollout-started", r, since=round(t, 3))
+        for k in range(4):
+            t = self.wait(self.rollout(t, r, k), "FAKE_SLIME_STEP_DELAY", 1250)
+            self.ev(t, "step-done", r)
+            self.ev(t, "train-done", r)
+        saved = t = self.wait(t, "FAKE_SLIME_SAVE_DELAY", 10)
         t = self.busy(self.wait(self.busy(t, 2.0), "FAKE_SLIME_EXIT_DELAY", 15), 1.0)
         self.ev(t, "job-end", r, job_id=f"job-{r}", status="SUCCEEDED")
+        # read after the job's end, from the tracker's mtime (stages/train.py _note_checkpoint): in
+        # the file after job-end
+        self.ev(t + 0.001, "checkpoint-saved", r, since=round(saved, 3))
         t = self.busy(t, 0.5)
         self.ev(t, "stage-end", r, stage="train", status=0)
         return t
