@@ -1,7 +1,8 @@
 """A rehearsal's timeline in modelled seconds: each stand-in's wait (tests/fakes/modelled_wait.py's
 records) counts the real seconds it models, the rest -- the toolkit's own time, its services'
 starts on this CPU -- counts as it was, unscaled; inside the slime job's start and teardown only
-the waits count (`job_gaps`: the delay table's figures are the whole of those phases). A bench that multiplied the whole wall
+the waits count (`job_gaps`: the delay table's figures are the whole of those phases), and a
+step's end seen after the save began is the save's start (`steps_end_by_the_save`). A bench that multiplied the whole wall
 time back by its scale multiplied this CPU's time too, and its verdict moved with the machine's
 load; read this way, load moves only the unscaled part, by what it really costs.
 
@@ -181,6 +182,27 @@ def job_gaps(evs: list[dict], waits: list[dict], *, skip: str) -> tuple[tuple[fl
         if at < b:
             gaps.append((at, b))
     return tuple(gaps)
+
+
+def steps_end_by_the_save(evs: list[dict], waits: list[dict], *, save: str) -> list[dict]:
+    """The events with each step's end moved back to the start of the save that follows it. The
+    toolkit sees a step's training end when slime's `perf` line reaches the job's log (Ray's log
+    forwarding, then the log copier): on this CPU, and later the busier it is, after the stand-in
+    has begun the save (its `save` knob's wait), and the report's split bills all up to that line
+    to training (quiet runs read a round's checkpoint 0-1 s of the table's 10, loaded ones up to
+    8). A step ends before the save after it starts: a step-done or train-done seen between a
+    save's start and the next job's first rollout is placed at the save's start."""
+    saves = sorted(float(w["start"]) for w in waits if w["knob"] == save)
+    firsts = sorted(_when(e) for e in evs if e.get("kind") == "rollout-started")
+    out = []
+    for e in evs:
+        if e.get("kind") in ("step-done", "train-done"):
+            t = _when(e)
+            began = [s for s in saves if s < t]
+            if began and not any(began[-1] < f <= t for f in firsts):
+                e = {**e, "t": began[-1], **({"since": began[-1]} if "since" in e else {})}
+        out.append(e)
+    return out
 
 
 def without(evs: list[dict], dropped: tuple[tuple[float, float], ...]) -> list[dict]:

@@ -192,6 +192,7 @@ def modelled_rounds(tmp: Path) -> tuple[list[gpu_time.RoundTime], list[dict], in
     evs = modelled_time.without(evs, dropped)
     [drain] = [s for s, p in stages.GPU_ROLES.whole.items() if p == "compile-wait"]
     waits = modelled_time.read_waits(tmp / WAITS)
+    evs = modelled_time.steps_end_by_the_save(evs, waits, save=DELAYS["save"].knob)
     origin = float(evs[0]["t"])
     # the job's start and teardown: the delay table's figures alone (modelled_time.job_gaps)
     unmodelled = dropped + modelled_time.job_gaps(evs, waits, skip=ANALYST_KNOB)
