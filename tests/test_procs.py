@@ -139,10 +139,12 @@ def test_stop_all_reverse_order_and_term_ignorer_killed_after_grace(procs_env):
 
 # A service whose leader ends its own children, in its own order, and hangs when one of them was
 # TERMed first: `ray start --block` drains its node through the GCS on TERM (ray/_private/node.py,
-# 2.60.0), and a GCS TERMed with the group is not there to answer.
+# 2.60.0), and a GCS TERMed with the group is not there to answer. The child dies of a TERM (no
+# trap): with `trap "exit 0" TERM` it could still answer the leader's USR1 (a group TERM's trap
+# runs only at bash's next safe point), and a fresh-clone suite found the group stopped, not hung.
 ORDERLY = """
 ack="$0"
-bash -c 'trap "exit 0" TERM; trap "touch $0" USR1; while :; do sleep 0.1 & wait $!; done' "$ack" &
+bash -c 'trap "touch $0" USR1; while :; do sleep 0.1 & wait $!; done' "$ack" &
 child=$!
 trap 'kill -USR1 $child; until [[ -e $ack ]]; do sleep 0.05; done; kill $child; wait $child; exit 0' TERM
 echo armed
