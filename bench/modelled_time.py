@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyhelpers.run.gpu_time import when
+
 
 def read_waits(path: Path) -> list[dict]:
     """The wait records of one run (FAKE_WAIT_LOG); none when no stand-in waited."""
@@ -143,11 +145,6 @@ def restarts(evs: list[dict]) -> tuple[tuple[float, float], ...]:
     return tuple(out)
 
 
-def _when(e: dict) -> float:
-    """An event's boundary time: `since` where noticed after the fact (as pyhelpers/run/gpu_time.py)."""
-    return float(e["since"]) if isinstance(e.get("since"), (int, float)) else float(e["t"])
-
-
 def job_gaps(evs: list[dict], waits: list[dict], *, skip: str) -> tuple[tuple[float, float], ...]:
     """The slime job's own start and teardown on this CPU, outside every stand-in's wait (but
     `skip`'s, the analyst's, which holds no GPU there): from each job-submitted to the first
@@ -164,9 +161,9 @@ def job_gaps(evs: list[dict], waits: list[dict], *, skip: str) -> tuple[tuple[fl
     for e in evs:
         ends = {"job-submitted": "rollout-started", "checkpoint-saved": "job-end"}.get(e.get("kind"))
         if ends:  # the first end after it in time: checkpoint-saved is written after job-end (its `since`)
-            a = _when(e)
-            b = min((_when(x) for x in evs if x.get("kind") == ends and x.get("round") == e.get("round")
-                     and _when(x) > a), default=None)
+            a = when(e)
+            b = min((when(x) for x in evs if x.get("kind") == ends and x.get("round") == e.get("round")
+                     and when(x) > a), default=None)
             if b is not None:
                 windows.append((a, b))
     spans = sorted((float(w["start"]), float(w["end"])) for w in waits if w["knob"] != skip)
@@ -193,11 +190,11 @@ def steps_end_by_the_save(evs: list[dict], waits: list[dict], *, save: str) -> l
     8). A step ends before the save after it starts: a step-done or train-done seen between a
     save's start and the next job's first rollout is placed at the save's start."""
     saves = sorted(float(w["start"]) for w in waits if w["knob"] == save)
-    firsts = sorted(_when(e) for e in evs if e.get("kind") == "rollout-started")
+    firsts = sorted(when(e) for e in evs if e.get("kind") == "rollout-started")
     out = []
     for e in evs:
         if e.get("kind") in ("step-done", "train-done"):
-            t = _when(e)
+            t = when(e)
             began = [s for s in saves if s < t]
             if began and not any(began[-1] < f <= t for f in firsts):
                 e = {**e, "t": began[-1], **({"since": began[-1]} if "since" in e else {})}
