@@ -65,7 +65,13 @@ def test_no_404_or_retry_storm_in_the_logs(job: Job):
     # slime asks each engine once per rollout; a missing endpoint makes it try again and again
     # (server_control.py:43-60: "Failed to abort ...", "Failed to get SGLang server load ...").
     assert not re.findall(r"Failed to (abort SGLang server|get SGLang server load).*", log)
-    assert len(re.findall(r"Abort request for SGLang server", log)) <= ENGINES * job.rollouts
+    # One abort an engine a rollout, plus one more each time an engine still counted a request right
+    # after it (server_control.py:43-63 logs "still has N requests after abort attempt K" and asks
+    # again): a request of the step still finishing as the abort lands, which real SGLang's
+    # asynchronous abort shows too. Those are bounded as well: a storm would repeat them.
+    retries = re.findall(r"SGLang server \S+ still has \d+ requests after abort attempt \d+", log)
+    assert len(retries) <= ENGINES * job.rollouts, retries
+    assert len(re.findall(r"Abort request for SGLang server", log)) <= ENGINES * job.rollouts + len(retries)
 
 
 def test_a_resumed_train_py_continues_the_data_where_the_first_stopped(job: Job):
