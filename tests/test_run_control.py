@@ -1,6 +1,7 @@
 """Controlling a run from outside, on the stand-ins: `make stop` from another shell, a second
 `make train` refused naming the holder, the placement deadline, a ShopSimulator that dies during a
-round, and the real-stack helpers `make smoke` / `make convert-base` wired to the stand-ins."""
+round, `make watch` on a live run, and the real-stack helpers `make smoke` / `make convert-base`
+wired to the stand-ins."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from support.rehearsal import (
     rehearse_env,
     running,
     start,
+    stop_leftovers,
     wait_for,
 )
 
@@ -120,7 +122,7 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
 
 
 def test_a_job_without_its_gpus_is_stopped_at_the_placement_deadline(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, JOB_START_TIMEOUT=15, FAKE_SLIME_EXTRA_GPUS=1)
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, JOB_START_TIMEOUT=15, FAKE_SLIME_EXTRA_GPUS=1, **NO_WANDB)
     run = Run(tmp_path / "runs")
     copy = run.run_dir / "logs" / "slime-log.log"
     proc, log = start(env)
@@ -165,7 +167,7 @@ def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_wor
 
 
 def test_make_smoke_trains_and_exports_then_stops(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, SAVE_HF=1)  # and slime's --save-hf writes the export
+    env = rehearse_env(tmp_path, rehearsal_world, SAVE_HF=1, **NO_WANDB)  # and slime's --save-hf writes the export
     res = in_rehearsal(env, "bin/smoke", timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "stopping before compile, as asked" in res.stderr
@@ -229,31 +231,75 @@ def _make(env, *args, timeout=180) -> subprocess.CompletedProcess:
     return subprocess.run(["make", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.timeout(600)
-def test_a_second_start_leaves_a_live_rehearsal_alone_and_every_hint_names_the_rehearsal_s_commands(
-        tmp_path, rehearsal_world):
-    """Issue 27 items 2, 4 and 14: a second `make rehearse` / `make train` touches nothing of the live
-    rehearsal before the lock refuses it; `make stop`, the refusal, `make status REHEARSAL=1` and
-    the preflight's fixes speak of the rehearsal; a requested stop is not an error."""
-    # Training held after its first step until the stop below: every check happens during training,
-    # however slow a loaded machine runs them (30 s steps were not enough for that).
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_HOLD_BEFORE=f"1:{tmp_path / 'never'}")
-    run = Run(tmp_path / "runs")
-    log = tmp_path / "first.log"
+@pytest.fixture(scope="module")
+def held(tmp_path_factory, rehearsal_world):
+    """One ROUNDS=1 rehearsal held after its first step until a test stops it, shared by `make watch`
+    and the second start (each check happens during training, however slow a loaded machine runs
+    it: 30 s steps were not enough for that). Module-scoped, so untracked: stopped here at the end.
+    The second start's test stops it last (file order; one xdist worker runs the module's users)."""
+    tmp = tmp_path_factory.mktemp("held")
+    env = rehearse_env(tmp, rehearsal_world, tracked=False, ROUNDS=1, FAKE_SLIME_HOLD_BEFORE=f"1:{tmp / 'never'}",
+                       **NO_WANDB)
+    run = Run(tmp / "runs")
+    log = tmp / "first.log"
     with open(log, "w") as fh:
         first = subprocess.Popen(["make", "rehearse"], env=env, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
                                  start_new_session=True)
-    wait_for("training to start", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=first, log=log)
-    driver, model = run.lock_holder()["pid"], _analyst_models(tmp_path / "runs")
+    try:
+        wait_for("the first step", lambda: event_seen(run, "step-done"), proc=first, log=log)
+        yield {"env": env, "run": run, "first": first, "log": log, "tmp": tmp}
+    finally:
+        stop_leftovers(env)
+        first.wait(timeout=300)
+
+
+def test_make_watch_refreshes_the_status_until_ctrl_c(held):
+    from support.tmux import Pane
+
+    env, run, tmp = held["env"], held["run"], held["tmp"]
+    pane = Pane(tmp, "make watch REHEARSAL=1 INTERVAL=1", env)
+    try:
+        first = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s; Ctrl-C to leave", screen=True)
+        screen = pane.screen()
+        assert re.search(r"^progress: round 0 \(1 of 1\) train, step 1/2 done \(last: \d+ episodes", screen,
+                         flags=re.M), screen
+        assert re.search(r"ETA round \d+:\d\d, run \d+:\d\d", screen) and "driver: running" in screen
+        later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)
+        deadline = time.monotonic() + 300  # a bound on a hang: a loaded machine refreshes late
+        while later.group(1) == first.group(1) and time.monotonic() < deadline:
+            time.sleep(0.3)
+            later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)
+        assert later.group(1) != first.group(1), "make watch did not refresh"
+        assert pane.screen().count("run rehearsal (rehearsal)") == 1  # redrawn in place
+        pane.keys("C-c")
+        deadline = time.monotonic() + 60
+        while not pane.ended() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pane.ended(), "make watch did not end on Ctrl-C"
+        assert "Traceback" not in pane.text()
+    finally:
+        pane.close()
+    assert held["first"].poll() is None and run.lock_holder() is not None  # watching touched nothing
+
+
+@pytest.mark.timeout(600)
+def test_a_second_start_leaves_a_live_rehearsal_alone_and_every_hint_names_the_rehearsal_s_commands(held):
+    """Issue 27 items 2, 4 and 14: a second `make rehearse` / `make train` touches nothing of the live
+    rehearsal before the lock refuses it; `make stop`, the refusal, `make status REHEARSAL=1` and
+    the preflight's fixes speak of the rehearsal; a requested stop is not an error. It stops the
+    shared rehearsal: the module's last user of `held`."""
+    env, run, first, log, tmp = held["env"], held["run"], held["first"], held["log"], held["tmp"]
+    assert (run.round_dir(0) / "plugin.started").is_file() and first.poll() is None
+    driver, model = run.lock_holder()["pid"], _analyst_models(tmp / "runs")
     assert len(model) == 1, model
 
     again = rehearse(env, timeout=120)  # a fresh `make rehearse` beside it
-    assert _analyst_models(tmp_path / "runs") == model  # the live run's analyst model, untouched
+    assert _analyst_models(tmp / "runs") == model  # the live run's analyst model, untouched
     assert again.returncode == 1 and "this run is already in progress" in again.stdout
     assert "stop it with `make stop REHEARSAL=1`" in again.stdout, again.stdout[-3000:]
     second = in_rehearsal(env, "bin/train", "--rehearsal")  # what a second start runs once configured
     assert second.returncode == 1 and "stop it with `make stop REHEARSAL=1`" in second.stderr, second.stderr
-    assert _analyst_models(tmp_path / "runs") == model  # the live run's analyst model, untouched
+    assert _analyst_models(tmp / "runs") == model  # the live run's analyst model, untouched
     assert run.lock_holder()["pid"] == driver and first.poll() is None
 
     # `make stop` without REHEARSAL=1 finds no real run: it says how to stop the rehearsal.

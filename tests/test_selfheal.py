@@ -81,7 +81,7 @@ def test_a_webhook_that_never_answers_costs_at_most_its_timeout(hang_hook):
 
 def test_a_crash_repeating_at_the_same_step_stops_the_run(tmp_path, rehearsal_world):
     env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
-                       FAKE_SLIME_CRASH_KIND="nccl")
+                       FAKE_SLIME_CRASH_KIND="nccl", **NO_WANDB)
     res = rehearse(env)
     assert res.returncode == 1
     assert "the run stopped: train of round 0 at step 1 failed the same way twice (nccl" in res.stdout
@@ -112,7 +112,8 @@ def test_a_crash_is_read_from_its_last_lines_however_late_the_log_copy_runs(tmp_
 
 
 def test_a_permanent_failure_is_not_restarted(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_CRASH_AT="0", FAKE_SLIME_CRASH_KIND="flag")
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_CRASH_AT="0", FAKE_SLIME_CRASH_KIND="flag",
+                       **NO_WANDB)
     res = rehearse(env)
     assert res.returncode == 1
     assert "slime (or SGLang) rejected its arguments (flag)" in res.stdout
@@ -126,7 +127,7 @@ def test_a_short_disk_is_warned_about_during_training_then_stops_the_run_before_
     free = tmp_path / "free-bytes"
     free.write_text(str(10**12))
     env = rehearse_env(tmp_path, rehearsal_world, dotenv={"NOTIFY_WEBHOOK": hook.url}, REHEARSAL_NOTIFY="1", ROUNDS=1,
-                       DISK_WATCH_INTERVAL="0.2", FAKE_SLIME_STEP_DELAY="2", SHOPSIMRL_TEST_FREE_BYTES=f"@{free}")
+                       DISK_WATCH_INTERVAL="0.2", FAKE_SLIME_STEP_DELAY="2", SHOPSIMRL_TEST_FREE_BYTES=f"@{free}", **NO_WANDB)
     run = Run(tmp_path / "runs")
     proc, log = start(env)
     wait_for("training", lambda: (run.round_dir(0) / "plugin.started").is_file(), proc=proc, log=log)

@@ -1,5 +1,6 @@
-"""Watching a run (issue 20): progress and ETA on a terminal (tmux), `make watch`, and a rehearsal's
-terminal without third-party noise. What `make status` and the report say after the driver is
+"""Watching a run (issue 20): progress and ETA on a terminal (tmux) and a rehearsal's terminal
+without third-party noise (`make watch` on a live run: tests/test_run_control.py, beside the
+second start, on one held rehearsal). What `make status` and the report say after the driver is
 killed is checked at the first kill of the fault matrix (tests/test_faults.py)."""
 
 from __future__ import annotations
@@ -11,12 +12,8 @@ import time
 from conftest import ROOT
 from support.rehearsal import (
     Run,
-    event_seen,
     in_rehearsal,
-    pyhelpers_cmd,
     rehearse_env,
-    start,
-    wait_for,
 )
 
 # Dynamic sampling's kept/drawn groups stand between the episodes and the success rate.
@@ -77,43 +74,6 @@ def test_a_rehearsal_on_a_terminal_shows_each_step_with_its_eta_and_only_the_too
                             capture_output=True, timeout=300)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert doctor.stdout.strip().splitlines()[-1] == preflight
-
-
-def test_make_watch_refreshes_the_status_until_ctrl_c(tmp_path, rehearsal_world):
-    from support.tmux import Pane
-
-    # Training held after its first step until the run is stopped below: the watch sees it in
-    # progress however late a loaded machine starts it (30 s steps were not enough for that).
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_HOLD_BEFORE=f"1:{tmp_path / 'never'}")
-    run = Run(tmp_path / "runs")
-    proc, log = start(env)
-    pane = None
-    try:
-        wait_for("the first step", lambda: event_seen(run, "step-done"), proc=proc, log=log)
-        pane = Pane(tmp_path, "make watch REHEARSAL=1 INTERVAL=1", env)
-        first = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s; Ctrl-C to leave", screen=True)
-        screen = pane.screen()
-        assert re.search(r"^progress: round 0 \(1 of 1\) train, step 1/2 done \(last: \d+ episodes", screen,
-                         flags=re.M), screen
-        assert re.search(r"ETA round \d+:\d\d, run \d+:\d\d", screen) and "driver: running" in screen
-        later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)
-        deadline = time.monotonic() + 300  # a bound on a hang: a loaded machine refreshes late
-        while later.group(1) == first.group(1) and time.monotonic() < deadline:
-            time.sleep(0.3)
-            later = pane.wait_for(r"^(\d\d:\d\d:\d\d)  refreshed every 1 s", screen=True)
-        assert later.group(1) != first.group(1), "make watch did not refresh"
-        assert pane.screen().count("run rehearsal (rehearsal)") == 1  # redrawn in place
-        pane.keys("C-c")
-        deadline = time.monotonic() + 60
-        while not pane.ended() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert pane.ended(), "make watch did not end on Ctrl-C"
-        assert "Traceback" not in pane.text()
-    finally:
-        if pane:
-            pane.close()
-        in_rehearsal(env, *pyhelpers_cmd("run", "stop"), timeout=180)
-        proc.wait(timeout=300)
 
 
 def test_make_plan_lists_every_configuration_error_first_then_the_plan_and_refuses(tmp_path, rehearsal_world):
