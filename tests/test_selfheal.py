@@ -19,6 +19,7 @@ from support.rehearsal import (
     rehearse_env,
     running,
     start,
+    stop_leftovers,
     wait_for,
 )
 
@@ -91,26 +92,6 @@ def test_a_crash_repeating_at_the_same_step_stops_the_run(tmp_path, rehearsal_wo
     assert run.lock_holder() is None and not list((run.run_dir / "pids").glob("*.json"))
 
 
-def test_a_crash_is_read_from_its_last_lines_however_late_the_log_copy_runs(tmp_path, rehearsal_world):
-    """The restart rules read the job's log as copied into logs/slime-log.log. Its copier (tail) is
-    held here until 2 s after the driver saw the job fail, as a loaded machine may run it that late
-    (the driver used to give it 0.2 s): the crash is still read as the transient NCCL error it is,
-    and the run restarts and finishes. (The 2 s is the fault injected, not a wait for an event: the
-    driver waits for the copy itself, up to train.COPY_WAIT_S.)"""
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
-                       FAKE_SLIME_CRASH_KIND="nccl", FAKE_SLIME_CRASH_ONCE=str(tmp_path / "crashed-once"), **NO_WANDB)
-    run = Run(tmp_path / "runs")
-    proc, log = start(env)
-    copier = wait_for("the copy of the job's log to run", lambda: running(run, "slime-log", "tail"), proc=proc,
-                      log=log)
-    with frozen({"slime-log": copier}):
-        wait_for("the job to fail", lambda: event_seen(run, "job-end", round=0, status="FAILED"), proc=proc, log=log)
-        time.sleep(2.0)
-    assert proc.wait(timeout=600) == 0, log.read_text()[-5000:]
-    assert [(e["stage"], e["round"], e["step"], e["cause"]) for e in run.restarts()] == [
-        ("train", 0, 1, "nccl")]
-
-
 def test_a_permanent_failure_is_not_restarted(tmp_path, rehearsal_world):
     env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SLIME_CRASH_AT="0", FAKE_SLIME_CRASH_KIND="flag",
                        **NO_WANDB)
@@ -148,25 +129,60 @@ def test_a_short_disk_is_warned_about_during_training_then_stops_the_run_before_
     assert "warning: " in st.stdout and "disk-low round 0" in st.stdout
 
 
-def test_a_job_dying_mid_step_keeps_its_spool_records_and_the_replay_finds_every_slot(tmp_path, rehearsal_world):
+@pytest.fixture(scope="module")
+def crashed_once(tmp_path_factory, rehearsal_world):
+    """One ROUNDS=1 rehearsal whose job's driver dies of a transient NCCL error one second into
+    rollout 1, once, while the plugin plays it in slime's RolloutManager with every ShopSimulator
+    slot taken (no spare for retries). The copy of the job's log (tail) is held from its start
+    until 2 s after the driver saw the job fail, as a loaded machine may run it that late (the
+    driver used to give it 0.2 s). The 2 s is the fault injected, not a wait for an event: the
+    driver waits for the copy itself, up to train.COPY_WAIT_S. The spool records written before
+    the crash are read as the crash happens. Shared by the two tests below (module-scoped, so
+    untracked: stopped here)."""
+    tmp = tmp_path_factory.mktemp("crashed-once")
+    marker = tmp / "crashed-once"
+    # Ports: rehearse_env's own block below the kernel's ephemeral range (a kernel-chosen port, as
+    # free_port() returns, can be taken again by an outgoing connection before Ray binds it).
+    env = rehearse_env(tmp, rehearsal_world, tracked=False, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
+                       FAKE_SLIME_CRASH_AFTER_S="1", FAKE_SLIME_CRASH_ONCE=str(marker), FAKE_SLIME_CRASH_KIND="nccl",
+                       FAKE_SGLANG_LATENCY_MS="250", SHOPSIM_SLOTS="16", SHOPSIM_EPISODE_CONCURRENCY="16", **NO_WANDB)
+    run = Run(tmp / "runs")
+    proc, log = start(env)
+    try:
+        copier = wait_for("the copy of the job's log to run", lambda: running(run, "slime-log", "tail"), proc=proc,
+                          log=log)
+        with frozen({"slime-log": copier}):
+            wait_for("the driver's crash in rollout 1", marker.is_file, proc=proc, log=log, timeout=600)
+            written = {p.name: p.read_bytes() for p in (run.round_dir(0) / "spool").glob("*.json")}
+            wait_for("the job to fail", lambda: event_seen(run, "job-end", round=0, status="FAILED"), proc=proc,
+                     log=log)
+            time.sleep(2.0)
+        rc = proc.wait(timeout=900)
+        yield {"rc": rc, "log": log.read_text(), "run": run, "written": written}
+    finally:
+        stop_leftovers(env)
+        proc.wait(timeout=300)
+
+
+def test_a_crash_is_read_from_its_last_lines_however_late_the_log_copy_runs(crashed_once):
+    """The restart rules read the job's log as copied into logs/slime-log.log, however late its copy
+    runs: the crash is still read as the transient NCCL error it is, and the run restarts and
+    finishes."""
+    assert crashed_once["rc"] == 0, crashed_once["log"][-5000:]
+    assert [(e["stage"], e["round"], e["step"], e["cause"]) for e in crashed_once["run"].restarts()] == [
+        ("train", 0, 1, "nccl")]
+
+
+def test_a_job_dying_mid_step_keeps_its_spool_records_and_the_replay_finds_every_slot(crashed_once):
     """slime runs the plugin inside its RolloutManager Ray actor, which Ray kills when the job's
     driver exits. Here the driver dies one second into rollout 1 while the actor is playing it
     (every ShopSimulator slot taken, no spare for retries): the spool records already written stay
     as they were, the restarted job gets every slot back, and the replayed steps write nothing twice."""
     import json
 
-    marker = tmp_path / "crashed-once"
-    # Ports: rehearse_env's own block below the kernel's ephemeral range (a kernel-chosen port, as
-    # free_port() returns, can be taken again by an outgoing connection before Ray binds it).
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, RESTART_BACKOFF="0.2", FAKE_SLIME_CRASH_AT="1",
-                       FAKE_SLIME_CRASH_AFTER_S="1", FAKE_SLIME_CRASH_ONCE=str(marker), FAKE_SLIME_CRASH_KIND="nccl",
-                       FAKE_SGLANG_LATENCY_MS="250", SHOPSIM_SLOTS="16", SHOPSIM_EPISODE_CONCURRENCY="16", **NO_WANDB)
-    run = Run(tmp_path / "runs")
-    proc, log = start(env)
-    wait_for("the driver's crash in rollout 1", marker.is_file, proc=proc, log=log, timeout=600)
+    run, written = crashed_once["run"], crashed_once["written"]
+    assert crashed_once["rc"] == 0, crashed_once["log"][-5000:]
     spool = run.round_dir(0) / "spool"
-    written = {p.name: p.read_bytes() for p in spool.glob("*.json")}
-    assert proc.wait(timeout=900) == 0, log.read_text()[-5000:]
     assert len(run.restarts()) == 1, run.restarts()
     assert written, "no failure was spooled before the crash"
     for name, data in written.items():
