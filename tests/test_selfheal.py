@@ -103,6 +103,34 @@ def test_a_permanent_failure_is_not_restarted(tmp_path, rehearsal_world):
     assert event_seen(run, "run-failed", round=0, stage="train", cause="flag", verdict="permanent")
 
 
+def test_the_disk_watch_outlives_a_free_space_read_that_fails(toolkit_env, tmp_path, monkeypatch):
+    """A read of the free space caught mid-write (the test hook's file truncated, as the rehearsal
+    below once did) or failing (a stale NFS handle) skips one check, noted once; the thread used to
+    die of it and leave the rest of the round unwatched, the disk-low warning never given."""
+    from pyhelpers.capacity import diskguard
+    from pyhelpers.config import load
+    from pyhelpers.run.layout import from_config
+    from pyhelpers.stages import train
+
+    free = tmp_path / "free-bytes"
+    free.write_text(str(10**12))
+    monkeypatch.setenv(diskguard.FREE_BYTES_OVERRIDE, f"@{free}")
+    cfg = load.load(toolkit_env)
+    checks = iter([lambda: free.write_text(""), lambda: free.write_text(""), lambda: free.write_text(str(5 * 10**8))])
+
+    def stopped(_interval: float) -> bool:  # before each check: change the disk, or stop once done
+        step = next(checks, None)
+        if step is None:
+            return True
+        step()
+        return False
+
+    warned, noted = [], []
+    train._disk_watch(cfg, from_config(cfg), 0, stopped, warned.append, note=noted.append)
+    assert len(noted) == 1 and "could not read the free space" in noted[0], noted
+    assert len(warned) == 1 and warned[0].startswith("disk low during round 0"), warned
+
+
 def test_a_short_disk_is_warned_about_during_training_then_stops_the_run_before_export(tmp_path, rehearsal_world,
                                                                                         hook):
     free = tmp_path / "free-bytes"

@@ -204,13 +204,25 @@ def analyst_argv(lay: RunLayout, r: int) -> list[str]:
     return [sys.executable, "-m", "pyhelpers", "analyst", "run", "--round-dir", str(lay.round_dir(r)), "--wandb"]
 
 
-def _disk_watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None]) -> None:
+def _disk_watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool], warn: Callable[[str], None],
+                note: Callable[[str], None] = lambda _text: None) -> None:
     """While the job trains: warn once when free space falls below what the round's final save
-    needs (the guard acts only at stage boundaries: Megatron saves inside the job)."""
+    needs (the guard acts only at stage boundaries: Megatron saves inside the job). A read of the
+    free space that fails (a stale NFS handle, a disk going away) skips that check, noted once: the
+    thread dying of it would leave the rest of the round unwatched, silently."""
     interval = cfg.DISK_WATCH_INTERVAL
     base = diskguard.need(cfg, lay, "train", WRITES)  # sizes are fixed within a round: only free space moves
+    failed = False
     while not stopped(interval):
-        n = replace(base, free=diskguard.free_bytes(base.where))
+        try:
+            free = diskguard.free_bytes(base.where)
+        except (OSError, ValueError) as exc:
+            if not failed:
+                note(f"disk watch: could not read the free space on {base.where} ({exc}); "
+                     f"trying again every {interval:g} s")
+            failed = True
+            continue
+        n = replace(base, free=free)
         if not n.fits:
             text = f"disk low during round {r}: {n.explain()}; the round's final save may fail: free space on it now"
             events.append(lay.run_dir, "disk-low", round=r, free=n.free, need=n.total)
@@ -251,7 +263,7 @@ def run(loop: StageContext, r: int) -> None:
         warn(text)
 
     threading.Thread(target=_disk_watch, daemon=True, name="disk-watch",
-                     args=(cfg, lay, r, stop.wait, disk_warning)).start()
+                     args=(cfg, lay, r, stop.wait, disk_warning, echo)).start()
     steps = threading.Thread(target=stepwatch.watch, daemon=True, name="step-watch",
                              args=(cfg, lay, r, stop.wait, echo, lambda evs, k: loop.eta(evs, r, "train", k), loop.status))
     steps.start()
