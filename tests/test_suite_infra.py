@@ -280,3 +280,18 @@ def test_the_session_removes_its_rehearsals_ray_temp_dirs_once_nothing_uses_them
         for path in dirs.values():
             subprocess.run(["rm", "-rf", str(path)], check=True)
 
+
+
+def test_a_listener_probe_from_a_namespace_removed_before_the_call_says_so():
+    """test_two_nodes calls each every-address listener from the other node's namespace. When that
+    pair was reclaimed between the read of /proc/net/tcp and the call, the probe must say the
+    namespace is gone (the listener went with it), not come back empty as if never called."""
+    from support.netns import NAMESPACE_GONE, grpc_answers
+    from support.twonode import need_root
+
+    from pyhelpers.procs import netns
+
+    need_root()
+    name = f"ssr-gone-{os.getpid()}"
+    assert not (netns.NETNS_DIR / name).exists()
+    assert grpc_answers(name, "127.0.0.1", 1) == {"probe": NAMESPACE_GONE}
