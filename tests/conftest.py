@@ -164,9 +164,13 @@ def offline_runs(run_dir: Path, rid: str) -> list[Path]:
 
 
 def wandb_records(offline_run: Path) -> list[dict]:
-    """Every record of one offline W&B run, as `wandb leet inspect --json` reads them."""
-    out = subprocess.run([str(ROOT / ".venv" / "bin" / "wandb"), "leet", "inspect", "--json", str(offline_run)],
-                         capture_output=True, text=True, timeout=300, check=True).stdout
+    """Every record of one offline W&B run, as `wandb leet inspect --json` reads them (its reader,
+    run without the CLI's import of wandb: pyhelpers/tracking/wandb_read.py)."""
+    from pyhelpers.tracking.wandb_read import inspect_argv
+
+    argv = inspect_argv(offline_run)
+    assert argv is not None, f"{offline_run}: no single run-*.wandb file, or wandb-core is missing"
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 

@@ -1,17 +1,18 @@
-"""log_gate: real wandb in offline mode, read back with `wandb leet inspect --json`."""
+"""log_gate: real wandb in offline mode, read back with `wandb leet inspect --json`'s reader."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
-from conftest import offline_runs, wandb_records
+from conftest import ROOT, offline_runs, wandb_records
 from support.knobs import gate_knobs
 
 from pyhelpers.gate.report import build_summary
 from pyhelpers.gate.simulate import simulate_round
 from pyhelpers.gate.wandb_log import log_gate
-from pyhelpers.tracking import wandb_log
+from pyhelpers.tracking import wandb_log, wandb_read
 
 SECRET = "sk-test-SHOULD-NOT-LEAK-1234567890"
 HELP, HARM = "sk-00000000000a", "sk-00000000000b"
@@ -111,3 +112,21 @@ def test_round_gpu_idle_logged_once_per_finished_round_and_read_back(wb_env):
     assert item["round/gpu_idle_frac"] == pytest.approx(r0.idle_frac, abs=1e-4)
     assert item["round/gpu_idle/hf-export_s"] == pytest.approx(30)
     assert item["round/gpu_busy_s"] + item["round/gpu_idle_s"] == pytest.approx(item["round/wall_s"], rel=0.01)
+
+
+def test_wandb_core_run_directly_prints_what_wandb_leet_inspect_prints(wb_env):
+    """tracking/wandb_read runs wandb-core with the arguments `wandb leet inspect` builds, without the
+    CLI's import of wandb (the report and every W&B read of the tests use it): both print the same
+    records of the same run, so a wandb whose binary takes other flags fails here."""
+    run_dir = wb_env / "runs" / "r1"
+    knobs = gate_knobs(pairs=16, arm_episodes=4, seed=3)
+    plan, est, doc = simulate_round({HELP: 0.4}, knobs, seed=3, round_no=0)
+    log_gate(build_summary(plan, est, doc, knobs), doc, {"active": 1}, project="p", group="g", run_dir=run_dir,
+             round=0, mode="offline")
+    (offline,) = offline_runs(run_dir, "g-gate-r0")
+    cli = subprocess.run([str(ROOT / ".venv" / "bin" / "wandb"), "leet", "inspect", "--json", str(offline)],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    direct = subprocess.run(wandb_read.inspect_argv(offline), capture_output=True, text=True, timeout=300,
+                            check=True).stdout
+    assert '"type":"history"' in direct.replace(" ", "") and direct == cli
+    assert wandb_read.inspect_argv(offline.parent) is None  # not one run's dir: no single run-*.wandb

@@ -22,7 +22,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -34,6 +33,7 @@ from pyhelpers.jsonfiles import load_json_or_none, write_bytes_atomic
 from pyhelpers.rollout.metrics import read_jsonl
 from pyhelpers.run import events, gpu_time, lock
 from pyhelpers.run.layout import RunLayout
+from pyhelpers.tracking import wandb_read
 
 STATUSES = ("active", "probation", "candidate", "retired", "rejected", "merged")
 OUR_WANDB_RUNS = ("-val-", "-gate-", "-analyst-")  # the toolkit's own; the others are slime's
@@ -121,9 +121,9 @@ def _wandb_stamp(run_dir: Path) -> list | None:
 
 
 def _wandb_history(run_dir: Path, cache_dir: Path | None = None) -> list[dict]:
-    """The history items of one offline run, from `wandb leet inspect` (a python process that
-    imports wandb: about 0.6 CPU-s), or from cache_dir when the run's files have not changed since
-    (a finished job's run never changes, and the report is written after every round). The stamp
+    """The history items of one offline run, from W&B's reader (tracking/wandb_read), or from
+    cache_dir when the run's files have not changed since (a finished job's run never changes, and
+    the report is written after every round). The stamp
     is taken before inspecting, so a run still being written is inspected again next time."""
     stamp = _wandb_stamp(run_dir)
     cached = cache_dir / f"{run_dir.name}.json" if cache_dir is not None and stamp is not None else None
@@ -131,9 +131,10 @@ def _wandb_history(run_dir: Path, cache_dir: Path | None = None) -> list[dict]:
         hit = load_json_or_none(cached)
         if isinstance(hit, dict) and hit.get("stamp") == stamp and isinstance(hit.get("items"), list):
             return hit["items"]
-    wandb = str(Path(sys.executable).with_name("wandb"))
-    out = subprocess.run([wandb, "leet", "inspect", "--json", str(run_dir)], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "WANDB_SILENT": "true"})
+    argv = wandb_read.inspect_argv(run_dir)
+    if argv is None:
+        return []
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**os.environ, "WANDB_SILENT": "true"})
     items = []
     for line in out.stdout.splitlines():
         try:
