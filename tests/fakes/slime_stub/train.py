@@ -33,6 +33,13 @@ slime/backends/megatron_utils/checkpoint.py):
    should_run_periodic_action with --num-rollout; --num-epoch and its per-epoch saves are refused), in slime's order
    (train.py:71-80): iter_XXXXXXX/ and then the tracker (tests/fakes/megatron_layout.py), --save-hf
    (HF weights without the visual tower, as slime's saver), then the data source's state.
+7. Evaluation, in slime's order (train.py:35-36, 50-51, 85-91): with --eval-interval, after each
+   rollout's save and weight sync, RolloutManager.eval(rollout_id) when `(rollout_id + 1) %
+   --eval-interval == 0` (slime does not force it at the last rollout), before rollout 0 unless
+   --skip-eval-before-train, and once alone with --num-rollout 0. It calls --eval-function-path
+   (default: the rollout function, loaded at the manager's start) through call_rollout_fn(...,
+   evaluation=True) and logs eval/<key> as the mean of each key's rewards (an empty list fails
+   as in slime); slime's checks of the eval flags come first (resolve_eval, eval_log).
 
 Sampling: the engine draws every episode on its own (fake_sglang --fake-sampling episode), as
 temperature sampling does, so a group can be all-equal and slime's dynamic filter can drop it. The
@@ -86,7 +93,7 @@ INTS = ("actor_num_nodes", "actor_num_gpus_per_node", "num_gpus_per_node", "roll
         "tensor_model_parallel_size", "save_interval", "num_rollout", "rollout_batch_size",
         "n_samples_per_prompt", "over_sampling_batch_size", "global_batch_size", "max_tokens_per_gpu",
         "rollout_max_response_len", "rollout_max_context_len", "sglang_context_length", "rollout_seed",
-        "start_rollout_id")
+        "start_rollout_id", "eval_interval")
 FLOATS = ("rollout_temperature", "lr")
 CRASHES = {
     "nccl": "torch.distributed.DistBackendError: [Rank 1] Watchdog caught collective operation timeout: "
@@ -140,7 +147,10 @@ def parse(argv: list[str]) -> Namespace:
                     sglang_enable_deterministic_inference=True,  # slime: False (module doc)
                     over_sampling_batch_size=None, save_hf=None, use_wandb=False, load=None,
                     no_load_optim=False, no_save_optim=False, start_rollout_id=None, colocate=False,
-                    rollout_global_dataset=True)
+                    rollout_global_dataset=True, eval_interval=None, skip_eval_before_train=False,
+                    eval_function_path=None, eval_prompt_data=None, eval_config=None, debug_train_only=False,
+                    custom_eval_rollout_log_function_path=None, log_passrate=False,
+                    wandb_always_use_train_step=False)
     args = Namespace(**{**defaults, **values})
     # slime/utils/arguments.py:1993-2005: one of the two sets the rollout count. With --num-epoch
     # slime also saves at every pass over the data (num_rollout_per_epoch, slime/ray/
@@ -160,7 +170,57 @@ def parse(argv: list[str]) -> Namespace:
 
         for k, v in (yaml.safe_load(Path(args.custom_config_path).read_text()) or {}).items():
             setattr(args, k, v)  # what slime does with --custom-config-path
+    resolve_eval(args)
     return args
+
+
+def resolve_eval(args: Namespace) -> None:
+    """slime's checks of its evaluation flags, in its words (slime/utils/arguments.py): the eval
+    datasets from --eval-prompt-data as name/path pairs, one value read as `aime`'s path (1747-1754);
+    --eval-interval refused without them (1840-1841) even when the eval function plays its own
+    tasks; --eval-function-path defaulting to --rollout-function-path (1968-1969). --eval-config
+    (an OmegaConf file), a custom eval log function and pass rates are not modelled: refused."""
+    for name in ("eval_config", "custom_eval_rollout_log_function_path", "log_passrate"):
+        if getattr(args, name):
+            print(f"fake slime: --{name.replace('_', '-')} is not modelled by the stand-in (slime/utils/"
+                  "arguments.py:1731-1746, observability/rollout_metrics.py:224-245); the toolkit passes none",
+                  file=sys.stderr)
+            sys.exit(2)
+    values = args.eval_prompt_data
+    values = [] if values is None else [values] if isinstance(values, str) else list(values)
+    if len(values) == 1:
+        values = ["aime", values[0]]
+    if len(values) % 2:
+        sys.exit("fake slime: ValueError: eval prompt data must be provided as name/path pairs.")
+    args.eval_datasets = [{"name": values[i], "path": values[i + 1]} for i in range(0, len(values), 2)]
+    args.eval_prompt_data = values or None
+    if args.eval_interval is not None and not args.eval_datasets:
+        sys.exit("fake slime: AssertionError: Evaluation datasets must be configured when eval_interval is set.")
+    if args.eval_function_path is None:
+        args.eval_function_path = args.rollout_function_path
+
+
+def eval_log(rollout_id: int, args: Namespace, data: dict, extra_metrics: dict | None) -> dict:
+    """What slime logs of an evaluation (observability/rollout_metrics.py:223-253): the function's
+    metrics, then per dataset key the mean of its rewards -- divided by their count, so an empty
+    list raises ZeroDivisionError in the RolloutManager as it does in slime -- and the truncated
+    ratio when given; logged on eval/step, the rollout id (metric_utils.py:120-123). Per-sample
+    metrics (a key's `samples`) are not modelled: refused."""
+    log_dict = dict(extra_metrics or {})
+    for key in data:
+        rewards = data[key]["rewards"]
+        log_dict[f"eval/{key}"] = sum(rewards) / len(rewards)
+        if data[key].get("samples") is not None:
+            raise NotImplementedError("fake slime: eval metrics from samples (compute_metrics_from_samples, "
+                                      "rollout_metrics.py:233-234) are not modelled")
+        if "truncated" in data[key]:
+            truncated = data[key]["truncated"]
+            log_dict[f"eval/{key}-truncated_ratio"] = sum(truncated) / len(truncated)
+    print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] rollout_metrics.py:247 - eval {rollout_id}: {log_dict}",
+          file=sys.stderr, flush=True)
+    log_dict["eval/step"] = (rollout_id * args.rollout_batch_size * args.n_samples_per_prompt // args.global_batch_size
+                             if args.wandb_always_use_train_step else rollout_id)
+    return log_dict
 
 
 def load_start(args: Namespace) -> int:
@@ -488,6 +548,8 @@ def wandb_run(args: Namespace):
     run.define_metric("rollout/*", step_metric="rollout/step")
     run.define_metric("train/step")
     run.define_metric("train/*", step_metric="train/step")
+    run.define_metric("eval/step")  # slime/observability/wandb_utils.py:174-175
+    run.define_metric("eval/*", step_metric="eval/step")
     return run
 
 
@@ -524,6 +586,7 @@ class RolloutManager:
         self.args = args
         self.data_source = RolloutDataSourceWithBuffer(args)
         self.generate_rollout = load_function(args.rollout_function_path)
+        self.eval_generate_rollout = load_function(args.eval_function_path)  # slime/ray/rollout.py:387
         self.engine = SGLangEngine(f"http://{args.sglang_router_ip}:{args.sglang_router_port}")
         if args.colocate:
             self.engine.release_memory_occupation()
@@ -550,6 +613,19 @@ class RolloutManager:
         print(slime_perf_line("rollout_metrics.py:268", rollout_id, {"perf/rollout_time": 0.0}), file=sys.stderr,
               flush=True)
         return out.samples, out.metrics
+
+    def eval(self, rollout_id: int) -> dict | None:
+        """slime/ray/rollout.py:513-526: nothing under --debug-train-only; else the eval function
+        through call_rollout_fn(..., evaluation=True), its result logged as slime logs it (eval_log,
+        returned for the driver's W&B run: this stand-in logs from its driver)."""
+        from slime.rollout.base_types import call_rollout_fn
+        from slime.rollout.sample_hooks import set_current_rollout_id
+
+        if self.args.debug_train_only:
+            return None
+        set_current_rollout_id(rollout_id)
+        out = call_rollout_fn(self.eval_generate_rollout, self.args, rollout_id, self.data_source, evaluation=True)
+        return eval_log(rollout_id, self.args, out.data, out.metrics)
 
     def node(self) -> str:
         return seen_here()["node_ip"]
@@ -591,10 +667,22 @@ def maybe_hold(rollout_id: int) -> None:
         time.sleep(0.05)
 
 
+def eval_only(args: Namespace) -> bool:
+    """slime train.py:35-36: with --num-rollout 0 and an eval interval, one evaluation and no training."""
+    return args.num_rollout == 0 and args.eval_interval is not None
+
+
+def eval_before_train(args: Namespace, rollout_id: int) -> bool:
+    """slime train.py:50-51: an evaluation of the loaded weights before rollout 0 only (a resumed job,
+    starting later, never plays it), unless --skip-eval-before-train."""
+    return args.eval_interval is not None and rollout_id == 0 and not args.skip_eval_before_train
+
+
 def main(argv: list[str]) -> int:
     import ray
     from megatron_layout import write_checkpoint, write_hf_export
     from modelled_wait import wait, wait_knob
+    from slime.utils.misc import should_run_periodic_action
 
     args = parse(argv)
     args.fake_ordered = os.environ.get("FAKE_SLIME_ORDERED") == "1"  # see slime/rollout/sglang_rollout.py
@@ -620,8 +708,18 @@ def main(argv: list[str]) -> int:
     run = wandb_run(args)
     updates = args.rollout_batch_size * args.n_samples_per_prompt // args.global_batch_size
     delay = float(os.environ.get("FAKE_SLIME_STEP_DELAY", "0") or 0)
+
+    def evaluate(rollout_id: int) -> None:  # rollout_manager.eval; slime logs eval/* from the manager
+        logged = ray.get(manager.eval.remote(rollout_id))
+        if logged is not None and run is not None:
+            run.log(logged)
+
     try:
+        if eval_only(args):
+            evaluate(0)
         for rollout_id in range(start, args.num_rollout):
+            if eval_before_train(args, rollout_id):
+                evaluate(rollout_id)
             hold_before(rollout_id)
             if not os.environ.get("FAKE_SLIME_CRASH_AFTER_S"):
                 maybe_crash(rollout_id)
@@ -649,7 +747,7 @@ def main(argv: list[str]) -> int:
                   + slime_perf_line("train_metric_utils.py:401", rollout_id, {"perf/actor_train_time": delay}),
                   flush=True)
             maybe_hold(rollout_id)
-            if (rollout_id + 1) % args.save_interval == 0 or rollout_id == args.num_rollout - 1:
+            if should_run_periodic_action(rollout_id, args.save_interval, None, args.num_rollout):
                 # slime's order (train.py:71-80): the Megatron save, its tracker last
                 # (megatron_layout.write_checkpoint), then --save-hf (actor.py:589-590), then the
                 # data source's state (RolloutManager.save). FAKE_SLIME_KILL_BEFORE_DATA_STATE=<id>
@@ -670,6 +768,8 @@ def main(argv: list[str]) -> int:
             if args.colocate:
                 ray.get(manager.onload.remote())
             ray.get([a.update_weights.remote() for a in ranks])  # slime train.py:85
+            if should_run_periodic_action(rollout_id, args.eval_interval):  # train.py:90-91: after the sync
+                evaluate(rollout_id)
     finally:
         stop_engines()
         if run is not None:

@@ -20,3 +20,16 @@ class SingletonMeta(type):
 
     def clear_instances(cls):
         cls._instances = {}
+
+
+def should_run_periodic_action(rollout_id, interval, num_rollout_per_epoch=None, num_rollout=None):
+    """slime/utils/misc.py:107-128 (624b824): a periodic action (save, eval) is due after rollout
+    `rollout_id` when its interval is set and the rollout count so far is a multiple of it, or the
+    count ends an epoch, or -- only where the caller passes num_rollout (the save does, the eval
+    hook does not: train.py:71-72, 90) -- it is the run's last rollout."""
+    if interval is None:
+        return False
+    if num_rollout is not None and rollout_id == num_rollout - 1:
+        return True
+    done = rollout_id + 1
+    return done % interval == 0 or (num_rollout_per_epoch is not None and done % num_rollout_per_epoch == 0)
