@@ -81,6 +81,23 @@ def running_beside(lay: RunLayout) -> list[str]:
     return out
 
 
+# The driver's own stop (make stop's first step) has parts the grace does not scale: its thread
+# joins (5 s each), up to three calls to Ray's job API (3 s each), two Python starts in bin/train's
+# exit (`run cleanup`, the analyst model's stop): about 10 s on a quiet machine. On 2 cores shared
+# by a whole `make test` and the slime lane, a rehearsal's orderly stop outlasted 6 x STOP_GRACE
+# + 30 with the tests' STOP_GRACE=2 (42 s) and its bin/train was SIGKILLed: no hint printed, and
+# `make` reported an error for a requested stop. So the wait is never shorter than
+# DRIVER_STOP_FLOOR_S; with the default STOP_GRACE (20) it is 150 s as before.
+DRIVER_STOP_FLOOR_S = 120.0
+
+
+def driver_stop_wait(grace: float) -> float:
+    """How long `make stop` waits for the driver to let go of the lock before it SIGKILLs it: the
+    driver stops a stage and then each service with the grace, so several graces, and never less
+    than DRIVER_STOP_FLOOR_S."""
+    return max(6 * grace + 30, DRIVER_STOP_FLOOR_S)
+
+
 def stop_run(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job, progress=lambda s: None,
              mark: bool = True) -> list[str]:
     """`make stop`; mark=False (a finished run): stop what is left, record no stop to continue."""
@@ -93,15 +110,15 @@ def stop_run(lay: RunLayout, *, ray_temp_dir: str, grace: float, stop_job, progr
         pid = holder["pid"]
         progress(f"stopping the driver (pid {pid}); it stops its stage and services in reverse order")
         os.kill(pid, signal.SIGTERM)
-        # The driver stops a stage and then each service with the grace, so allow for several.
-        deadline = time.monotonic() + 6 * grace + 30
+        wait = driver_stop_wait(grace)
+        deadline = time.monotonic() + wait
         while not lock.lock_free(lay.lock) and time.monotonic() < deadline:
             time.sleep(0.2)
         if lock.lock_free(lay.lock):
             lines.append(f"driver pid {pid}: stopped")
         elif procfs.is_alive(pid, holder.get("start_ticks")):
             os.kill(pid, signal.SIGKILL)
-            lines.append(f"driver pid {pid}: killed (did not finish stopping within {6 * grace + 30:g} s)")
+            lines.append(f"driver pid {pid}: killed (did not finish stopping within {wait:g} s)")
     elif holder and holder.get("host") != procfs.hostname():
         lines.append(f"the driver runs on host {holder.get('host')}: run `make stop` there")
     lines += cleanup(lay, ray_temp_dir=ray_temp_dir, grace=grace, stop_job=stop_job)
