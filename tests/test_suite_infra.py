@@ -281,7 +281,6 @@ def test_the_session_removes_its_rehearsals_ray_temp_dirs_once_nothing_uses_them
             subprocess.run(["rm", "-rf", str(path)], check=True)
 
 
-
 def test_a_listener_probe_from_a_namespace_removed_before_the_call_says_so():
     """test_two_nodes calls each every-address listener from the other node's namespace. When that
     pair was reclaimed between the read of /proc/net/tcp and the call, the probe must say the

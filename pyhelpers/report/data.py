@@ -123,8 +123,8 @@ def _wandb_stamp(run_dir: Path) -> list | None:
 def _wandb_history(run_dir: Path, cache_dir: Path | None = None) -> list[dict]:
     """The history items of one offline run, from W&B's reader (tracking/wandb_read), or from
     cache_dir when the run's files have not changed since (a finished job's run never changes, and
-    the report is written after every round). The stamp
-    is taken before inspecting, so a run still being written is inspected again next time."""
+    the report is written after every round). The stamp is taken before inspecting, so a run still
+    being written is inspected again next time."""
     stamp = _wandb_stamp(run_dir)
     cached = cache_dir / f"{run_dir.name}.json" if cache_dir is not None and stamp is not None else None
     if cached is not None:
