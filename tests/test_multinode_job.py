@@ -320,3 +320,68 @@ def test_a_two_node_plan_shows_the_heads_and_the_workers_command_lines(toolkit_e
     assert '"http_proxy": ""' in text, text
     opens = next(ln for ln in lines if ln.startswith("opens: "))
     assert "198.51.100.1:5700 (ShopSimulator's gate, token required)" in opens, opens
+
+
+def test_a_worker_whose_agent_started_its_ray_again_under_the_job_is_lost_whatever_ray_lists(toolkit_env, monkeypatch):
+    """Issue 41 (CI of d21ee28): a killed raylet's job failure ("Connection refused" to its actor) was
+    read as `node` -- every service restarted -- where it was `node-lost`. Ray's GCS still listed the
+    job's node ALIVE (its health check had not failed yet) and the raylet port answered: the agent had
+    already started its Ray again on the same port. The agent writes each start of its Ray to its
+    node.json before `ray start` runs; nodes.json keeps the one the job was placed on."""
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.jsonfiles import write_json_atomic
+    from pyhelpers.launch import cluster, ray_nodes, services
+    from pyhelpers.launch.ray_nodes import Node
+    from pyhelpers.run import events
+
+    head, placed_on = Node("h1", "198.51.100.1", True, True, 4), Node("w1", "198.51.100.2", False, True, 4)
+    snapshot = [head, placed_on]  # ALIVE, its port answered by the agent's new raylet
+    lp, _, calls, _ = _lost_node_loop(toolkit_env, monkeypatch, lambda *a, **k: list(snapshot))
+    monkeypatch.setattr(services, "alive", lambda lay, name: True)
+    beat = {"addr": "198.51.100.2", "pid": 4242, "agent_restarts": 0, "attempt": 1, "rejoins": 0}
+    node_json = cluster.node_dir(lp.lay, "198.51.100.2") / "node.json"
+    node_json.parent.mkdir(parents=True)
+    write_json_atomic(node_json, beat)
+    write_json_atomic(lp.lay.run_dir / "nodes.json", {"head": {"id": "h1"}, "workers": [
+        {"id": "w1", "addr": "198.51.100.2", "alive": True, "gpus": 4, "ray": cluster.ray_generation(lp.lay, "198.51.100.2")}]})
+    assert lp._lost_nodes() == []  # the job's own start of the worker's Ray: nothing lost
+    write_json_atomic(node_json, {**beat, "rejoins": 1, "ray_started": None})  # its agent starts Ray again
+    assert lp._lost_nodes() == ["198.51.100.2 lost (its node agent started its Ray again since the job was placed)"]
+    # the rejoined node registered beside the old entry, which Ray still lists as ALIVE
+    snapshot.append(Node("w2", "198.51.100.2", False, True, 4))
+    write_json_atomic(node_json, beat)
+    assert any("old entry" in gap for gap in lp._lost_nodes()), lp._lost_nodes()
+    # the job's failure, as slime's driver ended: restarted node-lost (only the job), not `node`
+    write_json_atomic(node_json, {**beat, "rejoins": 1})
+    snapshot[:] = [head, placed_on]
+    waited = []
+    monkeypatch.setattr(ray_nodes, "wait_for", lambda *a, **k: waited.append(k["gone"]) or [head, snapshot[-1]])
+    exc = ToolkitError("slime job x FAILED (exit code 1): ", "round 1", "")
+    (lp.lay.logs / "slime-log.log").write_text(
+        "ray.exceptions.ActorUnavailableError: The actor 3e97 is unavailable: The actor is temporarily unavailable: "
+        "RpcError: RPC error: failed to connect to all addresses; last error: UNKNOWN: ipv4:198.51.100.2:35983: "
+        "Failed to connect to remote host: Connection refused rpc_code: 14.\n")
+    lp._failed(1, "train", exc)
+    restart = [e for e in events.read(lp.lay.run_dir) if e["kind"] == "run-restart"][-1]
+    assert restart["cause"] == "node-lost" and calls == ["stop_job"], (restart, calls)
+    assert waited == [{"w1"}], waited  # the wait for the cluster never counts the job's old node up
+
+
+def test_a_node_known_replaced_is_not_counted_up_while_ray_still_lists_it_alive():
+    """The wait after a node-lost failure: Ray lists the job's old node ALIVE and its raylet port is
+    answered by the agent's new raylet, which has not registered yet. Counted up, the cluster looked
+    whole and the next job was placed on a node that no longer exists."""
+    import pytest
+
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.launch.ray_nodes import Node, wait_for
+
+    listed = [Node("h1", "198.51.100.1", True, True, 4), Node("w1", "198.51.100.2", False, True, 4)]
+    assert wait_for(2, 4, 0, nodes=lambda: listed, poll=0) == listed  # as before: nothing known
+    with pytest.raises(ToolkitError, match=r"198.51.100.2 lost \(its raylet does not answer\)"):
+        wait_for(2, 4, 0, nodes=lambda: listed, poll=0, gone={"w1"})
+    back = [*listed, Node("w2", "198.51.100.2", False, True, 4)]
+    with pytest.raises(ToolkitError, match="old entry"):
+        wait_for(2, 4, 0, nodes=lambda: back, poll=0, gone={"w1"})
+    retired = [listed[0], Node("w1", "198.51.100.2", False, False, 4, "health check failed"), back[-1]]
+    assert wait_for(2, 4, 0, nodes=lambda: retired, poll=0, gone={"w1"}) == [listed[0], back[-1]]

@@ -394,7 +394,7 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 0, "node-lost"),  # the agent's kill
                                                                          ("train", 0, "node-lost"),  # the cut
                                                                          ("train", 1, "node-lost"),
-                                                                         ("train", 1, "ray-lost")], restarts
+                                                                         ("train", 1, "ray-lost")], _said(restarts)
     assert run.events("nodes-whole"), run.events()[-10:]
     assert "(JOIN_TIMEOUT) for the cluster to be whole" in r["out"], r["out"][-4000:]
     assert f"node {WORKER} worker, {GPUS_PER_NODE} GPU(s), alive" in r["out"], r["out"][-4000:]
@@ -566,6 +566,12 @@ def test_two_nodes_place_ranks_on_both_the_plugin_plays_from_the_worker_and_the_
     report = (run.run_dir / "report" / "index.html").read_text()
     assert "on the CPU as 2 nodes (network namespaces of one machine)" in report, report[:2000]
 
+
+
+def _said(restarts: list[dict]) -> str:
+    """The run's restarts, one line each with the words that decided its cause (a dict's repr is cut)."""
+    return "\n".join(f"{e.get('at')} {e.get('stage')} round {e.get('round')} step {e.get('step')}: {e.get('cause')}: "
+                     f"{e.get('excerpt')}" for e in restarts)
 
 
 def _played(r: dict, step: str, never: str) -> None:

@@ -58,6 +58,18 @@ def node_dir(lay: RunLayout, addr: str) -> Path:
     return lay.run_dir / "nodes" / addr
 
 
+def ray_generation(lay: RunLayout, addr: str) -> list | None:
+    """Which start of worker `addr`'s Ray its node agent is on (its pid, its keeper's restarts of it,
+    its rejoins, the attempt), from its node.json; None when it wrote none. The agent writes a new
+    value before each `ray start` runs (launch/node_agent.py), so a value that changed under a job
+    means the job's node was replaced, even where Ray's GCS still lists the old one ALIVE and the
+    new raylet answers on the same port."""
+    info = load_json_or_none(node_dir(lay, addr) / "node.json")
+    if not info:
+        return None
+    return [info.get("pid"), info.get("agent_restarts", 0), info.get("rejoins", 0), info.get("attempt")]
+
+
 def probe(cfg, lay: RunLayout, *args: str, stdin: str = "", timeout: float = 180) -> dict:
     where = args[1] if len(args) > 1 else "this node"
     """node_probe.py `args` under the slime env; its JSON, or a ToolkitError naming Ray's refusal."""
@@ -207,7 +219,9 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
                 "or raise JOIN_TIMEOUT")
         time.sleep(poll)
     head = next((n for n in found if n["head"]), None)
-    write_json_atomic(lay.run_dir / "nodes.json", {"head": head, "workers": ready, "at": time.time()})
+    # each worker with the start of its Ray the job is placed on (loop.py tells a replaced node by it)
+    workers = [{**n, "ray": ray_generation(lay, n["addr"])} for n in ready]
+    write_json_atomic(lay.run_dir / "nodes.json", {"head": head, "workers": workers, "at": time.time()})
     return ready
 
 

@@ -88,8 +88,8 @@ def missing(nodes: list[Node], nnodes: int, gpus: int) -> list[str]:
     ips = [n.ip for n in up]
     stale = [n for n in up if ips.count(n.ip) > 1] + [n for n in nodes if n.alive and not n.answering and n.ip in back]
     if stale:  # a lost node rejoined before Ray retired its old entry: placement could still pick the old one
-        out.append(f"Ray still lists the lost node {stale[0].ip}'s old entry as alive (it retires it within its "
-                   "health check's window)")
+        out.append(f"{stale[0].ip} lost (rejoined, but Ray still lists its old entry as alive; it retires it "
+                   "within its health check's window)")
     return out
 
 
@@ -107,10 +107,12 @@ def replaced(nodes: list[Node], placed: list[dict]) -> list[str]:
 
 def wait_for(nnodes: int, gpus: int, timeout: float, nodes: Callable[[], list[Node]],
              progress: Callable[[str], None] = lambda s: None, poll: float | None = None,
-             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> list[Node]:
+             clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+             gone: set[str] | frozenset[str] = frozenset()) -> list[Node]:
     """Wait up to timeout s until the cluster holds nnodes alive nodes of >= gpus GPUs each, saying
-    who joined; refuse naming what is still missing."""
-    deadline, seen, gaps, said, gone = clock() + timeout, set(), ["the head did not answer"], None, set()
+    who joined; refuse naming what is still missing. `gone`: node ids known lost (a job's node whose
+    agent started its Ray again), never counted up however Ray still lists them."""
+    deadline, seen, gaps, said, gone = clock() + timeout, set(), ["the head did not answer"], None, set(gone)
     while True:
         try:
             got = nodes()

@@ -256,12 +256,12 @@ class Loop:
         self.notifier.send("restart", f"restart {n}: {decision.reason}"[:1500], round=r, stage=stage,
                            cause=failure.cause)
         if failure.cause == "node-lost" and self.cfg.multinode:
-            self._wait_for_lost_node(decision.wait_s)
+            self._wait_for_lost_node(decision.wait_s, gone=self._replaced_ids())
             return
         self._stop_everything()
         time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
 
-    def _wait_for_lost_node(self, wait_s: float) -> None:
+    def _wait_for_lost_node(self, wait_s: float, gone: set[str]) -> None:
         """A worker node left mid-round: only the job is stopped -- the head, the other workers and
         ShopSimulator stay, so the lost node rejoins the same cluster (`make join` there) -- then
         the cluster is awaited whole for up to JOIN_TIMEOUT (raises, naming the missing node, when
@@ -275,23 +275,43 @@ class Loop:
                   "again (its agent joins it again on its own; `make join` there if the agent ended)")
         nodes = ray_nodes.wait_for(cfg.NNODES, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT,
                                    nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir, self._raylet_port()),
-                                   progress=self.echo)
+                                   progress=self.echo, gone=gone)
         events.append(self.lay.run_dir, "nodes-whole", nodes=[n.ip for n in nodes])
 
     def _raylet_port(self) -> int:
         return ray_ports.port_of(self.cfg, "raylet")  # every node's raylet: the run's port block
 
+    def _placed(self) -> list[dict]:
+        """The workers the job was placed on (nodes.json, written as the train stage starts)."""
+        return (load_json_or_none(self.lay.run_dir / "nodes.json") or {}).get("workers") or []
+
+    def _replaced_ids(self) -> set[str]:
+        """The Ray node ids the job was placed on whose agent has started its Ray again since: gone,
+        even while Ray lists them ALIVE and the new raylet answers on their port."""
+        return {w["id"] for w in self._placed() if w.get("ray") is not None
+                and cluster.ray_generation(self.lay, w["addr"]) not in (None, w["ray"])}
+
     def _lost_nodes(self) -> list[str]:
-        """A multi-node run's workers that are gone now ([] when the head cannot tell)."""
-        if not (self.cfg.multinode and services.alive(self.lay, "ray-head")):
+        """A multi-node run's workers that are gone now, or were replaced under the job ([] when
+        neither the head nor the workers' records can tell)."""
+        if not self.cfg.multinode:
             return []
+        placed, replaced = self._placed(), self._replaced_ids()
+        # first the workers' own records: an agent that started its Ray again since the job was placed
+        # (its raylet killed) may already answer on the same port while Ray still lists the old node ALIVE
+        restarted = [f"{w['addr']} lost (its node agent started its Ray again since the job was placed)"
+                     for w in placed if w.get("id") in replaced]
+        if not services.alive(self.lay, "ray-head"):
+            return restarted
         try:
             nodes = ray_nodes.list_nodes(self.cfg.RAY_DASHBOARD_PORT, self.lay.run_dir, self._raylet_port())
-        except Exception:  # noqa: BLE001 - no answer: classify by the log alone
-            return []
+        except Exception:  # noqa: BLE001 - no answer: classify by the records and the log alone
+            return restarted
+        # a node lost, or listed twice (the rejoined one beside the old entry Ray has not retired yet)
         gaps = [gap for gap in ray_nodes.missing(nodes, self.cfg.NNODES, self.cfg.NUM_GPUS) if " lost (" in gap]
-        placed = (load_json_or_none(self.lay.run_dir / "nodes.json") or {}).get("workers") or []
         lost = {gap.split()[0] for gap in gaps}
+        gaps += [gap for gap in restarted if gap.split()[0] not in lost]
+        lost |= {gap.split()[0] for gap in restarted}
         return gaps + [gap for gap in ray_nodes.replaced(nodes, placed) if gap.split()[0] not in lost]
 
     def _stop_everything(self) -> None:
