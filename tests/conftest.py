@@ -106,8 +106,16 @@ def pytest_sessionfinish(session, exitstatus):
     from support.rehearsal import remove_ray_temps
 
     remove_ray_temps()  # (in each xdist worker: the rehearsals it ran)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None:  # every worker is done: the shared reference's Ray temp dir goes too
+        from support import reference
+        from support.shared import shared_root
+
+        reference.remove_ray_temp(shared_root(factory))
     cache = getattr(session.config, "cache", None)
-    if os.environ.get("PYTEST_XDIST_WORKER") or not cache or not _durations:
+    if not cache or not _durations:
         return
     cache.set(DURATIONS_KEY, {**cache.get(DURATIONS_KEY, {}), **_durations})
     cache.set(HEAVY_KEY, sorted(set(cache.get(HEAVY_KEY, [])) | _heavy))

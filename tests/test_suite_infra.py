@@ -281,6 +281,36 @@ def test_the_session_removes_its_rehearsals_ray_temp_dirs_once_nothing_uses_them
             subprocess.run(["rm", "-rf", str(path)], check=True)
 
 
+def test_the_whole_session_removes_the_reference_s_ray_temp_dir_at_its_end(tmp_path):
+    """The reference keeps its Ray temp dir while other workers read its Ray logs (keep_ray_temp):
+    each `make test` left that one /tmp/ray-<hash> behind. The session's end (the controller, after
+    every worker) removes it once no process uses it."""
+    import json
+
+    from support import reference, rehearsal
+
+    env = rehearsal.rehearse_env(tmp_path / "ref", tmp_path / "world", tracked=False, keep_ray_temp=True)
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "result.json").write_text(json.dumps({"env": env}))
+    temp, worker = Path(rehearsal.ray_temp_dir(env)), Path(rehearsal.ray_temp_dir(env) + "-w")
+    try:
+        for path in (temp, worker):
+            (path / "session_latest").mkdir(parents=True)
+        user = subprocess.Popen(["sh", "-c", "sleep 600", "sh", str(temp / "session_latest")])
+        try:
+            while str(temp) not in procfs.cmdline(user.pid, limit=1000):  # (argv readable once exec is done)
+                assert user.poll() is None, user.returncode
+            assert reference.remove_ray_temp(tmp_path) == [str(worker)]  # its head's dir is still in use
+        finally:
+            user.kill()
+            user.wait()
+        assert reference.remove_ray_temp(tmp_path) == [str(temp)] and not temp.exists() and not worker.exists()
+        assert reference.remove_ray_temp(tmp_path / "no-reference-here") == []
+    finally:
+        for path in (temp, worker):
+            subprocess.run(["rm", "-rf", str(path)], check=True)
+
+
 def test_a_listener_probe_from_a_namespace_removed_before_the_call_says_so():
     """test_two_nodes calls each every-address listener from the other node's namespace. When that
     pair was reclaimed between the read of /proc/net/tcp and the call, the probe must say the
