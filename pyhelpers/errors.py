@@ -20,6 +20,9 @@ class ToolkitError(Exception):
         super().__init__(text)
 
 
-class Stopped(Exception):
+class Stopped(BaseException):
     """TERM or INT reached the training loop (make stop, Ctrl-C): it leaves, and each stage stops
-    what it started on the way out."""
+    what it started on the way out. Not an Exception, as KeyboardInterrupt is not: the signal
+    handler raises it wherever the main thread is, and an `except Exception` there (a job API call
+    that may hiccup, a node list the busy head may not answer) took a stop for one more failed call
+    and went on -- the stop lost, the round training on until `make stop` SIGKILLed the driver."""
