@@ -20,9 +20,13 @@ class ToolkitError(Exception):
         super().__init__(text)
 
 
-class Stopped(BaseException):
+class Stopped(SystemExit):
     """TERM or INT reached the training loop (make stop, Ctrl-C): it leaves, and each stage stops
-    what it started on the way out. Not an Exception, as KeyboardInterrupt is not: the signal
-    handler raises it wherever the main thread is, and an `except Exception` there (a job API call
-    that may hiccup, a node list the busy head may not answer) took a stop for one more failed call
-    and went on -- the stop lost, the round training on until `make stop` SIGKILLed the driver."""
+    what it started on the way out. A SystemExit, not an Exception: the signal handler raises it
+    wherever the main thread is, and an `except Exception` there (a job API call that may hiccup, a
+    node list the busy head may not answer) took a stop for one more failed call and went on -- the
+    stop lost, the round training on until `make stop` SIGKILLed the driver. And SystemExit, not
+    any BaseException: asyncio keeps every other exception of a task until something awaits that
+    task, so a stop landing in an evaluation's episode writer surfaced only after its last episode;
+    SystemExit (with KeyboardInterrupt, which pytest and click take for the user's ^C) leaves the
+    event loop at once. run_loop turns it into exit 143 (130 for SIGINT)."""

@@ -63,4 +63,31 @@ def test_a_stop_during_a_node_list_read_ends_the_wait_for_the_cluster(driver_sig
 def test_no_handler_for_errors_can_take_a_stop_for_one():
     """Every `except Exception` of the driver's code, present and future: a stop is not an error."""
     assert not issubclass(Stopped, Exception)
-    assert issubclass(Stopped, BaseException)
+    assert issubclass(Stopped, SystemExit)  # (what asyncio lets out of a task at once: the test below)
+
+
+def test_a_stop_during_a_background_task_of_an_evaluation_ends_it_at_once(driver_signals):
+    """Evaluation plays its episodes as asyncio tasks on the driver's main thread (bare val beside
+    compile). A TERM that lands while a task that nobody awaits yet runs (the episode writer, a
+    worker tokenizing its prompt) was kept in that task -- asyncio keeps any exception of a task but
+    KeyboardInterrupt and SystemExit for whoever awaits it -- and the evaluation played on to its
+    last episode before the stop surfaced."""
+    import asyncio
+
+    played = []
+
+    async def writer():
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # (the handler runs between two bytecodes of this thread)
+            pass
+
+    async def evaluation():
+        task = asyncio.create_task(writer())
+        for episode in range(50):  # the workers' episodes, each waiting on the servers
+            played.append(episode)
+            await asyncio.sleep(0)
+        await task
+
+    with pytest.raises(Stopped):
+        asyncio.run(evaluation())
+    assert len(played) < 5, f"{len(played)} episodes played after the stop"
