@@ -567,7 +567,6 @@ def test_two_nodes_place_ranks_on_both_the_plugin_plays_from_the_worker_and_the_
     assert "on the CPU as 2 nodes (network namespaces of one machine)" in report, report[:2000]
 
 
-
 def _said(restarts: list[dict]) -> str:
     """The run's restarts, one line each with the words that decided its cause (a dict's repr is cut)."""
     return "\n".join(f"{e.get('at')} {e.get('stage')} round {e.get('round')} step {e.get('step')}: {e.get('cause')}: "

@@ -307,12 +307,13 @@ class Loop:
             nodes = ray_nodes.list_nodes(self.cfg.RAY_DASHBOARD_PORT, self.lay.run_dir, self._raylet_port())
         except Exception:  # noqa: BLE001 - no answer: classify by the records and the log alone
             return restarted
-        # a node lost, or listed twice (the rejoined one beside the old entry Ray has not retired yet)
+        # a node lost, or listed twice (the rejoined one beside the old entry Ray has not retired yet);
+        # then the records; then a placed node gone under its id. One line per address, the first.
         gaps = [gap for gap in ray_nodes.missing(nodes, self.cfg.NNODES, self.cfg.NUM_GPUS) if " lost (" in gap]
-        lost = {gap.split()[0] for gap in gaps}
-        gaps += [gap for gap in restarted if gap.split()[0] not in lost]
-        lost |= {gap.split()[0] for gap in restarted}
-        return gaps + [gap for gap in ray_nodes.replaced(nodes, placed) if gap.split()[0] not in lost]
+        first = {}
+        for gap in gaps + restarted + ray_nodes.replaced(nodes, placed):
+            first.setdefault(gap.split()[0], gap)
+        return list(first.values())
 
     def _stop_everything(self) -> None:
         for line in stop.cleanup(self.lay, ray_temp_dir=self.cfg.ray_temp_dir, grace=self.cfg.STOP_GRACE,

@@ -159,21 +159,14 @@ def remove_ray_temp(root: Path) -> list[str]:
     Ray temp dir, which it keeps while workers read its Ray logs (keep_ray_temp), once no process
     uses it -- else each `make test` left one /tmp/ray-<hash> behind. Returns what was removed."""
     import json
-    import shutil
 
-    from pyhelpers.procs import procfs
-    from support.rehearsal import ray_temp_dir
+    from support.rehearsal import ray_temp_dir, remove_unused_ray_temp
 
     try:
         env = json.loads((Path(root) / "reference" / "result.json").read_text())["env"]
     except (OSError, ValueError, KeyError):
         return []  # (no reference in this session: the fast lane, a subset)
-    removed = []
-    for path in (Path(ray_temp_dir(env)), Path(ray_temp_dir(env) + "-w")):
-        if path.is_dir() and not procfs.marker_matches(str(path)):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(str(path))
-    return removed
+    return remove_unused_ray_temp(ray_temp_dir(env))
 
 
 def view(info: dict) -> SimpleNamespace:

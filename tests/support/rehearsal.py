@@ -146,19 +146,24 @@ def remove_ray_temps() -> list[str]:
     from this session's own RUNS_DIRs: another checkout's suite beside this one keeps its own.
     A run the environment does not name (bin/smoke's RUN_NAME=smoke) is found by its dir in the
     RUNS_DIR. Returns what was removed."""
-    from pyhelpers.procs import procfs
-
     temps = set(_ray_temps)
     for env in _ray_envs:
         runs = Path(env["RUNS_DIR"])
         names = [d.name for d in runs.iterdir() if d.is_dir() and not d.name.startswith(".")] if runs.is_dir() else []
         temps.update(ray_temp_dir({**env, "RUN_NAME": name}) for name in names)
+    return [path for temp in sorted(temps) for path in remove_unused_ray_temp(temp)]
+
+
+def remove_unused_ray_temp(temp: str) -> list[str]:
+    """A run's Ray temp dir (the head's, and a worker's `-w` one), each removed unless a process still
+    uses it. Returns what was removed."""
+    from pyhelpers.procs import procfs
+
     removed = []
-    for temp in sorted(temps):
-        for path in (Path(temp), Path(temp + "-w")):
-            if path.is_dir() and not procfs.marker_matches(str(path)):
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(str(path))
+    for path in (Path(temp), Path(temp + "-w")):
+        if path.is_dir() and not procfs.marker_matches(str(path)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(str(path))
     return removed
 
 
