@@ -355,7 +355,7 @@ def test_a_worker_whose_agent_started_its_ray_again_under_the_job_is_lost_whatev
     write_json_atomic(node_json, {**beat, "rejoins": 1})
     snapshot[:] = [head, placed_on]
     waited = []
-    monkeypatch.setattr(ray_nodes, "wait_for", lambda *a, **k: waited.append(k["gone"]) or [head, snapshot[-1]])
+    monkeypatch.setattr(ray_nodes, "wait_for", lambda *a, **k: waited.append(k["replaced"]()) or [head, snapshot[-1]])
     exc = ToolkitError("slime job x FAILED (exit code 1): ", "round 1", "")
     (lp.lay.logs / "slime-log.log").write_text(
         "ray.exceptions.ActorUnavailableError: The actor 3e97 is unavailable: The actor is temporarily unavailable: "
@@ -379,9 +379,56 @@ def test_a_node_known_replaced_is_not_counted_up_while_ray_still_lists_it_alive(
     listed = [Node("h1", "198.51.100.1", True, True, 4), Node("w1", "198.51.100.2", False, True, 4)]
     assert wait_for(2, 4, 0, nodes=lambda: listed, poll=0) == listed  # as before: nothing known
     with pytest.raises(ToolkitError, match=r"198.51.100.2 lost \(its raylet does not answer\)"):
-        wait_for(2, 4, 0, nodes=lambda: listed, poll=0, gone={"w1"})
+        wait_for(2, 4, 0, nodes=lambda: listed, poll=0, replaced=lambda: {"w1"})
     back = [*listed, Node("w2", "198.51.100.2", False, True, 4)]
     with pytest.raises(ToolkitError, match="old entry"):
-        wait_for(2, 4, 0, nodes=lambda: back, poll=0, gone={"w1"})
+        wait_for(2, 4, 0, nodes=lambda: back, poll=0, replaced=lambda: {"w1"})
     retired = [listed[0], Node("w1", "198.51.100.2", False, False, 4, "health check failed"), back[-1]]
-    assert wait_for(2, 4, 0, nodes=lambda: retired, poll=0, gone={"w1"}) == [listed[0], back[-1]]
+    assert wait_for(2, 4, 0, nodes=lambda: retired, poll=0, replaced=lambda: {"w1"}) == [listed[0], back[-1]]
+
+
+def test_a_worker_whose_agent_starts_its_ray_again_during_the_wait_is_not_counted_up_by_its_old_entry(
+        toolkit_env, monkeypatch):
+    """Issue 41 (CI of bfba987): the worker's raylet killed in round 1. The job failed while the agent
+    was still in its pause before starting Ray again: its node.json still named the job's start, so the
+    restart's list of replaced nodes was empty. By the wait's first read the agent's new raylet held the
+    port (not registered yet) and Ray still listed the old node ALIVE: counted up, the cluster looked
+    whole, and the next train stage pinned its storage check to the old node ("doesn't exist any more"),
+    which stopped the run as the same failure twice. The wait reads the workers' records again each time."""
+    from dataclasses import replace
+
+    from pyhelpers.jsonfiles import write_json_atomic
+    from pyhelpers.launch import cluster
+    from pyhelpers.launch.ray_nodes import Node
+    from pyhelpers.run import events
+
+    head = Node("h1", "198.51.100.1", True, True, 4)
+    cut = Node("w0", "198.51.100.2", False, False, 4, "health check failed due to missing too many heartbeats")
+    old, new = Node("w1", "198.51.100.2", False, True, 4), Node("w2", "198.51.100.2", False, True, 4)
+    reads = []
+
+    def listed(*_a, **_k):
+        reads.append(len(reads) + 1)
+        if len(reads) == 1:  # the agent's pause ended: it writes its new start, then `ray start` binds the port
+            write_json_atomic(node_json, {**beat, "rejoins": 1, "ray_started": None})
+        if len(reads) == 1:
+            return [head, cut, old]  # the old entry ALIVE, its port answered by the new raylet
+        if len(reads) == 2:
+            return [head, cut, old, new]  # the new one registered; Ray has not retired the old one yet
+        return [head, cut, replace(old, alive=False, why="health check failed"), new]
+
+    lp, exc, calls, lines = _lost_node_loop(toolkit_env, monkeypatch, listed)
+    beat = {"addr": "198.51.100.2", "pid": 4242, "agent_restarts": 0, "attempt": 1, "rejoins": 0,
+            "ray_started": 1.0}
+    node_json = cluster.node_dir(lp.lay, "198.51.100.2") / "node.json"
+    node_json.parent.mkdir(parents=True)
+    write_json_atomic(node_json, beat)
+    write_json_atomic(lp.lay.run_dir / "nodes.json", {"head": {"id": "h1"}, "workers": [
+        {"id": "w1", "addr": "198.51.100.2", "alive": True, "gpus": 4, "ray": cluster.ray_generation(lp.lay, "198.51.100.2")}]})
+    lp._failed(1, "train", exc)
+    restart = [e for e in events.read(lp.lay.run_dir) if e["kind"] == "run-restart"][-1]
+    assert restart["cause"] == "node-lost" and calls == ["stop_job"], (restart, calls)
+    whole = [e for e in events.read(lp.lay.run_dir) if e["kind"] == "nodes-whole"]
+    assert len(reads) == 3 and whole, (reads, lines)  # whole only once Ray retired the old entry
+    text = "\n".join(lines)
+    assert "old entry" in text, text

@@ -108,14 +108,18 @@ def replaced(nodes: list[Node], placed: list[dict]) -> list[str]:
 def wait_for(nnodes: int, gpus: int, timeout: float, nodes: Callable[[], list[Node]],
              progress: Callable[[str], None] = lambda s: None, poll: float | None = None,
              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-             gone: set[str] | frozenset[str] = frozenset()) -> list[Node]:
+             replaced: Callable[[], set[str]] = set) -> list[Node]:
     """Wait up to timeout s until the cluster holds nnodes alive nodes of >= gpus GPUs each, saying
-    who joined; refuse naming what is still missing. `gone`: node ids known lost (a job's node whose
-    agent started its Ray again), never counted up however Ray still lists them."""
-    deadline, seen, gaps, said, gone = clock() + timeout, set(), ["the head did not answer"], None, set(gone)
+    who joined; refuse naming what is still missing. `replaced()`: node ids known lost (a job's node
+    whose agent started its Ray again), never counted up however Ray still lists them; asked again
+    after each read of the list, since an agent may start its Ray again while this waits."""
+    deadline, seen, gaps, said, gone = clock() + timeout, set(), ["the head did not answer"], None, set()
     while True:
         try:
             got = nodes()
+            # read after the list: a new raylet answering on the old node's port in it was started
+            # after its agent wrote its new start (node_agent.py), so that start is seen here
+            gone.update(replaced())
             # a node seen lost stays lost under its id: its raylet's port may be answered by the
             # rejoined node before Ray has retired the old entry (placement could pick the old one)
             gone.update(n.node_id for n in got if not n.up)

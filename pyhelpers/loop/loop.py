@@ -256,12 +256,12 @@ class Loop:
         self.notifier.send("restart", f"restart {n}: {decision.reason}"[:1500], round=r, stage=stage,
                            cause=failure.cause)
         if failure.cause == "node-lost" and self.cfg.multinode:
-            self._wait_for_lost_node(decision.wait_s, gone=self._replaced_ids())
+            self._wait_for_lost_node(decision.wait_s)
             return
         self._stop_everything()
         time.sleep(decision.wait_s)  # a TERM meanwhile raises Stopped: make stop is final
 
-    def _wait_for_lost_node(self, wait_s: float, gone: set[str]) -> None:
+    def _wait_for_lost_node(self, wait_s: float) -> None:
         """A worker node left mid-round: only the job is stopped -- the head, the other workers and
         ShopSimulator stay, so the lost node rejoins the same cluster (`make join` there) -- then
         the cluster is awaited whole for up to JOIN_TIMEOUT (raises, naming the missing node, when
@@ -275,7 +275,7 @@ class Loop:
                   "again (its agent joins it again on its own; `make join` there if the agent ended)")
         nodes = ray_nodes.wait_for(cfg.NNODES, cfg.NUM_GPUS, cfg.JOIN_TIMEOUT,
                                    nodes=lambda: ray_nodes.list_nodes(port, self.lay.run_dir, self._raylet_port()),
-                                   progress=self.echo, gone=gone)
+                                   progress=self.echo, replaced=self._replaced_ids)
         events.append(self.lay.run_dir, "nodes-whole", nodes=[n.ip for n in nodes])
 
     def _raylet_port(self) -> int:
