@@ -361,7 +361,7 @@ def _ray_process(netns_name: str, program: bytes, addr: str | None = None) -> in
 
 def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):
     r = two_node_rehearsal
-    assert r["rc"] == 0, r["out"][-3000:]
+    assert r["rc"] == 0, _ended(r, 3000)
     worker = r["pair"]["worker"]["addr"]
     assert f"node {worker} joined with {GPUS_PER_NODE} GPU(s)" in r["out"]
     assert "shared storage: 1 worker(s) read the head's nonces" in r["out"]
@@ -387,7 +387,7 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     # first: a run that waited in vain for it fails for this reason
     _played(r, "rejoined", "the worker's agent never joined again")
     assert story["rejoined"]["rejoins"] == story["rejoins_before_kill"] + 1, story["rejoined"]
-    assert r["rc"] == 0, r["out"][-6000:]
+    assert r["rc"] == 0, _ended(r, 6000)
     # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
     assert f"RolloutManager placed on {HEAD}" in slime_log(run), slime_log(run)[-3000:]
     restarts = run.restarts()
@@ -571,6 +571,17 @@ def _said(restarts: list[dict]) -> str:
     """The run's restarts, one line each with the words that decided its cause (a dict's repr is cut)."""
     return "\n".join(f"{e.get('at')} {e.get('stage')} round {e.get('round')} step {e.get('step')}: {e.get('cause')}: "
                      f"{e.get('excerpt')}" for e in restarts)
+
+
+def _ended(r: dict, chars: int) -> str:
+    """How a failed run ended: the driver's last words, then what the worker's node agent said of its
+    Ray (when each start ended and why; on CI the agent's log is all there is of the worker's side)."""
+    log = r["run"].run_dir / "nodes" / r["pair"]["worker"]["addr"] / "logs" / "ray-worker.log"
+    agent = [ln for ln in (log.read_text(errors="replace").splitlines() if log.is_file() else [])
+             if any(said in ln for said in ("this node's Ray", "the head's GCS", "stopping this worker",
+                                            "the node agent was"))]
+    return (r["out"][-chars:] + f"\n--- the worker's node agent ({log}):\n" + "\n".join(agent[-30:])
+            + "\n--- restarts:\n" + _said(r["run"].restarts()))
 
 
 def _played(r: dict, step: str, never: str) -> None:
