@@ -45,11 +45,14 @@ def _cgroup() -> str | None:
     return path
 
 
-def _cgroup_cpu_s(path: str | None) -> float:
-    if path is None:
+def cgroup_cpu_s(path: str | None) -> float:
+    """The CPU seconds a cpuacct group's processes used (NaN when there is no group to read;
+    bench/suite_cpu.py reads its per-test groups with this too)."""
+    try:
+        with open(f"{path}/cpuacct.usage") as fh:
+            return int(fh.read()) / 1e9
+    except (OSError, TypeError):
         return float("nan")
-    with open(f"{path}/cpuacct.usage") as fh:
-        return int(fh.read()) / 1e9
 
 
 def _machine_cpu_s() -> float:
@@ -154,7 +157,7 @@ def main() -> int:
                 proc.returncode = rc  # reaped here: Popen must not wait for it
         wall = time.monotonic() - w0
         left = _reap_all(time.monotonic() + args.linger)
-        tree, machine, exact = _children_cpu_s() - c0, _machine_cpu_s() - m0, _cgroup_cpu_s(cg)
+        tree, machine, exact = _children_cpu_s() - c0, _machine_cpu_s() - m0, cgroup_cpu_s(cg)
         if cg:
             try:
                 os.rmdir(cg)

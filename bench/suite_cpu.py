@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 
 import pytest
+from cpu_of import CPUACCT, cgroup_cpu_s  # bench/ is on the path: the script's own dir, or PYTHONPATH below
 
-CPUACCT = "/sys/fs/cgroup/cpuacct"
 GROUP_ENV, INDEX_ENV = "SUITE_CPU_GROUP", "SUITE_CPU_INDEX"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,14 +63,6 @@ def pytest_runtest_protocol(item, nextitem):  # noqa: ARG001 - pytest's hook sig
 
 # --- the command ---------------------------------------------------------------------------------
 
-def _usage_s(group: str) -> float:
-    try:
-        with open(os.path.join(group, "cpuacct.usage")) as fh:
-            return int(fh.read()) / 1e9
-    except OSError:
-        return float("nan")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fast", action="store_true", help="the fast lane (bin/test --fast)")
@@ -95,7 +87,7 @@ def main() -> int:
                             cwd=ROOT, env=env).returncode
         wall = time.monotonic() - t0
         rows = [json.loads(ln) for ln in index if ln.strip()]
-    tests = sorted(((_usage_s(f"{base}/{r['group']}"), r["id"]) for r in rows), reverse=True)
+    tests = sorted(((cgroup_cpu_s(f"{base}/{r['group']}"), r["id"]) for r in rows), reverse=True)
     total = sum(cpu for cpu, _ in tests)
     heavy_cpu = sum(cpu for cpu, tid in tests if tid.split("@")[0] in heavy)
     print(f"\n{len(tests)} tests, exit {rc}: {total:.0f} CPU-s in {wall:.0f} s on {os.cpu_count()} CPUs "
