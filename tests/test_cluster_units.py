@@ -11,7 +11,7 @@ import pytest
 
 from pyhelpers.config import ray_ports
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import cluster, join_checks, ray_start
+from pyhelpers.launch import cluster, join_checks, node_heartbeats, ray_start
 from pyhelpers.procs import netns, procfs
 
 
@@ -62,13 +62,13 @@ def test_status_lists_each_node_with_its_state(toolkit_env, tmp_path):
 
     cfg = load.load({**toolkit_env})
     lay = from_config(cfg)
-    assert cluster.node_rows(cfg, lay, time.time()) == []
+    assert node_heartbeats.node_rows(cfg, lay, time.time()) == []
     (lay.run_dir / "nodes" / "10.0.0.2").mkdir(parents=True)
     (lay.run_dir / "nodes.json").write_text(json.dumps({"head": {"addr": "10.0.0.1", "gpus": 4}}))
     now = time.time()
     (lay.run_dir / "nodes" / "10.0.0.2" / "node.json").write_text(json.dumps(  # (this machine's: one clock)
         {"addr": "10.0.0.2", "gpus": 4, "heartbeat": now - 60, "host": procfs.hostname()}))
-    lines = cluster.node_lines(cluster.node_rows(cfg, lay, now))
+    lines = node_heartbeats.node_lines(node_heartbeats.node_rows(cfg, lay, now))
     assert lines[0] == "nodes: 1 of 2 up"
     assert lines[1].split()[:3] == ["head", "10.0.0.1", "4"]
     assert "worker 10.0.0.2" in " ".join(lines[2].split()) and lines[2].endswith("no heartbeat for 60 s")
@@ -110,7 +110,7 @@ def test_status_shows_a_worker_whose_ray_is_still_starting_and_does_not_count_it
     now = time.time()
     _node_json(lay, "198.51.100.2", heartbeat=now, attempt=2, attempts=3, ray_started=None)
     _node_json(lay, "198.51.100.3", heartbeat=now, attempt=1, attempts=3, ray_started=now - 5)
-    lines = cluster.node_lines(cluster.node_rows(cfg, lay, now))
+    lines = node_heartbeats.node_lines(node_heartbeats.node_rows(cfg, lay, now))
     assert lines[0] == "nodes: 2 of 3 up"
     assert lines[2].endswith("starting its Ray node (attempt 2 of 3)"), lines
     assert lines[3].endswith("up"), lines
@@ -124,7 +124,7 @@ def test_status_shows_a_worker_waiting_to_rejoin_and_one_starting_again(toolkit_
     _node_json(lay, "198.51.100.2", heartbeat=now, attempt=1, attempts=3, ray_started=None, rejoins=0,
                rejoining=now - 30)
     _node_json(lay, "198.51.100.3", heartbeat=now, attempt=1, attempts=3, ray_started=None, rejoins=1)
-    lines = cluster.node_lines(cluster.node_rows(cfg, lay, now))
+    lines = node_heartbeats.node_lines(node_heartbeats.node_rows(cfg, lay, now))
     assert lines[0] == "nodes: 1 of 3 up", lines
     assert lines[2].endswith("its Ray node ended: waiting for the head's GCS to answer, then joining again"), lines
     assert lines[3].endswith("joining again: starting its Ray node (attempt 1 of 3, rejoin 1)"), lines
@@ -136,7 +136,7 @@ def test_status_says_a_worker_s_node_agent_was_killed_and_started_again_and_stil
     cfg, lay = _two_nodes(toolkit_env)
     now = time.time()
     _node_json(lay, "198.51.100.2", heartbeat=now, attempt=1, attempts=3, ray_started=now - 5, agent_restarts=1)
-    lines = cluster.node_lines(cluster.node_rows(cfg, lay, now))
+    lines = node_heartbeats.node_lines(node_heartbeats.node_rows(cfg, lay, now))
     assert lines[0] == "nodes: 2 of 2 up", lines
     assert lines[2].endswith("up; its node agent was killed and started again (1 time(s))"), lines
 

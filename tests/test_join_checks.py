@@ -56,6 +56,7 @@ class FakeHead:
 
     def __init__(self, lay, workers=(), rejoin=False):
         self.lay, self.kv, self.rejoin = lay, {}, rejoin
+        self.leave_in_storage: list[str] = []  # nodes whose Ray ends while their storage task is pending
         self.nodes = [{"id": "head", "addr": HEAD, "alive": True, "gpus": 4.0, "head": True}]
         self.nodes += [{"id": f"id-{a}", "addr": a, "alive": True, "gpus": 4.0, "head": False} for a in workers]
         self.reads: dict[str, dict[str, str]] = {}  # node addr -> path -> what it reads there
@@ -81,6 +82,13 @@ class FakeHead:
             return {"nodes": [dict(n) for n in self.nodes]}
         if cmd == "storage":
             want = json.loads(stdin)
+            if self.leave_in_storage:  # node_probe.storage's answer for a node gone under its task
+                addr = self.leave_in_storage.pop(0)
+                n = next(n for n in self.nodes if n["addr"] == addr and n["alive"])
+                n["alive"] = False
+                self.nodes.append({**n, "id": n["id"] + "-again", "alive": True})  # its agent starts Ray again
+                return {"seen": {addr: {"id": n["id"], "gone": "TaskUnschedulableError: The node specified via "
+                                        "NodeAffinitySchedulingStrategy doesn't exist any more"}}}
             return {"seen": {n["addr"]: {"id": n["id"], "nonces": {p: self._read(n["addr"], p) for p in want["nonces"]},
                                          "hashes": {p: node_storage.sha256(Path(p)) for p in want["hashes"]}}
                              for n in alive if not n["head"]}}
@@ -186,6 +194,84 @@ def test_a_node_found_wrong_at_a_later_round_is_removed_and_the_run_goes_on(head
     manifest.record_or_compare(w.hcfg, w.lay.manifest)  # (a started run)
     shown = [line for line in status.render(status.gather(w.hcfg, w.lay)) if line.startswith("removed:")]
     assert len(shown) == 1 and f"node-removed {WORKER} node {WORKER} does not share TRAIN_SAVE" in shown[0], shown
+
+
+def test_a_node_whose_ray_ends_under_its_storage_check_is_waited_for_again_not_taken_for_a_failure(head_and_worker):
+    """A worker whose Ray ends between the wait for the workers and the storage check (its agent starts
+    it again: a new node id) is waited for again and checked anew; CI once stopped a healthy two-node run
+    here, reading Ray's "node ... doesn't exist any more" as the same failure twice."""
+    w = head_and_worker(workers=[WORKER])
+    w.fake.leave_in_storage = [WORKER]
+    said: list[str] = []
+    cluster.head_ready(w.hcfg, w.lay, said.append)
+    left = [line for line in said if f"node {WORKER} left the cluster while its storage was checked" in line]
+    assert len(left) == 1 and "TaskUnschedulableError" in left[0] and "waiting for the workers again" in left[0], said
+    assert any("shared storage: 1 worker(s)" in line for line in said), said
+    joined = json.loads((w.lay.run_dir / "nodes.json").read_text())["workers"]
+    assert [n["id"] for n in joined] == [f"id-{WORKER}-again"], joined
+    assert not cluster.leave_marker(w.lay, WORKER).exists()  # nothing wrong with it: not removed
+
+
+def test_a_node_that_keeps_leaving_under_its_storage_check_stops_the_wait_naming_it(head_and_worker):
+    w = head_and_worker(workers=[WORKER])
+    w.fake.leave_in_storage = [WORKER] * (cluster.STORAGE_LEFT_TRIES + 1)
+    with pytest.raises(ToolkitError) as err:
+        cluster.head_ready(w.hcfg, w.lay, lambda line: None)
+    assert f"node {WORKER} left the cluster" in err.value.what and f"{cluster.STORAGE_LEFT_TRIES} times" in err.value.what
+    assert "ray-worker.log" in err.value.fix, err.value
+
+
+NODE_ID = "ab" * 28  # Ray's node ids: 28 bytes of hex (NodeAffinitySchedulingStrategy checks it)
+
+
+class _PinnedRay:
+    """node_probe's `ray` for storage(): one other node, whose pinned task raises `error` at ray.get
+    (after which Ray lists that node as `alive_after`), or answers."""
+
+    def __init__(self, error: BaseException | None, alive_after: bool):
+        self.error, self.alive_after, self.got = error, alive_after, False
+
+    def get_runtime_context(self):
+        return SimpleNamespace(get_node_id=lambda: "head-id")
+
+    def nodes(self):
+        alive = not self.got or self.alive_after
+        return [{"NodeID": "head-id", "Alive": True, "NodeManagerAddress": HEAD},
+                {"NodeID": NODE_ID, "Alive": alive, "NodeManagerAddress": WORKER}]
+
+    def remote(self, **_):
+        return lambda fn: SimpleNamespace(options=lambda **_: SimpleNamespace(remote=lambda *a: "ref"))
+
+    def get(self, ref, timeout=None):
+        self.got = True
+        if self.error is not None:
+            raise self.error
+        return {"nonces": {}, "hashes": {}}
+
+
+def test_the_storage_probe_answers_gone_for_a_node_that_left_under_its_task_and_fails_otherwise(monkeypatch):
+    """launch/node_probe.py storage: a pinned task whose node left the cluster (Ray's
+    TaskUnschedulableError, or any failure once Ray lists the node dead) is that node's "gone", not
+    the probe's error; a failure on a node still alive stays an error."""
+    from ray.exceptions import GetTimeoutError, TaskUnschedulableError
+
+    from pyhelpers.launch import node_probe
+
+    for error, alive_after, gone in ((TaskUnschedulableError("The node specified via NodeAffinitySchedulingStrategy "
+                                                             "doesn't exist any more"), True, True),
+                                     (GetTimeoutError("timed out"), False, True),
+                                     (GetTimeoutError("timed out"), True, False)):
+        fake = _PinnedRay(error, alive_after)
+        monkeypatch.setattr(node_probe, "_connect", lambda addr, fake=fake: fake)
+        if gone:
+            seen = node_probe.storage("gcs", {"nonces": [], "hashes": []})["seen"]
+            assert seen[WORKER]["id"] == NODE_ID and seen[WORKER]["gone"].startswith(type(error).__name__), seen
+        else:
+            with pytest.raises(GetTimeoutError):
+                node_probe.storage("gcs", {"nonces": [], "hashes": []})
+    monkeypatch.setattr(node_probe, "_connect", lambda addr: _PinnedRay(None, True))
+    assert node_probe.storage("gcs", {"nonces": [], "hashes": []}) == {"seen": {WORKER: {"nonces": {}, "hashes": {},
+                                                                                         "id": NODE_ID}}}
 
 
 def test_a_removed_node_is_stopped_by_its_own_agent(head_and_worker):

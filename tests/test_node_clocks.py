@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from pyhelpers.launch import cluster, node_agent
+from pyhelpers.launch import cluster, node_agent, node_heartbeats
 from pyhelpers.procs import procfs
 
 HEAD, WORKER = "198.51.100.1", "198.51.100.2"
@@ -37,7 +37,7 @@ def _beat(lay, at: float, host: str = "the-workers-machine") -> None:
 
 
 def _state(cfg, lay, now: float) -> str:
-    return next(r["state"] for r in cluster.node_rows(cfg, lay, now) if r["addr"] == WORKER)
+    return next(r["state"] for r in node_heartbeats.node_rows(cfg, lay, now) if r["addr"] == WORKER)
 
 
 def test_a_worker_whose_clock_is_two_hours_behind_is_not_called_silent(head):
@@ -47,9 +47,9 @@ def test_a_worker_whose_clock_is_two_hours_behind_is_not_called_silent(head):
     _beat(lay, now - 7200)  # it just wrote it, by its own clock
     assert "no heartbeat" not in _state(cfg, lay, now)
     # the head's driver notes when the heartbeat changes, by the head's clock
-    cluster.note_heartbeats(lay, now - 4, here)
+    node_heartbeats.note_heartbeats(lay, now - 4, here)
     _beat(lay, now - 7198)
-    cluster.note_heartbeats(lay, now - 2, here)
+    node_heartbeats.note_heartbeats(lay, now - 2, here)
     assert _state(cfg, lay, now) == "up"
 
 
@@ -58,8 +58,8 @@ def test_a_heartbeat_that_stopped_changing_is_named_with_the_age_the_head_measur
     here = procfs.hostname()
     now = time.time()
     _beat(lay, now + 3600)  # an hour ahead: nothing the head can compare its own time with
-    cluster.note_heartbeats(lay, now - 40, here)
-    cluster.note_heartbeats(lay, now - 1, here)  # the same heartbeat 39 s later
+    node_heartbeats.note_heartbeats(lay, now - 40, here)
+    node_heartbeats.note_heartbeats(lay, now - 1, here)  # the same heartbeat 39 s later
     assert _state(cfg, lay, now) == "no heartbeat for 40 s"
 
 
@@ -76,7 +76,7 @@ def test_another_machines_heartbeat_with_nobody_watching_is_not_judged(head):
     _beat(lay, now - 60)
     state = _state(cfg, lay, now)
     assert state.startswith("heartbeat not judged") and "make status on the head" in state, state
-    assert cluster.node_lines(cluster.node_rows(cfg, lay, now))[0] == "nodes: 1 of 2 up"
+    assert node_heartbeats.node_lines(node_heartbeats.node_rows(cfg, lay, now))[0] == "nodes: 1 of 2 up"
 
 
 def test_the_runs_stop_marker_stops_a_worker_whatever_the_clock_of_the_machine_that_wrote_it(head):
@@ -130,7 +130,7 @@ def test_the_driver_of_a_multinode_run_notes_each_workers_heartbeat_while_it_run
 
     cfg, lay = head
     _beat(lay, time.time() - 7200)
-    seen = cluster.node_dir(lay, WORKER) / cluster.SEEN_NAME
+    seen = cluster.node_dir(lay, WORKER) / node_heartbeats.SEEN_NAME
     lp = loop.Loop(cfg, lay, model_args=[], echo=lambda line: None)
 
     def stages(stop_before):  # the run's stages, while which the driver watches

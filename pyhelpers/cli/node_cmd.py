@@ -15,7 +15,7 @@ from pyhelpers.config import ray_ports
 from pyhelpers.doctor.base import FAIL, SKIP, Context
 from pyhelpers.doctor.gpus import check_gpus
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import cluster, join_checks, twonode
+from pyhelpers.launch import cluster, join_checks, node_heartbeats, twonode
 from pyhelpers.procs import family, groups, netns, ready
 
 SERVICE = cluster.WORKER_SERVICE
@@ -101,7 +101,11 @@ def node_check():
     cfg, lay = ctx()
     rec = cluster.publish_storage(cfg, lay)
     cluster.wait_for_workers(cfg, lay, echo_err)
-    for _, _, problem in cluster.check_storage(cfg, lay, echo_err, rec)[:1]:
+    wrong, gone = cluster.check_storage(cfg, lay, echo_err, rec)
+    for _, addr, why in gone[:1]:
+        raise ToolkitError(f"node {addr} left the cluster while its storage was checked ({why})", addr,
+                           "run `pyhelpers node check` again once its agent has started its Ray again")
+    for _, _, problem in wrong[:1]:
         raise problem
 
 
@@ -138,11 +142,11 @@ def node_status(as_json):
       pyhelpers node status
     """
     cfg, lay = ctx()
-    rows = cluster.node_rows(cfg, lay, time.time())
+    rows = node_heartbeats.node_rows(cfg, lay, time.time())
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    for line in cluster.node_lines(rows):
+    for line in node_heartbeats.node_lines(rows):
         click.echo(line)
 
 

@@ -12,7 +12,8 @@ Head (`make train`, NNODES > 1), after the ray-head service answers:
 Worker (`make join`): the checks of join_checks.py (token, head's versions, room in the cluster,
 storage), then the ray-worker service (node_agent.py), supervised like every service under
 runs/<RUN>/nodes/<NODE_ADDR>/.
-Both sides: the nodes' records in the shared run dir, their heartbeats and `make status`'s lines for them.
+Both sides: the nodes' records in the shared run dir; their heartbeats and `make status`'s lines for
+them are node_heartbeats.py's.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.launch import node_env, node_storage, ray_auth, ray_start
+from pyhelpers.launch.node_heartbeats import worker_records
 from pyhelpers.launch.node_probe import MARKER
-from pyhelpers.procs import procfs
 from pyhelpers.run import events, layout
 from pyhelpers.run.layout import RunLayout
 
@@ -225,39 +226,60 @@ def wait_for_workers(cfg, lay: RunLayout, echo: Callable[[str], None], poll: flo
     return ready
 
 
-def _worker_records(lay: RunLayout) -> list[tuple[Path, dict]]:
-    """Each worker's node.json in the shared run dir ({} where unreadable), by node address."""
-    base = lay.run_dir / "nodes"
-    return [(path, load_json_or_none(path) or {}) for path in (sorted(base.glob("*/node.json")) if base.is_dir() else [])]
-
-
 def ended_workers(lay: RunLayout) -> list[dict]:
     """Workers whose agent wrote that its Ray node ended (node.json's "ended", the worker's time),
     each with the path of its log."""
     return [{**info, "addr": info.get("addr", path.parent.name),
              "log": str(path.parent / "logs" / f"{WORKER_SERVICE}.log")}
-            for path, info in _worker_records(lay) if "ended" in info]
+            for path, info in worker_records(lay) if "ended" in info]
+
+
+# How many times in a row a worker may leave the cluster under its storage check (its Ray ended after
+# the head counted it, its agent starting it again) before the head stops waiting for it.
+STORAGE_LEFT_TRIES = 3
 
 
 def head_ready(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
     """The head's part once its Ray answers: what workers compare with published, workers waited
     for, storage checked on each. A node found wrong is removed and the wait starts again, for a
-    right one (it joined before a mount went away; `make join` refuses it now until it is fixed)."""
+    right one (it joined before a mount went away; `make join` refuses it now until it is fixed).
+    A node that left under its check (its Ray ended; its agent starts it again) is waited for again."""
     _, rec = publish(cfg, lay)
+    left_in_a_row = 0
     while True:
         wait_for_workers(cfg, lay, echo)
-        wrong = check_storage(cfg, lay, echo, rec)
+        wrong, gone = check_storage(cfg, lay, echo, rec)
+        if gone:
+            left_in_a_row += 1
+            _node_left(cfg, lay, gone, left_in_a_row, echo)
+            continue
+        left_in_a_row = 0
         if not wrong:
             return
         for node_id, addr, problem in wrong:
             remove_node(cfg, lay, addr, node_id, problem, echo)
 
 
-def check_storage(cfg, lay: RunLayout, echo: Callable[[str], None], rec: dict) -> list[tuple[str, str, ToolkitError]]:
+def _node_left(cfg, lay: RunLayout, gone: list[tuple[str, str, str]], times: int, echo: Callable[[str], None]) -> None:
+    for _node_id, addr, why in gone:
+        line = f"node {addr} left the cluster while its storage was checked ({why})"
+        if times >= STORAGE_LEFT_TRIES:
+            raise ToolkitError(f"{line}: {times} times in a row", addr,
+                               f"see why its Ray keeps ending in {node_dir(lay, addr) / 'logs' / f'{WORKER_SERVICE}.log'}, "
+                               "fix it there, then `make resume`")
+        echo(f"{line}: waiting for the workers again")
+
+
+def check_storage(cfg, lay: RunLayout, echo: Callable[[str], None],
+                  rec: dict) -> tuple[list[tuple[str, str, ToolkitError]], list[tuple[str, str, str]]]:
     """The head's storage record read back on every worker by a task pinned to it: (node id, address,
-    the first problem) of each node that does not see it, [] when all do."""
+    the first problem) of each node that does not see it, and (node id, address, Ray's words) of each
+    that left the cluster under its task; ([], []) when all see it."""
     seen = probe(cfg, lay, "storage", gcs_address(cfg),
                  stdin=json.dumps({"nonces": sorted(node_storage.nonce_paths(rec)), "hashes": sorted(rec["hashes"])}))["seen"]
+    gone = [(got.get("id"), node, got["gone"]) for node, got in sorted(seen.items()) if "gone" in got]
+    if gone:
+        return [], gone
     wrong = []
     for node, got in sorted(seen.items()):
         found = node_storage.problems_seen(cfg, rec, node, got)
@@ -266,7 +288,7 @@ def check_storage(cfg, lay: RunLayout, echo: Callable[[str], None], rec: dict) -
     if not wrong:
         echo(f"shared storage: {len(seen)} worker(s) read the head's nonces under TRAIN_SAVE and the run dir, and "
              f"the same {len(rec['hashes'])} input file(s)")
-    return wrong
+    return wrong, []
 
 
 def leave_marker(lay: RunLayout, addr: str) -> Path:
@@ -295,91 +317,3 @@ def remove_node(cfg, lay: RunLayout, addr: str, node_id: str | None, problem: To
                                f"{leave_marker(lay, addr)})", problem.where,
                                f"`make leave` on {addr}; {problem.fix}; then `make resume`")
         time.sleep(poll)
-
-
-STALE = 10.0  # seconds without a heartbeat after which a worker is shown as gone
-SEEN_NAME = "seen.json"  # beside a worker's node.json: when the head's driver saw its heartbeat change
-
-
-def note_heartbeats(lay: RunLayout, now: float, here: str) -> None:
-    """The head's driver, every few seconds: for each worker, when its heartbeat last changed, by this
-    machine's clock (`here`: its hostname). The heartbeat is read as a value, never as a time: it is
-    the worker's clock, which need not agree with this one."""
-    for path, info in _worker_records(lay):
-        seen_path = path.with_name(SEEN_NAME)
-        seen = load_json_or_none(seen_path) or {}
-        same = seen.get("by") == here and seen.get("heartbeat") == info.get("heartbeat")
-        write_json_atomic(seen_path, {"by": here, "heartbeat": info.get("heartbeat"),
-                                      "changed": seen["changed"] if same else now, "looked": now})
-
-
-def watch_heartbeats(lay: RunLayout, stopped: Callable[[float], bool], here: str, every: float = 2.0) -> None:
-    """note_heartbeats until stopped(every) says so (the driver of a multi-node run, in a thread)."""
-    while True:
-        try:
-            note_heartbeats(lay, time.time(), here)
-        except OSError:  # a full disk or a lost mount: `make status` then shows the ages as unjudged or old
-            pass
-        if stopped(every):
-            return
-
-
-def heartbeat_age(info: dict, seen: dict, now: float, here: str) -> float | None:
-    """Seconds since a worker's heartbeat last changed, on one machine's clock; None when no single
-    clock tells: read on the worker's own machine, its heartbeat against this clock; read on the
-    head, when the head's driver last saw it change (seen.json), while the driver looks."""
-    if info.get("host") == here:
-        return now - info.get("heartbeat", 0)
-    if seen.get("by") != here:
-        return None
-    if seen.get("heartbeat") == info.get("heartbeat"):
-        return now - seen["changed"]
-    return 0.0 if now - seen.get("looked", 0) < STALE else None  # changed since the driver's last look
-
-
-def node_rows(cfg, lay: RunLayout, now: float, here: str | None = None) -> list[dict]:
-    """The run's nodes as the shared run dir records them, for `make status` on any node: the head
-    (runs/<RUN>/nodes.json, written once its workers joined) and each worker's node.json with the
-    age of its heartbeat (heartbeat_age; `here` is this machine's hostname). Read-only; [] for a run
-    that never had a worker."""
-    here = here or procfs.hostname()
-    joined = load_json_or_none(lay.run_dir / "nodes.json") or {}
-    workers = _worker_records(lay)
-    if not joined and not workers:
-        return []
-    head = joined.get("head") or {}
-    rows = [{"role": "head", "addr": head.get("addr") or cfg.HEAD_ADDR or cfg.NODE_ADDR,
-             "gpus": head.get("gpus"), "state": "head"}]
-    for path, info in workers:
-        age = heartbeat_age(info, load_json_or_none(path.with_name(SEEN_NAME)) or {}, now, here)
-        state = (f"left (exit {info['exit']})" if "ended" in info else
-                 "heartbeat not judged (another machine's clock: make status on the head while the run runs, "
-                 "or on that worker)" if age is None else
-                 f"no heartbeat for {age:.0f} s" if age >= STALE else
-                 "its Ray node ended: waiting for the head's GCS to answer, then joining again" if "rejoining" in info
-                 else _starting(info) if "ray_started" in info and info["ray_started"] is None else "up")
-        note = (f"its node agent was killed and started again ({info['agent_restarts']} time(s))"
-                if info.get("agent_restarts") and "ended" not in info else None)  # launch/node_keeper.py
-        rows.append({"role": "worker", "addr": info.get("addr", path.parent.name), "gpus": info.get("gpus"),
-                     "iface": info.get("iface"), "state": state, "note": note})
-    return rows
-
-
-def _starting(info: dict) -> str:
-    """A worker whose agent started its Ray node and Ray has not said it started yet."""
-    attempt = f"attempt {info.get('attempt')} of {info.get('attempts')}"
-    if info.get("rejoins"):  # the agent's own start again after its node ended (launch/node_agent.py)
-        return f"joining again: starting its Ray node ({attempt}, rejoin {info['rejoins']})"
-    return f"starting its Ray node ({attempt})"
-
-
-def node_lines(rows: list[dict]) -> list[str]:
-    if not rows:
-        return []
-    up = sum(1 for r in rows if r["state"] in ("head", "up"))
-    out = [f"nodes: {up} of {len(rows)} up"]
-    for r in rows:
-        gpus = "?" if r["gpus"] is None else f"{r['gpus']:g}"
-        out.append(f"  {r['role']:<6} {r['addr'] or '?':<16} {gpus} GPU(s)  {r['state']}"
-                   + (f"; {r['note']}" if r.get("note") else ""))
-    return out

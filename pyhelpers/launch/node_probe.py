@@ -132,11 +132,36 @@ def _pinned(ray, fn, node_id: str):
 
 
 def storage(addr: str, want: dict) -> dict:
+    """What a task pinned to each other node read there; {"id", "gone"} for a node that left the
+    cluster under its task (its Ray ended after the head counted it): the head waits for the workers
+    again instead of failing (cluster.head_ready)."""
     ray = _connect(addr)
     refs = {n["NodeManagerAddress"]: (n["NodeID"], _pinned(ray, _read_back, n["NodeID"]).remote(want["nonces"], want["hashes"]))
             for n in _others(ray)}
-    return {"seen": {node: {**ray.get(ref, timeout=want.get("timeout", 120)), "id": nid}
-                     for node, (nid, ref) in refs.items()}}
+    seen = {}
+    for node, (nid, ref) in refs.items():
+        try:
+            seen[node] = {**ray.get(ref, timeout=want.get("timeout", 120)), "id": nid}
+        except Exception as exc:  # noqa: BLE001 - which failure it was decides, below
+            if not _left(ray, nid, exc):
+                raise
+            seen[node] = {"id": nid, "gone": _one_line(exc)}
+    return {"seen": seen}
+
+
+def _left(ray, node_id: str, exc: BaseException) -> bool:
+    """Whether a task pinned to `node_id` failed because that node left the cluster: Ray says so
+    (TaskUnschedulableError, "The node specified via NodeAffinitySchedulingStrategy doesn't exist any
+    more"), or the node is no longer alive once the task failed (it died under a running task)."""
+    from ray.exceptions import TaskUnschedulableError  # local: ray, slime env only
+
+    return isinstance(exc, TaskUnschedulableError) or not any(
+        n["NodeID"] == node_id and n["Alive"] for n in ray.nodes())
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def _now() -> float:
@@ -177,7 +202,7 @@ def main(argv: list[str]) -> int:
         else:
             raise SystemExit(f"unknown command {cmd!r}")
     except Exception as exc:  # every failure is one line for the toolkit to name (a refused token included)
-        _say({"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"})
+        _say({"error": _one_line(exc)})
         return 3
     _say(out)
     return 0

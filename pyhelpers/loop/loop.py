@@ -36,7 +36,7 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import cluster, ray_nodes, services, slime_job
+from pyhelpers.launch import cluster, node_heartbeats, ray_nodes, services, slime_job
 from pyhelpers.loop import supervisor
 from pyhelpers.loop.notify import Notifier
 from pyhelpers.procs import groups, procfs
@@ -180,7 +180,7 @@ class Loop:
                                             f"({self.cfg.ROUNDS} rounds of {self.cfg.STEPS_PER_ROUND} steps)")
         done = threading.Event()
         if self.cfg.multinode:  # when each worker's heartbeat changes, by this machine's clock
-            threading.Thread(target=cluster.watch_heartbeats, args=(self.lay, done.wait, procfs.hostname()),
+            threading.Thread(target=node_heartbeats.watch_heartbeats, args=(self.lay, done.wait, procfs.hostname()),
                              daemon=True, name="heartbeats").start()
         try:
             end = self._stages(stop_before)

@@ -17,7 +17,7 @@ from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate.results import results
 from pyhelpers.jsonfiles import load_json_or_none
-from pyhelpers.launch import cluster, ray_nodes, rayjob
+from pyhelpers.launch import node_heartbeats, ray_nodes, rayjob
 from pyhelpers.overview import manifest
 from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.metrics import last_record, read_jsonl
@@ -167,7 +167,7 @@ def _ray_head_up(st: dict) -> bool:
 
 def _nodes(cfg: Config, lay: RunLayout, st: dict) -> dict:
     """A multi-node run's nodes as its Ray head lists them (docs/multinode.md), a lost one named with
-    Ray's reason; the nodes' own records (cluster.node_rows) come first."""
+    Ray's reason; the nodes' own records (node_heartbeats.node_rows) come first."""
     nnodes = cfg.NNODES
     if not _ray_head_up(st):
         return {"nnodes": nnodes, "nodes": None, "missing": [], "note": "the run's Ray head is not running"}
@@ -207,7 +207,7 @@ def gather(cfg: Config, lay: RunLayout) -> dict:
         "gpus": gpu_now(evs, time.time(), running=driver["running"]),
         "tracker": _tracker(lay), "hf": (checkpoints.hf_target(lay.hf_link).name if checkpoints.hf_target(lay.hf_link) else None),
         "services": _services(cfg, lay), "job": _job(lay, evs), "disk": _disk(cfg, lay),
-        "results": results(cfg, lay), "nodes": cluster.node_rows(cfg, lay, time.time()),
+        "results": results(cfg, lay), "nodes": node_heartbeats.node_rows(cfg, lay, time.time()),
         "restarts": [e for e in evs if e.get("kind") in ("service-restart", "run-restart", "service-gave-up",
                                                           "run-failed", "disk-low", "driver-lost",
                                                           "job-end-unsupervised", "node-removed")],
@@ -317,7 +317,7 @@ def _render(st: dict) -> list[str]:
     out.append("checkpoint: " + ("none saved yet" if tracker is None else f"tracker at iteration {tracker}")
                + f"; hf -> {st['hf'] or 'none'}")
     out += _process_lines(st, d["running"])
-    out += cluster.node_lines(st.get("nodes") or [])
+    out += node_heartbeats.node_lines(st.get("nodes") or [])
     if st.get("ray_nodes"):
         out += _node_lines(st["ray_nodes"])
     disk = st["disk"]
