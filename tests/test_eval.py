@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from argparse import Namespace
 from collections import Counter
 
 import pytest
@@ -218,6 +219,72 @@ def test_shopsim_restart_mid_run_is_retried_and_does_not_bias_success(world, ref
         assert slots(shop)["taken"] == []
     finally:
         stop(shop)
+
+
+def _slime_train_stub():
+    """The stand-in slime's train.py (its eval_log is slime's logging of an evaluation)."""
+    import importlib.util
+
+    from conftest import FAKES
+    from support.rollout_stack import use_slime_stub
+
+    use_slime_stub()
+    spec = importlib.util.spec_from_file_location("fake_slime_train_for_in_job_eval", FAKES / "slime_stub" / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _plugin_args(env: dict, w, router_port: int, **knobs):
+    """slime's args inside its RolloutManager as the driver's slime.yaml sets them (plugin_values of the
+    run's own Config, round 0), with the router's address slime adds."""
+    from pyhelpers.config import load
+    from pyhelpers.rollout import settings
+    from pyhelpers.run.layout import from_config
+
+    cfg = load.load({**env, **{k: str(v) for k, v in knobs.items()}})
+    values = {**settings.plugin_values(cfg, from_config(cfg), 0), "tokenizer_path": str(w.tokenizer)}
+    return cfg, Namespace(**{settings.PREFIX + k: v for k, v in settings.from_mapping(values).__dict__.items()},
+                          sglang_router_ip="127.0.0.1", sglang_router_port=router_port,
+                          hf_checkpoint=str(w.tokenizer), rollout_batch_size=1, n_samples_per_prompt=1,
+                          global_batch_size=1, wandb_always_use_train_step=False)
+
+
+def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_hands_slime_its_rewards(world, reference, tmp_path):
+    """The one-job mode's eval function (rollout/in_job_eval.py), called as slime's RolloutManager calls
+    it after round 1's last rollout (STEPS_PER_ROUND=2: rollout 3), plays round 1's bare val on the
+    job's engines (here the same stand-in server the CLI played on) into round-001/val/: the same
+    episodes and summary as `pyhelpers eval val`; slime logs the scored episodes' mean reward. A
+    rollout that ends no round is refused, naming --eval-interval."""
+    from pyhelpers.errors import ToolkitError
+    from pyhelpers.rollout import in_job_eval
+
+    w, sg = world
+    shop = start_fake_shopsim(w.catalog, slots=48, seed=SHOP_SEED, retries=3, delay=0.2)
+    try:
+        env = eval_env(tmp_path, w, shop.port, sg.port)
+        train = _slime_train_stub()
+        cfg, args = _plugin_args(env, w, sg.port, STEPS_PER_ROUND=2, REWARD="strict")
+        with pytest.raises(ToolkitError) as err:
+            in_job_eval.evaluate(args, 2, data_source=None, evaluation=True)
+        assert "after rollout 2, which ends no round (STEPS_PER_ROUND=2)" in err.value.what
+        assert err.value.where == "--eval-interval" and "--skip-eval-before-train" in err.value.fix
+        out = in_job_eval.evaluate(args, 3, data_source=None, evaluation=True)
+        logged = train.eval_log(3, args, out.data, out.metrics)
+        assert slots(shop)["taken"] == []
+    finally:
+        stop(shop)
+    mine, theirs = round_dir(tmp_path, 1) / "val", reference["rd"] / "val"
+    assert outcomes(read_episodes(mine / "episodes.jsonl")) == outcomes(read_episodes(theirs / "episodes.jsonl"))
+    got, want = (json.loads((d / "summary.json").read_text()) for d in (mine, theirs))
+    assert (got.pop("label"), got.pop("round")) == ("round-001", 1)
+    want.pop("label"), want.pop("round")
+    assert got == want
+    played = {r["id"]: r for r in read_episodes(mine / "episodes.jsonl")}
+    scored = [played[f"val-{t['task_id']}"] for t in w.tasks if played[f"val-{t['task_id']}"]["termination"] != "infra_error"]
+    assert out.data == {"shopsim_val": {"rewards": [float(r["strict"]) for r in scored]}}  # in the val tasks' order
+    assert logged["eval/shopsim_val"] == pytest.approx(sum(r["strict"] for r in scored) / len(scored))
+    assert logged["eval/shopsim_val/success"] == got["success"]["rate"] and logged["eval/step"] == 3
 
 
 def test_context_budget_ends_episodes_without_an_infra_error(world, reference, tmp_path):

@@ -92,7 +92,8 @@ assert tr.prompt_len > 0 and isinstance(pad, int)
 settings.write_plugin_yaml(out + "/slime.yaml", round=0, round_dir=out, bank_path="", tasks_path=out + "/t.jsonl",
     shopsim_url="http://127.0.0.1:1", shopsim_slots=4, shopsim_episode_concurrency=2, max_turns=3,
     rollout_max_context_len=4096, rollout_max_response_len=256, reward="strict", retry_trains=0,
-    skill_token_budget=64, draw_limit_factor=4, tokenizer_path=tok)
+    skill_token_budget=64, draw_limit_factor=4, tokenizer_path=tok, steps_per_round=2, shopsim_start_timeout=30.0,
+    eval_concurrency=2, eval_episode_retries=1, eval_max_infra_share=0.05)
 assert validation_errors({"id": "x"}, "spool")  # jsonschema ran and found the violations
 
 async def clients():

@@ -1,4 +1,4 @@
-"""slime's real train.py in rollout-only mode on the plan's argv, run twice for the whole lane (issue 42).
+"""slime's real train.py in rollout-only mode on the plan's argv, run three times for the whole lane (issues 42, 44).
 
 `--debug-rollout-only` (slime/utils/arguments.py:1919-1931 at 624b824; the Megatron actor returns
 from init at once, backends/megatron_utils/actor.py:67) with two external stand-in engines
@@ -15,6 +15,9 @@ lane's own with fake GPUs.
    only when it holds Megatron's tracker (arguments.py:1817-1831; otherwise --load becomes
    --ref-load and the data source starts at the first task again); rollout-only mode never saves
    Megatron (actor.py:572-573), so the tracker a real save writes last is written here in its place.
+3. The rollout that ends round 1 (STEPS_PER_ROUND=2: rollout FIRST + RESUMED), resumed the
+   same way, without --save-debug-rollout-data and with the one-job mode's eval flags: slime's
+   train.py calls the toolkit's eval hook (rollout/in_job_eval.py) after it (train.py:90-91).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 
 from plan import plan_argv
 
+from pyhelpers.rollout import flags as plugin
 from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RunLayout, from_config
 
@@ -54,13 +58,23 @@ class Job:
     argv: list[str]       # the first invocation's train.py argv (the plan's, plus rollout-only flags)
     first: Run
     resumed: Run | None   # None when the first invocation failed
+    evaluated: Run | None  # the rollout that ends round 1, with the in-job eval hook; None when an earlier one failed
     debug: str            # --save-debug-rollout-data's template
     engines: list
     tmp: Path
 
     @property
     def rollouts(self) -> int:
-        return FIRST + RESUMED
+        return FIRST + RESUMED + 1
+
+
+def in_job_eval_flags(cfg) -> list[str]:
+    """What the one-job mode adds for its eval hook (docs/one-job-mode.md): evaluate at each round's last
+    rollout, not before training; slime wants eval data named (arguments.py:1840-1841), which the
+    hook does not read. No --save-debug-rollout-data: slime would save the evaluation's samples."""
+    return ["--eval-interval", str(cfg.STEPS_PER_ROUND), "--skip-eval-before-train",
+            "--eval-prompt-data", "shopsim_val", str(cfg.VAL_TASKS),
+            "--eval-function-path", plugin.EVAL_FUNCTION]
 
 
 def _start_group(argv: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -137,11 +151,11 @@ def run(tmp: Path):
         procs.append(ray)
         _wait_for_line(ray, tmp / "ray-head.log", r"Ray runtime started")
         debug = str(tmp / "debug" / "rollout_{rollout_id}.pt")
-        argv = [*argv, "--debug-rollout-only", "--rollout-external-engine-addrs", *[e.url for e in engines],
-                "--num-rollout", str(FIRST), "--save-debug-rollout-data", debug]
+        base = [*argv, "--debug-rollout-only", "--rollout-external-engine-addrs", *[e.url for e in engines]]
+        argv = [*base, "--num-rollout", str(FIRST), "--save-debug-rollout-data", debug]
         env["RAY_ADDRESS"] = f"127.0.0.1:{cfg.RAY_PORT}"
         first = _train(argv, env, tmp / "train.log", procs)
-        resumed = None
+        resumed = evaluated = None
         if first.rc == 0:
             # Megatron's tracker names the last saved iteration (its save writes it last); slime's
             # parse_args only reads that it exists (arguments.py:1817-1820).
@@ -149,7 +163,11 @@ def run(tmp: Path):
             (lay.megatron / checkpoints.TRACKER).write_text(f"{FIRST}\n")
             resumed = _train([*argv, "--start-rollout-id", str(FIRST), "--num-rollout", str(FIRST + RESUMED)],
                              env, tmp / "train-resumed.log", procs)
-        yield Job(cfg, lay, argv, first, resumed, debug, engines, tmp)
+        if resumed is not None and resumed.rc == 0:
+            (lay.megatron / checkpoints.TRACKER).write_text(f"{FIRST + RESUMED}\n")
+            evaluated = _train([*base, "--start-rollout-id", str(FIRST + RESUMED), "--num-rollout", str(FIRST + RESUMED + 1),
+                                *in_job_eval_flags(cfg)], env, tmp / "train-evaluated.log", procs)
+        yield Job(cfg, lay, argv, first, resumed, evaluated, debug, engines, tmp)
     finally:
         for p in reversed(procs):
             _stop_group(p)

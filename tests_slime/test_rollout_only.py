@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rollout_job import ENGINES, FIRST, Job
 
+from pyhelpers.rollout import flags as plugin
 from pyhelpers.run import checkpoints
 
 
@@ -47,7 +48,7 @@ def _wandb_history(run_dir: Path) -> list[dict]:
 
 def test_slime_logged_the_plugins_metrics_to_wandb(job: Job):
     lay = job.lay
-    assert job.first.rc == 0 and job.resumed.rc == 0
+    assert job.first.rc == 0 and job.resumed.rc == 0 and job.evaluated.rc == 0
     logged = {int(i["rollout/step"]): i["rollout/shopsim/success_rate"] for i in _wandb_history(lay.run_dir)
               if "rollout/shopsim/success_rate" in i}
     written = {m["rollout_id"]: m["metrics"]["rollout/shopsim/success_rate"]
@@ -55,11 +56,33 @@ def test_slime_logged_the_plugins_metrics_to_wandb(job: Job):
     assert logged == written and len(logged) == job.rollouts
 
 
+def test_slimes_train_py_calls_the_in_job_eval_hook_after_a_rounds_last_rollout(job: Job):
+    """Issue 44: with the one-job mode's eval flags (rollout_job.in_job_eval_flags), slime's train.py calls
+    the toolkit's eval function after rollout 3, round 1's last (train.py:90-91, should_run_periodic_action),
+    through RolloutManager.eval (ray/rollout.py:513-526): round 1's bare val is played on the job's
+    engines into rounds/round-001/val/ as the evaluate stage writes it, and slime logs the rewards it
+    returned (rollout_metrics.py:223-253), in its log and in W&B on eval/step."""
+    from pyhelpers.tasks.files import load_tasks
+
+    ev = job.evaluated
+    assert ev is not None and ev.rc == 0, f"the evaluating train.py exited {ev and ev.rc}:\n{ev and ev.log[-6000:]}"
+    assert f"import {plugin.EVAL_FUNCTION} as eval_generate_rollout function" in ev.log, ev.log[-3000:]
+    summary = json.loads((job.lay.val_dir(1) / "summary.json").read_text())
+    tasks = load_tasks(job.cfg.VAL_TASKS, split="val")
+    assert (summary["label"], summary["round"], summary["episodes"]) == ("round-001", 1, len(tasks)), summary
+    said = re.findall(r"eval (\d+): \{.*'eval/shopsim_val': ([\d.]+)", ev.log)
+    assert [int(r) for r, _ in said] == [FIRST + 1], said  # once, after rollout 3 only
+    logged = [i for i in _wandb_history(job.lay.run_dir) if "eval/shopsim_val" in i]
+    assert len(logged) == 1 and int(logged[0]["eval/step"]) == FIRST + 1, logged
+    assert logged[0]["eval/shopsim_val/success"] == summary["success"]["rate"], logged
+    assert float(said[0][1]) == logged[0]["eval/shopsim_val"]
+
+
 def test_no_404_or_retry_storm_in_the_logs(job: Job):
     """slime's control calls (server_info, abort, loads, flush) each found their endpoint on the
     stand-in engines: a 404 or slime's abort retries (server_control.py:32-52) would show here."""
-    assert job.first.rc == 0 and job.resumed.rc == 0
-    log = job.first.log + job.resumed.log
+    assert job.first.rc == 0 and job.resumed.rc == 0 and job.evaluated.rc == 0
+    log = job.first.log + job.resumed.log + job.evaluated.log
     for name, text in [("train.log", log), *((e.url, e.stderr()) for e in job.engines)]:
         assert not re.search(r"\b404\b", text), f"{name}: a 404"
     # slime asks each engine once per rollout; a missing endpoint makes it try again and again

@@ -27,7 +27,7 @@ def test_slimes_parse_args_takes_the_plans_argv(tmp_path, monkeypatch, sm80, nno
 
 
 @pytest.mark.parametrize("path", [plugin.ROLLOUT_FUNCTION, plugin.GENERATE_FUNCTION, plugin.DYNAMIC_FILTER,
-                                  plugin.REWARD_POST_PROCESS])
+                                  plugin.REWARD_POST_PROCESS, plugin.EVAL_FUNCTION])
 def test_slimes_load_function_finds_every_plugin_path(path):
     from slime.utils.misc import load_function
 

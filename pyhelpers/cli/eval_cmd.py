@@ -9,7 +9,7 @@ import click
 from pyhelpers.config import load
 from pyhelpers.config.load import Config
 from pyhelpers.evaluate.settings import EvalSettings
-from pyhelpers.run.layout import RoundFiles
+from pyhelpers.run.layout import RoundFiles, round_name
 
 
 def _common(f):
@@ -65,7 +65,7 @@ def val_cmd(round_dir, out_dir, resume, use_wandb, model_dir, server, shopsim, t
         raise click.UsageError("give --round-dir or --out-dir")
     cfg = load.load()
     round_no = RoundFiles(round_dir.resolve()).number if round_dir else None
-    label = f"round-{round_no:03d}" if round_no is not None else ("baseline" if out_dir else round_dir.name)
+    label = round_name(round_no) if round_no is not None else ("baseline" if out_dir else round_dir.name)
     out = out_dir or RoundFiles(round_dir).val_dir
     settings = _settings(cfg, model_dir, server=server, shopsim=shopsim)
     builder = val.load_builder(settings.tokenizer_dir)

@@ -928,6 +928,7 @@ class PluginKnobs:
     PluginSettings (rollout/settings.py) inherits, each the YAML key shopsimrl_<field>. No default:
     the driver writes every one from the resolved Config."""
 
+    steps_per_round: int  # STEPS_PER_ROUND
     draw_limit_factor: int  # DRAW_LIMIT_FACTOR
     rollout_max_context_len: int  # ROLLOUT_MAX_CONTEXT_LEN
     rollout_max_response_len: int  # ROLLOUT_MAX_RESPONSE_LEN
@@ -937,17 +938,21 @@ class PluginKnobs:
     skill_token_budget: int  # SKILL_TOKEN_BUDGET
     shopsim_slots: int  # SHOPSIM_SLOTS
     shopsim_episode_concurrency: int  # SHOPSIM_EPISODE_CONCURRENCY
+    shopsim_start_timeout: float  # SHOPSIM_START_TIMEOUT
+    eval_concurrency: int  # EVAL_CONCURRENCY
+    eval_episode_retries: int  # EVAL_EPISODE_RETRIES
+    eval_max_infra_share: float  # EVAL_MAX_INFRA_SHARE
 
 
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (declarations.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = '9d837df4df760c3998011f359f55242f976784e045cc018c39f2fe1454a3616a'
+SOURCE_SHA256 = 'cd9261fffb0feac5d4402265a7e9e16681241f987a4c13a88121c8aa9bb76441'
 # (name, default, doc, section, the type of the `#:` line or None, its facts, the menu's brief)
 DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty', ('bash', 'fixed'), 'Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>.'),
     ('ROUNDS', '5', 'Outer rounds of one run (M8). Each round = STEPS_PER_ROUND RL steps, then val, gate, inject.', 'Run', 'int >= 1', ('bash',), 'Outer rounds of one run (M8). Each round = STEPS_PER_ROUND RL steps, then val, gate, inject.'),
-    ('STEPS_PER_ROUND', '20', "slime RL steps (rollouts) per round (M9). Also slime's --save-interval.", 'Run', 'int >= 1', ('bash', 'fixed'), "slime RL steps (rollouts) per round (M9). Also slime's --save-interval."),
+    ('STEPS_PER_ROUND', '20', "slime RL steps (rollouts) per round (M9). Also slime's --save-interval.", 'Run', 'int >= 1', ('bash', 'fixed', 'plugin'), "slime RL steps (rollouts) per round (M9). Also slime's --save-interval."),
     ('RUNS_DIR', 'runs', 'Run-state directory (relative paths are relative to the project). Must not be on SYSTEM_DISK.', 'Run', 'path', ('machine',), 'Run-state directory (relative paths are relative to the project). Must not be on SYSTEM_DISK.'),
     ('NUM_GPUS', '4', 'GPUs the run uses: the first NUM_GPUS ids (CUDA_VISIBLE_DEVICES=0..NUM_GPUS-1) (M1).', 'GPUs and parallelism', 'int >= 1', (), 'GPUs the run uses: the first NUM_GPUS ids (CUDA_VISIBLE_DEVICES=0..NUM_GPUS-1) (M1).'),
     ('TP_SIZE', '2', 'Megatron tensor-parallel size for training; NUM_GPUS must be divisible by it (M7, M15).', 'GPUs and parallelism', 'int >= 1', ('fixed',), 'Megatron tensor-parallel size for training; NUM_GPUS must be divisible by it (M7, M15).'),
@@ -972,16 +977,16 @@ DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...
     ('SHOPSIM_SLOTS', '48', "Environment slots in the simulator's pool (SHOPSIM_ENV_MAX_NUM).", 'ShopSimulator (M6)', 'int >= 1', ('plugin',), "Environment slots in the simulator's pool (SHOPSIM_ENV_MAX_NUM)."),
     ('SHOPSIM_EPISODE_CONCURRENCY', '32', 'Training episodes in flight; the spare slots (SHOPSIM_SLOTS minus this) serve full-skill retries.', 'ShopSimulator (M6)', 'int >= 1', ('plugin',), 'Training episodes in flight; the spare slots (SHOPSIM_SLOTS minus this) serve full-skill retries.'),
     ('SHOPSIM_SEED', '20260101', "Fixed seed of prices and price limits: upstream re-randomises them at each start and draws each slot's own in turn; the launcher gives every slot the same world from this seed, so rounds and tasks stay comparable.", 'ShopSimulator (M6)', 'int [0, 4294967295]', ('fixed',), "Fixed seed of prices and price limits: upstream re-randomises them at each start and draws each slot's own in turn; the launcher gives every slot the same world from this seed, so rounds and tasks stay comparable."),
-    ('SHOPSIM_START_TIMEOUT', '900', 'Seconds to wait for the simulator to answer its no-slot probe after start (it builds every env first).', 'ShopSimulator (M6)', 'float > 0', (), 'Seconds to wait for the simulator to answer its no-slot probe after start (it builds every env first).'),
+    ('SHOPSIM_START_TIMEOUT', '900', 'Seconds to wait for the simulator to answer its no-slot probe after start (it builds every env first).', 'ShopSimulator (M6)', 'float > 0', ('plugin',), 'Seconds to wait for the simulator to answer its no-slot probe after start (it builds every env first).'),
     ('SHOPSIM_MAX_RESTARTS', '3', 'Restarts of a simulator that dies during a round before the round fails.', 'ShopSimulator (M6)', 'int >= 0', (), 'Restarts of a simulator that dies during a round before the round fails.'),
     ('SHOPSIM_RESET_RETRIES', '5', 'Times a reset waits for a free slot before answering "no slot" (pack_api\'s MAX_RETRIES).', 'ShopSimulator (M6)', 'int >= 0', (), 'Times a reset waits for a free slot before answering "no slot" (pack_api\'s MAX_RETRIES).'),
     ('SHOPSIM_RESET_DELAY', '5.0', "Seconds between those waits (pack_api's RETRY_DELAY_SECONDS); eval and training clients wait retries x delay + 30 s for a reset (training at least 90 s).", 'ShopSimulator (M6)', 'float >= 0', (), "Seconds between those waits (pack_api's RETRY_DELAY_SECONDS); eval and training clients wait retries x delay + 30 s for a reset (training at least 90 s)."),
-    ('EVAL_CONCURRENCY', '32', 'Episodes in flight during val and gate.', 'Evaluation (M9, M13)', 'int >= 1', (), 'Episodes in flight during val and gate.'),
+    ('EVAL_CONCURRENCY', '32', 'Episodes in flight during val and gate.', 'Evaluation (M9, M13)', 'int >= 1', ('plugin',), 'Episodes in flight during val and gate.'),
     ('EVAL_PORT', '30000', 'Port of the SGLang eval server (TP=1, DP=NUM_GPUS), bound to 127.0.0.1.', 'Evaluation (M9, M13)', 'int [1024, 65535]', ('machine',), 'Port of the SGLang eval server (TP=1, DP=NUM_GPUS), bound to 127.0.0.1.'),
     ('SGLANG_START_TIMEOUT', '900', "Seconds to wait for the eval server's /health after start.", 'Evaluation (M9, M13)', 'float > 0', (), "Seconds to wait for the eval server's /health after start."),
     ('BASELINE_VAL', '0', "1 = run the base model's bare val before round 0, as the baseline for later rounds.", 'Evaluation (M9, M13)', 'flag 0|1', (), "1 = run the base model's bare val before round 0, as the baseline for later rounds."),
-    ('EVAL_EPISODE_RETRIES', '3', 'Infra-error retries of one eval episode (ShopSimulator or server failures, never policy failures).', 'Evaluation (M9, M13)', 'int >= 0', (), 'Infra-error retries of one eval episode (ShopSimulator or server failures, never policy failures).'),
-    ('EVAL_MAX_INFRA_SHARE', '0.05', "Largest share of a val/gate run's episodes that may end in infra errors (after retries); above it no summary is written and the stage fails (rerun with --resume: those episodes are played again).", 'Evaluation (M9, M13)', 'float [0, 1]', (), "Largest share of a val/gate run's episodes that may end in infra errors (after retries); above it no summary is written and the stage fails (rerun with --resume: those episodes are played again)."),
+    ('EVAL_EPISODE_RETRIES', '3', 'Infra-error retries of one eval episode (ShopSimulator or server failures, never policy failures).', 'Evaluation (M9, M13)', 'int >= 0', ('plugin',), 'Infra-error retries of one eval episode (ShopSimulator or server failures, never policy failures).'),
+    ('EVAL_MAX_INFRA_SHARE', '0.05', "Largest share of a val/gate run's episodes that may end in infra errors (after retries); above it no summary is written and the stage fails (rerun with --resume: those episodes are played again).", 'Evaluation (M9, M13)', 'float [0, 1]', ('plugin',), "Largest share of a val/gate run's episodes that may end in infra errors (after retries); above it no summary is written and the stage fails (rerun with --resume: those episodes are played again)."),
     ('GATE_PAIRS', '256', 'Foldover pairs (mask + complement) played per round. 256 detects about +-12 points at 80% power with 8 skills (docs/gate.md budget table); 64 detects only about +-25.', 'Gate (skillbank.md)', 'int >= 1', (), 'Foldover pairs (mask + complement) played per round. 256 detects about +-12 points at 80% power with 8 skills (docs/gate.md budget table); 64 detects only about +-25.'),
     ('GATE_ARM_EPISODES', '32', 'Episodes in each of the all-off and all-on arms (the additivity check).', 'Gate (skillbank.md)', 'int >= 0', (), 'Episodes in each of the all-off and all-on arms (the additivity check).'),
     ('GATE_SEED', '1234', 'Seed of the random masks (recorded in the gate summary).', 'Gate (skillbank.md)', 'int [0, 4294967295]', ('fixed',), 'Seed of the random masks (recorded in the gate summary).'),

@@ -81,6 +81,20 @@ class EvalSettings:
             shopsim_ready_s=cfg.SHOPSIM_START_TIMEOUT,
         ).check()
 
+    @classmethod
+    def from_plugin(cls, s, *, server_url: str) -> EvalSettings:
+        """The same knobs as the rollout plugin's settings carry them (rollout/settings.py
+        PluginSettings, read from slime.yaml inside slime's RolloutManager): the one-job mode's eval
+        hook plays val on the job's own engines behind `server_url`, slime's router."""
+        return cls(
+            shopsim_url=s.shopsim_url, server_url=server_url, tokenizer_dir=s.tokenizer_path,
+            concurrency=s.eval_concurrency, slots=s.shopsim_slots, max_turns=s.max_turns,
+            max_context_len=s.rollout_max_context_len, max_response_len=s.rollout_max_response_len,
+            skill_token_budget=s.skill_token_budget, episode_retries=s.eval_episode_retries,
+            max_infra_share=s.eval_max_infra_share, reset_timeout_s=s.shopsim_reset_timeout_s,
+            shopsim_ready_s=s.shopsim_start_timeout,
+        ).check()
+
     def public(self) -> dict:
         """What summaries record about how the episodes were played (no URLs, no paths)."""
         return {"max_turns": self.max_turns, "max_context_len": self.max_context_len,

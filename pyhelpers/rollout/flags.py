@@ -33,6 +33,8 @@ ROLLOUT_FUNCTION = "pyhelpers.rollout.rollout.generate_rollout"
 GENERATE_FUNCTION = "pyhelpers.rollout.generate.generate"
 DYNAMIC_FILTER = "pyhelpers.rollout.groups.keep_group"
 REWARD_POST_PROCESS = "pyhelpers.rollout.groups.normalized_rewards"
+# The one-job mode's eval hook (docs/one-job-mode.md; not on today's command line: no job evaluates)
+EVAL_FUNCTION = "pyhelpers.rollout.in_job_eval.evaluate"
 INPUT_KEY = "messages"  # pyhelpers.tasks.files.SLIME_PROMPT_KEY (this module imports nothing)
 LABEL_KEY = "task_id"
 

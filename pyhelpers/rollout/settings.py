@@ -42,6 +42,8 @@ class PluginSettings(PluginKnobs):
     # NNODES > 1: shopsim_url is the head's gate, which wants the token in this file (a path, never the
     # token: shopsim/gate.py); "" = the simulator on this node's loopback, no token (NNODES=1).
     shopsim_token_path: str = ""
+    # VAL_TASKS, for the one-job mode's eval hook (rollout/in_job_eval.py); "" = none given
+    val_tasks_path: str = ""
     # Not knobs (defaults fit the real stack; tests shorten them):
     shopsim_timeout_s: float = 60.0    # one interact/release request
     shopsim_reset_timeout_s: float = 90.0  # one reset (> pack_api's own 5 x 5 s wait for a slot)
@@ -194,6 +196,7 @@ def plugin_values(cfg: Any, layout: Any, r: int) -> dict[str, Any]:
         "round_dir": str(layout.round_dir(r)),
         "bank_path": str(bank) if bank.exists() else "",
         "tasks_path": str(cfg.TRAIN_TASKS),
+        "val_tasks_path": str(cfg.VAL_TASKS),
         "shopsim_url": f"http://{cfg.SHOPSIM_HOST}:{cfg.SHOPSIM_PORT}",
         **(_through_the_gate(cfg, layout) if cfg.multinode else {}),
         **{f.name: _yaml_value(getattr(cfg, f.name.upper())) for f in fields(PluginKnobs)},

@@ -5,7 +5,8 @@ are imported only when called, so `pyhelpers.rollout.*` imports without slime (t
 stand-in tests/fakes/slime_stub on sys.path; the flag and settings modules need nothing).
 What is used, read from slime v0.3.1 (624b824):
 - slime.utils.types.Sample and Sample.Status (PENDING, COMPLETED, TRUNCATED, ABORTED, FAILED);
-- slime.rollout.base_types.RolloutFnTrainOutput(samples, metrics);
+- slime.rollout.base_types.RolloutFnTrainOutput(samples, metrics) and RolloutFnEvalOutput(data,
+  metrics) (what an eval function returns: base_types.py:14-16);
 - slime.rollout.sglang_rollout.generate_rollout (the default loop we wrap) and GenerateState
   (a singleton; `.aborted` turns True when the step has enough groups and aborts the rest);
 - slime.rollout.sample_hooks._current_rollout_id (the step id RolloutManager.generate sets);
@@ -67,3 +68,9 @@ def current_rollout_id() -> int | None:
     mod = sys.modules.get("slime.rollout.sample_hooks")
     value = getattr(mod, "_current_rollout_id", None) if mod is not None else None
     return int(value) if value is not None else None
+
+
+def eval_output(data: dict, metrics: dict) -> Any:
+    from slime.rollout.base_types import RolloutFnEvalOutput  # optional: slime exists only inside the job
+
+    return RolloutFnEvalOutput(data=data, metrics=metrics)

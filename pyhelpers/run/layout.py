@@ -67,6 +67,11 @@ def ray_sessions(run_dir: Path) -> Path:
     return Path(run_dir) / "ray" / "sessions"
 
 
+def round_name(r: int) -> str:
+    """A round's directory name under rounds/."""
+    return f"round-{r:03d}"
+
+
 @dataclass(frozen=True)
 class RoundFiles:
     """One round's directory, rounds/round-NNN/, for code that holds only that directory: the
@@ -79,6 +84,11 @@ class RoundFiles:
         """The round number in the directory's name (round-NNN), None for another name."""
         m = re.fullmatch(r"round-([0-9]+)", self.dir.name)
         return int(m.group(1)) if m else None
+
+    def of_round(self, r: int) -> RoundFiles:
+        """Round r of the same run: its directory beside this one (the one-job mode's eval hook holds
+        the run's first round's directory and plays round r's evaluation)."""
+        return RoundFiles(self.dir.parent / round_name(r))
 
     @property
     def bank(self) -> Path:
@@ -201,7 +211,7 @@ class RunLayout:
         return self.run_dir / "MIGRATING"
 
     def round_dir(self, r: int) -> Path:
-        return self.run_dir / "rounds" / f"round-{r:03d}"
+        return self.run_dir / "rounds" / round_name(r)
 
     def round(self, r: int) -> RoundFiles:
         return RoundFiles(self.round_dir(r))

@@ -1,0 +1,92 @@
+"""slime's eval hook for the one-job mode (docs/one-job-mode.md): `--eval-function-path
+pyhelpers.rollout.in_job_eval.evaluate` with `--eval-interval STEPS_PER_ROUND` and
+`--skip-eval-before-train`.
+
+slime's RolloutManager calls it once a round's last rollout is trained, saved and its weights are
+synced to the job's engines (slime 624b824 train.py:71-91; ray/rollout.py:513-526, through
+rollout/base_types.py call_rollout_fn(..., evaluation=True)). It plays round r's bare val
+(r = rollout_id // STEPS_PER_ROUND) through the toolkit's own eval code -- the evaluate stage's --
+against slime's router, that is on the job's engines holding the round's weights, into
+rounds/round-NNN/val/ exactly as the evaluate stage writes it (resumable per episode: a val a killed
+job began goes on where it stopped, nothing played twice). It returns the scored episodes' rewards
+(REWARD's measure) for slime to log as eval/shopsim_val -- slime divides by their count
+(observability/rollout_metrics.py:232), so the list is never empty -- and the summary's figures
+beside them.
+
+Not built yet (docs/one-job-mode.md): the gate after val (it waits for the round's compiled.json),
+a simulator reached through the head's gate (NNODES > 1: refused), and the driver that runs one
+job for all rounds; nothing in `make train` names this function yet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pyhelpers.errors import ToolkitError
+from pyhelpers.rollout import runtime, settings, slime_compat
+from pyhelpers.run.layout import RoundFiles
+
+KEY = "shopsim_val"  # slime logs eval/<KEY>; also the name in --eval-prompt-data (slime's check only)
+# a val record's field for each REWARD (evaluate/episode.py: "reward" is the loose score)
+RECORD_FIELD = {"strict": "strict", "loose": "reward", "success": "success"}
+
+
+def evaluate(args: Any, rollout_id: int, data_source: Any, evaluation: bool = True) -> Any:
+    if not evaluation:
+        raise ToolkitError("in_job_eval.evaluate is slime's eval function, called here for a training rollout",
+                           "--rollout-function-path", "name pyhelpers.rollout.rollout.generate_rollout there and "
+                           "this one in --eval-function-path")
+    if getattr(args, "save_debug_rollout_data", None):
+        # slime saves an evaluation's samples (observability/rollout_data_utils.py:148-149: data[key]["samples"]),
+        # which this function does not make: slime would fail after the whole val was played
+        raise ToolkitError("slime's --save-debug-rollout-data saves an evaluation's samples, which the in-job val "
+                           "does not return", "--save-debug-rollout-data", "drop it from the job's flags")
+    s = settings.from_args(args)
+    r = round_of(s, int(rollout_id))
+    files = RoundFiles(Path(s.round_dir)).of_round(r)
+    summary, records = _play_val(s, args, files, r)
+    rewards = [float(rec[RECORD_FIELD[s.reward]]) for rec in records if rec["termination"] != "infra_error"]
+    if not rewards:  # slime would divide by zero at the round boundary and end the job
+        raise ToolkitError(f"round {r}'s val scored no episode", str(files.val_dir / "episodes.jsonl"),
+                           "check ShopSimulator and the job's engines, then resume")
+    return slime_compat.eval_output({KEY: {"rewards": rewards}}, metrics=figures(summary))
+
+
+def round_of(s: settings.PluginSettings, rollout_id: int) -> int:
+    """The round whose last rollout `rollout_id` is; refused for any other rollout (slime evaluates
+    wherever --eval-interval says, and before rollout 0 unless --skip-eval-before-train)."""
+    n = s.steps_per_round
+    if (rollout_id + 1) % n:
+        raise ToolkitError(f"slime asked for an evaluation after rollout {rollout_id}, which ends no round "
+                           f"(STEPS_PER_ROUND={n})", "--eval-interval",
+                           f"pass --eval-interval {n} and --skip-eval-before-train (`make plan` shows the job's flags)")
+    return rollout_id // n
+
+
+def _play_val(s: settings.PluginSettings, args: Any, files: RoundFiles, r: int) -> tuple[dict, list[dict]]:
+    # local: httpx, the tokenizer and the eval code, only in the process that evaluates
+    from pyhelpers.evaluate import builders, val
+    from pyhelpers.evaluate.settings import EvalSettings
+    from pyhelpers.tasks.files import load_tasks
+
+    if s.shopsim_token_path:
+        raise ToolkitError("the in-job evaluation cannot reach ShopSimulator through the head's gate yet", "NNODES",
+                           "run a multi-node job in today's order (a job per round)")
+    if not s.val_tasks_path:
+        raise ToolkitError("no val task file for the in-job evaluation", f"{settings.PREFIX}val_tasks_path",
+                           "the driver writes it from VAL_TASKS (write_plugin_yaml)")
+    tokenizer = s.tokenizer_path or str(getattr(args, "hf_checkpoint", "") or "")
+    es = EvalSettings.from_plugin(s, server_url=runtime.router_url(args))
+    path = Path(s.val_tasks_path)
+    tasks = load_tasks(path, split="val")
+    summary, result = val.run_val(es, builders.builder_for(tokenizer), tasks, out_dir=files.val_dir, resume=True,
+                                  label=files.dir.name, round_no=r, tasks_info=val.tasks_meta(path, tasks))
+    return summary, [result.records[spec.id] for spec in val.val_specs(tasks)]
+
+
+def figures(summary: dict) -> dict[str, float]:
+    """The val summary's figures slime logs beside eval/shopsim_val (none that is undefined)."""
+    out = {"success": summary["success"]["rate"], "strict": summary["strict"]["mean"],
+           "loose": summary["loose"]["mean"], "scored": summary["n"], "infra_errors": summary["infra_errors"]}
+    return {f"eval/{KEY}/{k}": v for k, v in out.items() if v is not None}
