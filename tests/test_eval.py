@@ -250,12 +250,15 @@ def _plugin_args(env: dict, w, router_port: int, **knobs):
                           global_batch_size=1, wandb_always_use_train_step=False)
 
 
-def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_hands_slime_its_rewards(world, reference, tmp_path):
+def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_gate_and_hands_slime_its_rewards(world, reference,
+                                                                                                    tmp_path):
     """The one-job mode's eval function (rollout/in_job_eval.py), called as slime's RolloutManager calls
     it after round 1's last rollout (STEPS_PER_ROUND=2: rollout 3), plays round 1's bare val on the
-    job's engines (here the same stand-in server the CLI played on) into round-001/val/: the same
-    episodes and summary as `pyhelpers eval val`; slime logs the scored episodes' mean reward. A
-    rollout that ends no round is refused, naming --eval-interval."""
+    job's engines (here the same stand-in server the CLI played on) into round-001/val/, then the gate
+    of the round's compiled.json into round-001/gate/: the same episodes, summaries and decisions as
+    `pyhelpers eval val` and `eval gate`; slime logs the scored episodes' mean reward and the gate's
+    decisions. A rollout that ends no round is refused, naming --eval-interval; a round whose compiled
+    bank does not come within ANALYST_DRAIN_TIMEOUT after its val fails naming it, its val kept."""
     from pyhelpers.errors import ToolkitError
     from pyhelpers.rollout import in_job_eval
 
@@ -269,11 +272,18 @@ def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_hands_slime_its
             in_job_eval.evaluate(args, 2, data_source=None, evaluation=True)
         assert "after rollout 2, which ends no round (STEPS_PER_ROUND=2)" in err.value.what
         assert err.value.where == "--eval-interval" and "--skip-eval-before-train" in err.value.fix
+        round_dir(tmp_path, 1).mkdir(parents=True)
+        write_bank(round_dir(tmp_path, 1) / "compiled.json", w.bank)  # what compile wrote on the driver
         out = in_job_eval.evaluate(args, 3, data_source=None, evaluation=True)
         logged = train.eval_log(3, args, out.data, out.metrics)
         assert slots(shop)["taken"] == []
+        _, late = _plugin_args(env, w, sg.port, STEPS_PER_ROUND=2, ANALYST_DRAIN_TIMEOUT=0.5)
+        with pytest.raises(ToolkitError) as err:  # round 2: no compiled.json comes
+            in_job_eval.evaluate(late, 5, data_source=None, evaluation=True)
     finally:
         stop(shop)
+    assert "no compiled bank 0.5 s (ANALYST_DRAIN_TIMEOUT) after the round's val" in err.value.what
+    assert (round_dir(tmp_path, 2) / "val" / "summary.json").is_file()
     mine, theirs = round_dir(tmp_path, 1) / "val", reference["rd"] / "val"
     assert outcomes(read_episodes(mine / "episodes.jsonl")) == outcomes(read_episodes(theirs / "episodes.jsonl"))
     got, want = (json.loads((d / "summary.json").read_text()) for d in (mine, theirs))
@@ -285,6 +295,13 @@ def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_hands_slime_its
     assert out.data == {"shopsim_val": {"rewards": [float(r["strict"]) for r in scored]}}  # in the val tasks' order
     assert logged["eval/shopsim_val"] == pytest.approx(sum(r["strict"] for r in scored) / len(scored))
     assert logged["eval/shopsim_val/success"] == got["success"]["rate"] and logged["eval/step"] == 3
+    mine, theirs = round_dir(tmp_path, 1) / "gate", reference["rd"] / "gate"
+    assert outcomes(read_episodes(mine / "episodes.jsonl")) == outcomes(read_episodes(theirs / "episodes.jsonl"))
+    for name in ("decisions.json", "summary.json"):
+        assert json.loads((mine / name).read_text()) == json.loads((theirs / name).read_text()), name
+    decided = json.loads((mine / "decisions.json").read_text())["decisions"]
+    assert logged["eval/shopsim_gate/tested"] == len(decided) == 2
+    assert sum(v for k, v in logged.items() if k.startswith("eval/shopsim_gate/") and k != "eval/shopsim_gate/tested") == 2
 
 
 def test_context_budget_ends_episodes_without_an_infra_error(world, reference, tmp_path):

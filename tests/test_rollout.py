@@ -9,7 +9,7 @@ import json
 
 import pytest
 from fakes.shop_fixture import write_shop_fixture
-from support.rollout_stack import Stack, assert_aligned, sampling_params, use_slime_stub
+from support.rollout_stack import EVAL_KNOBS, Stack, assert_aligned, sampling_params, use_slime_stub
 from support.skillbank import bank_of
 from support.tokenizer import build_tokenizer
 
@@ -90,8 +90,7 @@ def test_settings_yaml_round_trip_and_refusals(tmp_path):
     good = dict(round=2, round_dir=str(tmp_path), bank_path="", tasks_path="t.jsonl", shopsim_url="http://x:1",
                 shopsim_slots=48, shopsim_episode_concurrency=32, max_turns=20, rollout_max_context_len=24576,
                 rollout_max_response_len=4096, reward="strict", retry_trains=0, skill_token_budget=1024,
-                draw_limit_factor=4, steps_per_round=20, shopsim_start_timeout=900.0, eval_concurrency=32,
-                eval_episode_retries=3, eval_max_infra_share=0.05)
+                draw_limit_factor=4, **EVAL_KNOBS)
     s = settings.write_plugin_yaml(tmp_path / "slime.yaml", **good)
     assert s.spare_slots == 16
     import yaml

@@ -93,7 +93,9 @@ settings.write_plugin_yaml(out + "/slime.yaml", round=0, round_dir=out, bank_pat
     shopsim_url="http://127.0.0.1:1", shopsim_slots=4, shopsim_episode_concurrency=2, max_turns=3,
     rollout_max_context_len=4096, rollout_max_response_len=256, reward="strict", retry_trains=0,
     skill_token_budget=64, draw_limit_factor=4, tokenizer_path=tok, steps_per_round=2, shopsim_start_timeout=30.0,
-    eval_concurrency=2, eval_episode_retries=1, eval_max_infra_share=0.05)
+    eval_concurrency=2, eval_episode_retries=1, eval_max_infra_share=0.05, gate_pairs=16, gate_arm_episodes=4,
+    gate_seed=1, gate_max_skills=8, gate_failed_share=0.7, gate_alpha=0.1, gate_max_rounds=3,
+    analyst_drain_timeout=60.0)
 assert validation_errors({"id": "x"}, "spool")  # jsonschema ran and found the violations
 
 async def clients():

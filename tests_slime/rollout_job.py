@@ -16,8 +16,9 @@ lane's own with fake GPUs.
    --ref-load and the data source starts at the first task again); rollout-only mode never saves
    Megatron (actor.py:572-573), so the tracker a real save writes last is written here in its place.
 3. The rollout that ends round 1 (STEPS_PER_ROUND=2: rollout FIRST + RESUMED), resumed the
-   same way, without --save-debug-rollout-data and with the one-job mode's eval flags: slime's
-   train.py calls the toolkit's eval hook (rollout/in_job_eval.py) after it (train.py:90-91).
+   same way, without --save-debug-rollout-data and with the one-job mode's eval flags, round 1's
+   compiled.json written first (one candidate skill): slime's train.py calls the toolkit's eval hook
+   (rollout/in_job_eval.py) after it (train.py:90-91), which plays val, then the gate.
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ from plan import plan_argv
 
 from pyhelpers.rollout import flags as plugin
 from pyhelpers.run import checkpoints
-from pyhelpers.run.layout import RunLayout, from_config
+from pyhelpers.run.layout import RoundFiles, RunLayout, from_config
 
 HERE = Path(__file__).resolve().parent
 FIRST = 2     # rollouts of the first invocation
 RESUMED = 1   # rollouts of the resumed one
 ENGINES = 2
+COMPILED_SKILL = ("选项不止一个时", "先点开选项核对颜色和尺码，再点购买。")  # (trigger, instruction)
 
 
 @dataclass
@@ -165,6 +167,13 @@ def run(tmp: Path):
                              env, tmp / "train-resumed.log", procs)
         if resumed is not None and resumed.rc == 0:
             (lay.megatron / checkpoints.TRACKER).write_text(f"{FIRST + RESUMED}\n")
+            # what compile writes on the driver: round 1's bank, one candidate skill for the gate to test
+            from support.skillbank import bank_of
+
+            from pyhelpers.skills.bank import write_bank
+
+            lay.round_dir(1).mkdir(parents=True, exist_ok=True)
+            write_bank(RoundFiles(lay.round_dir(1)).compiled, bank_of([COMPILED_SKILL], statuses=["candidate"], round_=1))
             evaluated = _train([*base, "--start-rollout-id", str(FIRST + RESUMED), "--num-rollout", str(FIRST + RESUMED + 1),
                                 *in_job_eval_flags(cfg)], env, tmp / "train-evaluated.log", procs)
         yield Job(cfg, lay, argv, first, resumed, evaluated, debug, engines, tmp)

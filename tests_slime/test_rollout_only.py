@@ -61,7 +61,8 @@ def test_slimes_train_py_calls_the_in_job_eval_hook_after_a_rounds_last_rollout(
     the toolkit's eval function after rollout 3, round 1's last (train.py:90-91, should_run_periodic_action),
     through RolloutManager.eval (ray/rollout.py:513-526): round 1's bare val is played on the job's
     engines into rounds/round-001/val/ as the evaluate stage writes it, and slime logs the rewards it
-    returned (rollout_metrics.py:223-253), in its log and in W&B on eval/step."""
+    returned (rollout_metrics.py:223-253), in its log and in W&B on eval/step. Then, round 1's
+    compiled.json there, the gate of its one candidate skill, its decisions logged beside."""
     from pyhelpers.tasks.files import load_tasks
 
     ev = job.evaluated
@@ -76,6 +77,8 @@ def test_slimes_train_py_calls_the_in_job_eval_hook_after_a_rounds_last_rollout(
     assert len(logged) == 1 and int(logged[0]["eval/step"]) == FIRST + 1, logged
     assert logged[0]["eval/shopsim_val/success"] == summary["success"]["rate"], logged
     assert float(said[0][1]) == logged[0]["eval/shopsim_val"]
+    decided = json.loads((job.lay.round_dir(1) / "gate" / "decisions.json").read_text())["decisions"]
+    assert len(decided) == 1 and logged[0]["eval/shopsim_gate/tested"] == 1, (decided, logged)
 
 
 def test_no_404_or_retry_storm_in_the_logs(job: Job):

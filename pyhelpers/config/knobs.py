@@ -942,12 +942,20 @@ class PluginKnobs:
     eval_concurrency: int  # EVAL_CONCURRENCY
     eval_episode_retries: int  # EVAL_EPISODE_RETRIES
     eval_max_infra_share: float  # EVAL_MAX_INFRA_SHARE
+    gate_pairs: int  # GATE_PAIRS
+    gate_arm_episodes: int  # GATE_ARM_EPISODES
+    gate_seed: int  # GATE_SEED
+    gate_max_skills: int  # GATE_MAX_SKILLS
+    gate_failed_share: float  # GATE_FAILED_SHARE
+    gate_alpha: float  # GATE_ALPHA
+    gate_max_rounds: int  # GATE_MAX_ROUNDS
+    analyst_drain_timeout: float  # ANALYST_DRAIN_TIMEOUT
 
 
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (declarations.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = 'cd9261fffb0feac5d4402265a7e9e16681241f987a4c13a88121c8aa9bb76441'
+SOURCE_SHA256 = 'f6d4bfc9501a26da4259f431c3db2b6c1131d19aa97314bdc60d74d67c361370'
 # (name, default, doc, section, the type of the `#:` line or None, its facts, the menu's brief)
 DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty', ('bash', 'fixed'), 'Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>.'),
@@ -987,13 +995,13 @@ DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...
     ('BASELINE_VAL', '0', "1 = run the base model's bare val before round 0, as the baseline for later rounds.", 'Evaluation (M9, M13)', 'flag 0|1', (), "1 = run the base model's bare val before round 0, as the baseline for later rounds."),
     ('EVAL_EPISODE_RETRIES', '3', 'Infra-error retries of one eval episode (ShopSimulator or server failures, never policy failures).', 'Evaluation (M9, M13)', 'int >= 0', ('plugin',), 'Infra-error retries of one eval episode (ShopSimulator or server failures, never policy failures).'),
     ('EVAL_MAX_INFRA_SHARE', '0.05', "Largest share of a val/gate run's episodes that may end in infra errors (after retries); above it no summary is written and the stage fails (rerun with --resume: those episodes are played again).", 'Evaluation (M9, M13)', 'float [0, 1]', ('plugin',), "Largest share of a val/gate run's episodes that may end in infra errors (after retries); above it no summary is written and the stage fails (rerun with --resume: those episodes are played again)."),
-    ('GATE_PAIRS', '256', 'Foldover pairs (mask + complement) played per round. 256 detects about +-12 points at 80% power with 8 skills (docs/gate.md budget table); 64 detects only about +-25.', 'Gate (skillbank.md)', 'int >= 1', (), 'Foldover pairs (mask + complement) played per round. 256 detects about +-12 points at 80% power with 8 skills (docs/gate.md budget table); 64 detects only about +-25.'),
-    ('GATE_ARM_EPISODES', '32', 'Episodes in each of the all-off and all-on arms (the additivity check).', 'Gate (skillbank.md)', 'int >= 0', (), 'Episodes in each of the all-off and all-on arms (the additivity check).'),
-    ('GATE_SEED', '1234', 'Seed of the random masks (recorded in the gate summary).', 'Gate (skillbank.md)', 'int [0, 4294967295]', ('fixed',), 'Seed of the random masks (recorded in the gate summary).'),
-    ('GATE_MAX_SKILLS', '8', "Most skills tested in one round's gate.", 'Gate (skillbank.md)', 'int >= 1', (), "Most skills tested in one round's gate."),
-    ('GATE_FAILED_SHARE', '0.7', "Share of the gate's task pool drawn from tasks the bare val failed (0..1).", 'Gate (skillbank.md)', 'float (0, 1)', (), "Share of the gate's task pool drawn from tasks the bare val failed (0..1)."),
-    ('GATE_ALPHA', '0.1', 'Family-wise error rate of the accept/reject decisions.', 'Gate (skillbank.md)', 'float (0, 1)', (), 'Family-wise error rate of the accept/reject decisions.'),
-    ('GATE_MAX_ROUNDS', '3', 'Rounds a skill may stay under test before it is retired.', 'Gate (skillbank.md)', 'int >= 1', (), 'Rounds a skill may stay under test before it is retired.'),
+    ('GATE_PAIRS', '256', 'Foldover pairs (mask + complement) played per round. 256 detects about +-12 points at 80% power with 8 skills (docs/gate.md budget table); 64 detects only about +-25.', 'Gate (skillbank.md)', 'int >= 1', ('plugin',), 'Foldover pairs (mask + complement) played per round. 256 detects about +-12 points at 80% power with 8 skills (docs/gate.md budget table); 64 detects only about +-25.'),
+    ('GATE_ARM_EPISODES', '32', 'Episodes in each of the all-off and all-on arms (the additivity check).', 'Gate (skillbank.md)', 'int >= 0', ('plugin',), 'Episodes in each of the all-off and all-on arms (the additivity check).'),
+    ('GATE_SEED', '1234', 'Seed of the random masks (recorded in the gate summary).', 'Gate (skillbank.md)', 'int [0, 4294967295]', ('fixed', 'plugin'), 'Seed of the random masks (recorded in the gate summary).'),
+    ('GATE_MAX_SKILLS', '8', "Most skills tested in one round's gate.", 'Gate (skillbank.md)', 'int >= 1', ('plugin',), "Most skills tested in one round's gate."),
+    ('GATE_FAILED_SHARE', '0.7', "Share of the gate's task pool drawn from tasks the bare val failed (0..1).", 'Gate (skillbank.md)', 'float (0, 1)', ('plugin',), "Share of the gate's task pool drawn from tasks the bare val failed (0..1)."),
+    ('GATE_ALPHA', '0.1', 'Family-wise error rate of the accept/reject decisions.', 'Gate (skillbank.md)', 'float (0, 1)', ('plugin',), 'Family-wise error rate of the accept/reject decisions.'),
+    ('GATE_MAX_ROUNDS', '3', 'Rounds a skill may stay under test before it is retired.', 'Gate (skillbank.md)', 'int >= 1', ('plugin',), 'Rounds a skill may stay under test before it is retired.'),
     ('BANK_MAX_ACTIVE', '24', 'Most active skills in a bank.', 'Gate (skillbank.md)', 'int >= 1', (), 'Most active skills in a bank.'),
     ('SKILL_DUP_JACCARD', '0.7', "Compile's near-duplicate threshold: word unigram+bigram Jaccard (0..1) at or above which a new skill is merged into an existing one (docs/skillbank.md says why 0.7).", 'Gate (skillbank.md)', 'float (0, 1]', (), "Compile's near-duplicate threshold: word unigram+bigram Jaccard (0..1) at or above which a new skill is merged into an existing one (docs/skillbank.md says why 0.7)."),
     ('SKILL_MAX_TOKENS', '160', 'Longest skill line compile admits, tokens; longer proposals are recorded as rejected.', 'Gate (skillbank.md)', 'int >= 1', (), 'Longest skill line compile admits, tokens; longer proposals are recorded as rejected.'),
@@ -1005,7 +1013,7 @@ DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...
     ('ANALYST_MAX_RPM', '30', 'Spend cap: analyst requests per minute.', 'Failure Analyst (M11)', 'float > 0', (), 'Spend cap: analyst requests per minute.'),
     ('ANALYST_MAX_CALLS', '200', 'Spend cap: analyst requests per round.', 'Failure Analyst (M11)', 'int >= 0', (), 'Spend cap: analyst requests per round.'),
     ('ANALYST_TIMEOUT', '120', 'Seconds one request may take.', 'Failure Analyst (M11)', 'float > 0', (), 'Seconds one request may take.'),
-    ('ANALYST_DRAIN_TIMEOUT', '600', 'Seconds the analyst may spend on pending records at the end of a round.', 'Failure Analyst (M11)', 'float >= 0', (), 'Seconds the analyst may spend on pending records at the end of a round.'),
+    ('ANALYST_DRAIN_TIMEOUT', '600', 'Seconds the analyst may spend on pending records at the end of a round.', 'Failure Analyst (M11)', 'float >= 0', ('plugin',), 'Seconds the analyst may spend on pending records at the end of a round.'),
     ('JIT_CACHE_ON_DATA_DISK', '1', "1: every GPU process of the run (slime's Megatron and engines, the eval server) keeps its compile/JIT caches (Triton, TorchInductor, FlashInfer, DeepGEMM, CUDA's) in TRAIN_SAVE/<RUN_NAME>/jit-cache on the data disk, so later starts reuse the kernels instead of compiling them on the GPUs again (also after a fresh container, or a migration to the same GPU and driver), and the small system disk does not fill with them; 0: each program's default under ~ or /tmp.", 'Failure Analyst (M11)', 'flag 0|1', ('machine',), "1: every GPU process of the run (slime's Megatron and engines, the eval server) keeps its compile/JIT caches (Triton, TorchInductor, FlashInfer, DeepGEMM, CUDA's) in TRAIN_SAVE/<RUN_NAME>/jit-cache on the data disk, so later starts reuse the kernels instead of compiling them on the GPUs again (also after a fresh container, or a migration to the same GPU and driver), and the small system disk does not fill with them; 0: each program's default under ~ or /tmp."),
     ('VAL_BESIDE_COMPILE', '1', "1: the eval server starts and bare val plays while compile waits for the analyst's drain; the gate follows once compiled.json exists, so the GPUs play val instead of idling through the drain. 0: compile first, then evaluate.", 'Failure Analyst (M11)', 'flag 0|1', (), "1: the eval server starts and bare val plays while compile waits for the analyst's drain; the gate follows once compiled.json exists, so the GPUs play val instead of idling through the drain. 0: compile first, then evaluate."),
     ('ANALYST_POLL_INTERVAL', '10.0', "Seconds between scans of the round's spool/ while training runs (a decimal, so tests can go below 1).", 'Failure Analyst (M11)', 'float > 0', (), "Seconds between scans of the round's spool/ while training runs (a decimal, so tests can go below 1)."),

@@ -51,6 +51,14 @@ class GateKnobs:
                    failed_share=cfg.GATE_FAILED_SHARE, alpha=cfg.GATE_ALPHA,
                    max_rounds=cfg.GATE_MAX_ROUNDS)
 
+    @classmethod
+    def from_plugin(cls, s) -> GateKnobs:
+        """The same knobs as the rollout plugin's settings carry them (the one-job mode's eval hook,
+        rollout/in_job_eval.py, inside slime's RolloutManager)."""
+        return cls(pairs=s.gate_pairs, arm_episodes=s.gate_arm_episodes, seed=s.gate_seed,
+                   max_skills=s.gate_max_skills, failed_share=s.gate_failed_share, alpha=s.gate_alpha,
+                   max_rounds=s.gate_max_rounds)
+
     def check(self) -> None:
         bad = []
         if self.pairs < 0 or self.arm_episodes < 0 or self.max_skills < 1 or self.max_rounds < 1:

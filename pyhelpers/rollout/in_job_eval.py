@@ -13,21 +13,31 @@ job began goes on where it stopped, nothing played twice). It returns the scored
 (observability/rollout_metrics.py:232), so the list is never empty -- and the summary's figures
 beside them.
 
-Not built yet (docs/one-job-mode.md): the gate after val (it waits for the round's compiled.json),
-a simulator reached through the head's gate (NNODES > 1: refused), and the driver that runs one
-job for all rounds; nothing in `make train` names this function yet.
+Then, once compile (on the driver, after the analyst's drain) wrote the round's compiled.json --
+waited for up to ANALYST_DRAIN_TIMEOUT after val -- the random-masked gate, into
+rounds/round-NNN/gate/ as the evaluate stage writes it; its skills tested and decisions are
+logged beside val as eval/shopsim_gate/*.
+
+Not built yet (docs/one-job-mode.md): a simulator reached through the head's gate (NNODES > 1:
+refused), the `episodes` events, and the driver that runs one job for all rounds; nothing in
+`make train` names this function yet.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from pyhelpers.errors import ToolkitError
+from pyhelpers.gate.decide import counts
+from pyhelpers.gate.plan import GateKnobs
 from pyhelpers.rollout import runtime, settings, slime_compat
 from pyhelpers.run.layout import RoundFiles
+from pyhelpers.skills.bank import bank_sha256, load_bank
 
 KEY = "shopsim_val"  # slime logs eval/<KEY>; also the name in --eval-prompt-data (slime's check only)
+GATE_KEY = "shopsim_gate"  # the gate's figures: metrics only (a round with nothing to gate plays no episode)
 # a val record's field for each REWARD (evaluate/episode.py: "reward" is the loose score)
 RECORD_FIELD = {"strict": "strict", "loose": "reward", "success": "success"}
 
@@ -45,12 +55,15 @@ def evaluate(args: Any, rollout_id: int, data_source: Any, evaluation: bool = Tr
     s = settings.from_args(args)
     r = round_of(s, int(rollout_id))
     files = RoundFiles(Path(s.round_dir)).of_round(r)
-    summary, records = _play_val(s, args, files, r)
+    ev = _Evaluation(s, args)
+    summary, records = ev.val(files, r)
     rewards = [float(rec[RECORD_FIELD[s.reward]]) for rec in records if rec["termination"] != "infra_error"]
     if not rewards:  # slime would divide by zero at the round boundary and end the job
         raise ToolkitError(f"round {r}'s val scored no episode", str(files.val_dir / "episodes.jsonl"),
                            "check ShopSimulator and the job's engines, then resume")
-    return slime_compat.eval_output({KEY: {"rewards": rewards}}, metrics=figures(summary))
+    gate_summary, decisions = ev.gate(files, summary)
+    return slime_compat.eval_output({KEY: {"rewards": rewards}}, metrics={**figures(summary),
+                                                                          **gate_figures(gate_summary, decisions)})
 
 
 def round_of(s: settings.PluginSettings, rollout_id: int) -> int:
@@ -64,25 +77,69 @@ def round_of(s: settings.PluginSettings, rollout_id: int) -> int:
     return rollout_id // n
 
 
-def _play_val(s: settings.PluginSettings, args: Any, files: RoundFiles, r: int) -> tuple[dict, list[dict]]:
-    # local: httpx, the tokenizer and the eval code, only in the process that evaluates
-    from pyhelpers.evaluate import builders, val
-    from pyhelpers.evaluate.settings import EvalSettings
-    from pyhelpers.tasks.files import load_tasks
+class _Evaluation:
+    """One round boundary's evaluation in the job: the settings, the job's router, the val tasks and
+    the prompt builder, shared by val and the gate."""
 
-    if s.shopsim_token_path:
-        raise ToolkitError("the in-job evaluation cannot reach ShopSimulator through the head's gate yet", "NNODES",
-                           "run a multi-node job in today's order (a job per round)")
-    if not s.val_tasks_path:
-        raise ToolkitError("no val task file for the in-job evaluation", f"{settings.PREFIX}val_tasks_path",
-                           "the driver writes it from VAL_TASKS (write_plugin_yaml)")
-    tokenizer = s.tokenizer_path or str(getattr(args, "hf_checkpoint", "") or "")
-    es = EvalSettings.from_plugin(s, server_url=runtime.router_url(args))
-    path = Path(s.val_tasks_path)
-    tasks = load_tasks(path, split="val")
-    summary, result = val.run_val(es, builders.builder_for(tokenizer), tasks, out_dir=files.val_dir, resume=True,
-                                  label=files.dir.name, round_no=r, tasks_info=val.tasks_meta(path, tasks))
-    return summary, [result.records[spec.id] for spec in val.val_specs(tasks)]
+    def __init__(self, s: settings.PluginSettings, args: Any):
+        # local: httpx, the tokenizer and the eval code, only in the process that evaluates
+        from pyhelpers.evaluate import builders
+        from pyhelpers.evaluate.settings import EvalSettings
+        from pyhelpers.tasks.files import load_tasks
+
+        if s.shopsim_token_path:
+            raise ToolkitError("the in-job evaluation cannot reach ShopSimulator through the head's gate yet", "NNODES",
+                               "run a multi-node job in today's order (a job per round)")
+        if not s.val_tasks_path:
+            raise ToolkitError("no val task file for the in-job evaluation", f"{settings.PREFIX}val_tasks_path",
+                               "the driver writes it from VAL_TASKS (write_plugin_yaml)")
+        self.s = s
+        self.settings = EvalSettings.from_plugin(s, server_url=runtime.router_url(args))
+        self.tasks_path = Path(s.val_tasks_path)
+        self.tasks = load_tasks(self.tasks_path, split="val")
+        self.builder = builders.builder_for(s.tokenizer_path or str(getattr(args, "hf_checkpoint", "") or ""))
+
+    def val(self, files: RoundFiles, r: int) -> tuple[dict, list[dict]]:
+        """Round r's bare val into files.val_dir; its summary and records in the tasks' order."""
+        from pyhelpers.evaluate import val  # local: as in __init__
+
+        summary, result = val.run_val(self.settings, self.builder, self.tasks, out_dir=files.val_dir, resume=True,
+                                      label=files.dir.name, round_no=r, tasks_info=val.tasks_meta(self.tasks_path, self.tasks))
+        return summary, [result.records[spec.id] for spec in val.val_specs(self.tasks)]
+
+    def gate(self, files: RoundFiles, val_summary: dict, poll_s: float = 1.0) -> tuple[dict, dict]:
+        """The random-masked gate of the round's compiled bank, once compile (on the driver, after the
+        analyst's drain) wrote it: waited for up to ANALYST_DRAIN_TIMEOUT after val."""
+        from pyhelpers.evaluate import gate  # local: as in __init__
+
+        waited = _wait_for_file(files.compiled, self.s.analyst_drain_timeout, poll_s)
+        if not waited:
+            raise ToolkitError(f"no compiled bank {self.s.analyst_drain_timeout:g} s (ANALYST_DRAIN_TIMEOUT) after "
+                               "the round's val", str(files.compiled),
+                               "see why compile did not finish (the driver's log); resume evaluates the round's "
+                               "gate the memo's way")
+        bank = load_bank(files.compiled)
+        summary, decisions, _ = gate.run_gate(self.settings, lambda: self.builder, bank=bank,
+                                              bank_sha256=bank_sha256(bank), val_summary=val_summary,
+                                              val_tasks=self.tasks, gate_dir=files.gate_dir,
+                                              knobs=GateKnobs.from_plugin(self.s), resume=True)
+        return summary, decisions
+
+
+def _wait_for_file(path: Path, bound_s: float, poll_s: float) -> bool:
+    """Whether `path` exists within bound_s (polled: the writer is another process, on any node)."""
+    deadline = time.monotonic() + bound_s
+    while not path.is_file():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
+    return True
+
+
+def gate_figures(summary: dict, decisions: dict) -> dict[str, int]:
+    """The gate's outcome slime logs beside val: skills tested, and its decisions by kind."""
+    return {f"eval/{GATE_KEY}/tested": len(summary["skills"]),
+            **{f"eval/{GATE_KEY}/{kind}": n for kind, n in counts(decisions).items()}}
 
 
 def figures(summary: dict) -> dict[str, float]:

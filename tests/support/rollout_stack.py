@@ -31,6 +31,12 @@ from fakes.procs import free_port
 STUB = FAKES / "slime_stub"
 
 
+# The plugin knobs only the one-job mode's eval hook reads (rollout/in_job_eval.py): any valid values.
+EVAL_KNOBS = dict(steps_per_round=2, shopsim_start_timeout=30.0, eval_concurrency=8, eval_episode_retries=1,
+                  eval_max_infra_share=0.05, gate_pairs=16, gate_arm_episodes=4, gate_seed=1, gate_max_skills=8,
+                  gate_failed_share=0.7, gate_alpha=0.1, gate_max_rounds=3, analyst_drain_timeout=60.0)
+
+
 def use_slime_stub() -> None:
     if str(STUB) not in sys.path:
         sys.path.insert(0, str(STUB))
@@ -140,8 +146,7 @@ class Stack:
                       tasks_path=str(tasks), shopsim_url=self.shopsim_url, shopsim_slots=self.slots,
                       shopsim_episode_concurrency=concurrency, max_turns=8, rollout_max_context_len=4096,
                       rollout_max_response_len=256, reward="strict", retry_trains=0, skill_token_budget=256, draw_limit_factor=4,
-                      steps_per_round=2, shopsim_start_timeout=30.0, eval_concurrency=8, eval_episode_retries=1,
-                      eval_max_infra_share=0.05,
+                      **EVAL_KNOBS,
                       tokenizer_path=str(self.tokenizer), policy_model="fake-policy",
                       shopsim_timeout_s=10.0, shopsim_reset_timeout_s=15.0, generate_timeout_s=10.0,
                       episode_timeout_s=60.0, retry_drain_timeout_s=20.0)
