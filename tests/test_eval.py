@@ -301,6 +301,13 @@ def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_gate_and_hands_
         assert json.loads((mine / name).read_text()) == json.loads((theirs / name).read_text()), name
     decided = json.loads((mine / "decisions.json").read_text())["decisions"]
     assert logged["eval/shopsim_gate/tested"] == len(decided) == 2
+    from pyhelpers.run import events
+
+    played = [(e["what"], e["round"], e["played"]) for e in events.read(round_dir(tmp_path, 1).parent.parent)
+              if e["kind"] == "episodes"]
+    gate_episodes = len(read_episodes(mine / "episodes.jsonl"))
+    # (the gate's event names its bank's round, as the evaluate stage's does: here the reference's bank, round 0)
+    assert played == [("val", 1, len(w.tasks)), ("gate", w.bank["round"], gate_episodes), ("val", 2, len(w.tasks))], played
     assert sum(v for k, v in logged.items() if k.startswith("eval/shopsim_gate/") and k != "eval/shopsim_gate/tested") == 2
 
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
 from pyhelpers.evaluate import gate, val
+from pyhelpers.evaluate.runner import record_episodes
 from pyhelpers.evaluate.wandb_val import log_val
 from pyhelpers.gate.plan import GateKnobs
 from pyhelpers.gate.report import gate_report
 from pyhelpers.gate.wandb_log import log_gate
 from pyhelpers.jsonfiles import load_json
-from pyhelpers.run import events, layout
+from pyhelpers.run import layout
 from pyhelpers.run.layout import RoundFiles
 from pyhelpers.skills.bank import bank_sha256, load_bank, status_counts
 from pyhelpers.skills.decisions import apply_decisions
@@ -25,14 +26,6 @@ from pyhelpers.skills.steps import caps_from
 from pyhelpers.tasks.files import load_tasks
 
 Echo = Callable[[str], None]
-
-
-def _episodes_event(cfg: Config, what: str, round_no: int | None, result) -> None:
-    """How long the episodes took, for events.jsonl (the round-overhead benchmark subtracts it:
-    episodes are the policy's time, not the toolkit's)."""
-    if cfg.run_dir.is_dir():
-        events.append(cfg.run_dir, "episodes", what=what, round=round_no, played=result.played,
-                      seconds=round(result.timing["wall_s"], 3))
 
 
 def val_tasks(cfg: Config, tasks_path: Path | None):
@@ -47,7 +40,7 @@ def play_val(cfg: Config, settings, builder, *, out: Path, round_no: int | None,
                                   tasks_info=val.tasks_meta(path, tasks), progress=progress)
     echo(val.val_report(summary).rstrip("\n"))
     t = result.timing
-    _episodes_event(cfg, "val", round_no=round_no, result=result)
+    record_episodes(cfg.run_dir, "val", round_no=round_no, result=result)
     echo(f"  played {result.played} (resumed {result.resumed}) in {t['wall_s']:.0f} s, "
          f"{t['episodes_per_s'] or 0:.2f} episodes/s; wrote {out}/summary.json")
     return summary
@@ -77,7 +70,7 @@ def play_gate(cfg: Config, settings, builder_factory, *, round_dir: Path, tasks_
         echo(f"Infra errors: {inf['infra_errors']} episodes excluded, {inf['retried']} recovered by retries.")
     if result is not None:
         echo(f"played {result.played} (resumed {result.resumed}) in {result.timing['wall_s']:.0f} s")
-        _episodes_event(cfg, "gate", round_no=int(bank["round"]), result=result)
+        record_episodes(cfg.run_dir, "gate", round_no=int(bank["round"]), result=result)
     echo(f"wrote {files.gate_decisions} and {layout.summary(files.gate_dir).name}")
     return summary
 

@@ -34,6 +34,7 @@ from pyhelpers.evaluate.episode import Context, EpisodeSpec, play
 from pyhelpers.evaluate.progress import Progress
 from pyhelpers.evaluate.settings import EvalSettings
 from pyhelpers.policy.prompt_builder import PromptBuilder
+from pyhelpers.run import events
 
 START_WAIT_S = 30.0  # how long the runner waits for both services before it starts
 NO_CLEANUP = {"released": [], "release_all": False}
@@ -70,6 +71,14 @@ class DirLock:
     def __exit__(self, *exc) -> None:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
+
+
+def record_episodes(run_dir: Path, what: str, round_no: int | None, result: RunResult) -> None:
+    """How long the episodes took, for events.jsonl (the round-overhead benchmark subtracts it:
+    episodes are the policy's time, not the toolkit's); nothing outside a run's directory."""
+    if Path(run_dir).is_dir():
+        events.append(Path(run_dir), "episodes", what=what, round=round_no, played=result.played,
+                      seconds=round(result.timing["wall_s"], 3))
 
 
 def load_finished(out_dir: Path, specs: Sequence[EpisodeSpec], *, resume: bool) -> tuple[dict[str, dict], int]:

@@ -18,8 +18,9 @@ waited for up to ANALYST_DRAIN_TIMEOUT after val -- the random-masked gate, into
 rounds/round-NNN/gate/ as the evaluate stage writes it; its skills tested and decisions are
 logged beside val as eval/shopsim_gate/*.
 
-Not built yet (docs/one-job-mode.md): a simulator reached through the head's gate (NNODES > 1:
-refused), the `episodes` events, and the driver that runs one job for all rounds; nothing in
+Each records its `episodes` event (the seconds the policy played) in the run's events.jsonl, as the
+evaluate stage does. Not built yet (docs/one-job-mode.md): a simulator reached through the head's
+gate (NNODES > 1: refused), and the driver that runs one job for all rounds; nothing in
 `make train` names this function yet.
 """
 
@@ -102,15 +103,18 @@ class _Evaluation:
     def val(self, files: RoundFiles, r: int) -> tuple[dict, list[dict]]:
         """Round r's bare val into files.val_dir; its summary and records in the tasks' order."""
         from pyhelpers.evaluate import val  # local: as in __init__
+        from pyhelpers.evaluate.runner import record_episodes  # local: as in __init__
 
         summary, result = val.run_val(self.settings, self.builder, self.tasks, out_dir=files.val_dir, resume=True,
                                       label=files.dir.name, round_no=r, tasks_info=val.tasks_meta(self.tasks_path, self.tasks))
+        record_episodes(files.run_dir, "val", round_no=r, result=result)
         return summary, [result.records[spec.id] for spec in val.val_specs(self.tasks)]
 
     def gate(self, files: RoundFiles, val_summary: dict, poll_s: float = 1.0) -> tuple[dict, dict]:
         """The random-masked gate of the round's compiled bank, once compile (on the driver, after the
         analyst's drain) wrote it: waited for up to ANALYST_DRAIN_TIMEOUT after val."""
         from pyhelpers.evaluate import gate  # local: as in __init__
+        from pyhelpers.evaluate.runner import record_episodes  # local: as in __init__
 
         waited = _wait_for_file(files.compiled, self.s.analyst_drain_timeout, poll_s)
         if not waited:
@@ -119,10 +123,12 @@ class _Evaluation:
                                "see why compile did not finish (the driver's log); resume evaluates the round's "
                                "gate the memo's way")
         bank = load_bank(files.compiled)
-        summary, decisions, _ = gate.run_gate(self.settings, lambda: self.builder, bank=bank,
-                                              bank_sha256=bank_sha256(bank), val_summary=val_summary,
-                                              val_tasks=self.tasks, gate_dir=files.gate_dir,
-                                              knobs=GateKnobs.from_plugin(self.s), resume=True)
+        summary, decisions, result = gate.run_gate(self.settings, lambda: self.builder, bank=bank,
+                                                   bank_sha256=bank_sha256(bank), val_summary=val_summary,
+                                                   val_tasks=self.tasks, gate_dir=files.gate_dir,
+                                                   knobs=GateKnobs.from_plugin(self.s), resume=True)
+        if result is not None:
+            record_episodes(files.run_dir, "gate", round_no=int(bank["round"]), result=result)
         return summary, decisions
 
 

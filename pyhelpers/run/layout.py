@@ -85,6 +85,11 @@ class RoundFiles:
         m = re.fullmatch(r"round-([0-9]+)", self.dir.name)
         return int(m.group(1)) if m else None
 
+    @property
+    def run_dir(self) -> Path:
+        """The run's directory: rounds/round-NNN's grandparent."""
+        return self.dir.parent.parent
+
     def of_round(self, r: int) -> RoundFiles:
         """Round r of the same run: its directory beside this one (the one-job mode's eval hook holds
         the run's first round's directory and plays round r's evaluation)."""
