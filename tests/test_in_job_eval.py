@@ -46,3 +46,43 @@ def test_what_would_waste_the_evaluation_is_refused_before_any_episode(toolkit_e
         in_job_eval.evaluate(gated, 2, None)
     assert err.value.where == "NNODES" and "head's gate" in err.value.what
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("episodes.jsonl"))
+
+
+def test_a_job_of_one_round_keeps_its_settings_and_the_one_job_mode_s_job_moves_to_each_round_s_files(toolkit_env):
+    """settings.for_rollout: today's job of round 1 (rollouts 3..5 at STEPS_PER_ROUND=3) keeps the
+    YAML's settings for each of its rollouts; a job that goes on past its round (the one-job mode's)
+    trains rollout 6 in round 2's directory with round 2's bank; a rollout before the job's round is
+    refused."""
+    from pathlib import Path
+
+    from pyhelpers.run.layout import RoundFiles
+
+    s = settings.from_args(_args(toolkit_env))
+    r1 = settings.from_mapping({**s.__dict__, "round": 1, "round_dir": str(RoundFiles(Path(s.round_dir)).of_round(1).dir),
+                                "bank_path": "/somewhere/skillbank.json"})
+    assert all(r1.for_rollout(i) is r1 for i in (3, 4, 5))
+    r2 = r1.for_rollout(6)
+    files = RoundFiles(Path(s.round_dir)).of_round(2)
+    assert (r2.round, r2.round_dir, r2.bank_path) == (2, str(files.dir), str(files.bank))
+    assert r2.metrics_path == files.rollout_metrics and r2.spool_dir == files.spool
+    assert {k: v for k, v in r2.__dict__.items() if k not in ("round", "round_dir", "bank_path")} == \
+        {k: v for k, v in r1.__dict__.items() if k not in ("round", "round_dir", "bank_path")}
+    with pytest.raises(ToolkitError) as err:
+        r1.for_rollout(2)
+    assert "rollout 2 is before round 1" in err.value.what and "--start-rollout-id" in err.value.fix
+
+
+def test_a_job_past_its_round_stops_at_a_missing_bank_before_it_marks_that_round_started(toolkit_env, monkeypatch):
+    """The rollout function's first check of a round it moved to: the bank inject writes, named by
+    path, before any marker lands in a round directory that may not exist yet."""
+    from pyhelpers.rollout import rollout
+
+    args = _args(toolkit_env)
+    s = settings.from_args(args)
+    marked = []
+    monkeypatch.setattr(rollout, "_mark_started", lambda *a: marked.append(a))
+    monkeypatch.setattr(rollout.slime_compat, "default_generate_rollout", lambda: None)
+    with pytest.raises(ToolkitError) as err:
+        rollout.generate_rollout(args, 3, data_source=None)
+    assert err.value.what == "the round's skill bank is missing" and err.value.where == s.for_rollout(3).bank_path
+    assert "round-001" in err.value.where and marked == []

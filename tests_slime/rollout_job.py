@@ -9,7 +9,9 @@ lane's own with fake GPUs.
 
 1. FIRST rollouts (0..FIRST-1), each one's samples saved by `--save-debug-rollout-data`.
 2. A resume: the same argv with `--start-rollout-id FIRST --num-rollout FIRST + RESUMED` on the same
-   Ray head and engines. slime then loads the data source's state of step FIRST-1
+   Ray head and engines. The job's YAML is round 0's and STEPS_PER_ROUND is FIRST, so from here
+   on the job goes past its round as the one-job mode's does: the plugin trains rollouts FIRST..
+   in round 1's directory with round 1's bank (written here first, as inject would). slime then loads the data source's state of step FIRST-1
    (ray/placement_group.py:218-222 -> RolloutManager.load, ray/rollout.py:533-534 ->
    RolloutDataSource.load, rollout/data_source.py:138-160) from `--load`. parse_args keeps `--load`
    only when it holds Megatron's tracker (arguments.py:1817-1831; otherwise --load becomes
@@ -39,6 +41,7 @@ from plan import plan_argv
 from pyhelpers.rollout import flags as plugin
 from pyhelpers.run import checkpoints
 from pyhelpers.run.layout import RoundFiles, RunLayout, from_config
+from pyhelpers.skills.bank import empty_bank, write_bank
 
 HERE = Path(__file__).resolve().parent
 FIRST = 2     # rollouts of the first invocation
@@ -163,6 +166,9 @@ def run(tmp: Path):
             # parse_args only reads that it exists (arguments.py:1817-1820).
             lay.megatron.mkdir(parents=True, exist_ok=True)
             (lay.megatron / checkpoints.TRACKER).write_text(f"{FIRST}\n")
+            # rollouts FIRST.. are round 1's (STEPS_PER_ROUND=FIRST): its bank, as inject writes it
+            lay.round_dir(1).mkdir(parents=True, exist_ok=True)
+            write_bank(RoundFiles(lay.round_dir(1)).bank, empty_bank(round=1))
             resumed = _train([*argv, "--start-rollout-id", str(FIRST), "--num-rollout", str(FIRST + RESUMED)],
                              env, tmp / "train-resumed.log", procs)
         if resumed is not None and resumed.rc == 0:
@@ -170,9 +176,6 @@ def run(tmp: Path):
             # what compile writes on the driver: round 1's bank, one candidate skill for the gate to test
             from support.skillbank import bank_of
 
-            from pyhelpers.skills.bank import write_bank
-
-            lay.round_dir(1).mkdir(parents=True, exist_ok=True)
             write_bank(RoundFiles(lay.round_dir(1)).compiled, bank_of([COMPILED_SKILL], statuses=["candidate"], round_=1))
             evaluated = _train([*base, "--start-rollout-id", str(FIRST + RESUMED), "--num-rollout", str(FIRST + RESUMED + 1),
                                 *in_job_eval_flags(cfg)], env, tmp / "train-evaluated.log", procs)

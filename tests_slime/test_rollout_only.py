@@ -23,14 +23,22 @@ def test_slimes_train_py_runs_two_rollouts_of_the_plugin(job: Job):
     assert job.resumed.rc == 0, f"the resumed train.py exited {job.resumed.rc}:\n{job.resumed.log[-6000:]}"
 
 
+def _metrics(lay, r: int) -> list[dict]:
+    return [json.loads(line) for line in lay.rollout_metrics(r).read_text().splitlines()]
+
+
 def test_the_plugin_wrote_its_records_as_in_a_real_run(job: Job):
+    """Each round's records in its own directory: the job goes on past round 0 (STEPS_PER_ROUND=2), as
+    the one-job mode's does, so rollouts 2 and 3 are round 1's (settings.for_rollout)."""
     lay = job.lay
-    assert job.first.rc == 0 and job.resumed.rc == 0
+    assert job.first.rc == 0 and job.resumed.rc == 0 and job.evaluated.rc == 0
     spool = sorted(p.name for p in lay.spool(0).rglob("*") if p.is_file())
     assert spool, f"no spool records under {lay.spool(0)}"
-    metrics = [json.loads(line) for line in lay.rollout_metrics(0).read_text().splitlines()]
-    assert [m["rollout_id"] for m in metrics] == list(range(job.rollouts))
-    assert all(m["metrics"]["rollout/shopsim/episodes"] > 0 for m in metrics), metrics
+    steps = job.cfg.STEPS_PER_ROUND
+    for r in (0, 1):
+        metrics = _metrics(lay, r)
+        assert [m["rollout_id"] for m in metrics] == list(range(r * steps, (r + 1) * steps)), (r, metrics)
+        assert all(m["round"] == r and m["metrics"]["rollout/shopsim/episodes"] > 0 for m in metrics), metrics
     states = sorted(p.name for p in (Path(job.cfg.TRAIN_SAVE)).rglob("shopsimrl_data_state_*.json"))
     assert states == [f"shopsimrl_data_state_{i}.json" for i in range(job.rollouts)], states
 
@@ -51,8 +59,7 @@ def test_slime_logged_the_plugins_metrics_to_wandb(job: Job):
     assert job.first.rc == 0 and job.resumed.rc == 0 and job.evaluated.rc == 0
     logged = {int(i["rollout/step"]): i["rollout/shopsim/success_rate"] for i in _wandb_history(lay.run_dir)
               if "rollout/shopsim/success_rate" in i}
-    written = {m["rollout_id"]: m["metrics"]["rollout/shopsim/success_rate"]
-               for m in map(json.loads, lay.rollout_metrics(0).read_text().splitlines())}
+    written = {m["rollout_id"]: m["metrics"]["rollout/shopsim/success_rate"] for r in (0, 1) for m in _metrics(lay, r)}
     assert logged == written and len(logged) == job.rollouts
 
 
@@ -120,6 +127,6 @@ def test_a_resumed_train_py_continues_the_data_where_the_first_stopped(job: Job)
         f"its groups {sorted(first)})")
     loaded = f"load metadata from {checkpoints.rollout_state_path(job.lay.megatron, FIRST - 1)}"
     assert loaded in job.resumed.log, f"no {loaded!r} in the resumed train.py's log"
-    drawn = [json.loads(line) for line in job.lay.rollout_metrics(0).read_text().splitlines()][FIRST]
+    drawn = _metrics(job.lay, 1)[0]  # rollout FIRST, round 1's first (STEPS_PER_ROUND=FIRST)
     assert drawn["rollout_id"] == FIRST
     assert after["sample_group_index"] == before["sample_group_index"] + drawn["metrics"]["rollout/shopsim/groups_drawn"]

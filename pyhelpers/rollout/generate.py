@@ -39,9 +39,9 @@ STATUS = {"done": "COMPLETED", "over": "COMPLETED", "max_turns": "TRUNCATED", "c
 
 async def generate(args: Any, sample: Any, sampling_params: dict) -> Any:
     """Play the Sample's task (Sample.label = task_id) with the round's active skills."""
-    s = settings.from_args(args)
-    rt = runtime.get(args, s)
     step = metrics.current(slime_compat.current_rollout_id())
+    s = settings.from_args(args).for_rollout(step.rollout_id)
+    rt = runtime.get(args, s)
     task = rt.tasks.get(str(sample.label))
     if task is None:
         raise ToolkitError(f"task {sample.label!r} (Sample.label) is not in the training tasks", s.tasks_path,

@@ -5,7 +5,9 @@ once per step (via slime.rollout.base_types.call_rollout_fn) and logs the return
 `RolloutFnTrainOutput.metrics` with its own rollout/* figures on `rollout/step`
 (slime.observability.rollout_metrics.log_rollout_data). This wrapper:
 
-1. checks the round's plugin settings (a bad slime.yaml fails the first step, before any episode);
+1. checks the round's plugin settings (a bad slime.yaml fails the first step, before any episode),
+   those of the rollout's own round (settings.for_rollout: a one-job mode's job spans rounds) and
+   that its bank is there;
 2. opens the step's metrics (`metrics.begin`): generate calls add their episodes to it, and the
    spool record ids take the step's rollout id from it;
 3. runs slime's own `slime.rollout.sglang_rollout.generate_rollout` unchanged: over-sampling,
@@ -40,7 +42,8 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     default = slime_compat.default_generate_rollout()
     if evaluation:
         return default(args, rollout_id, data_source, evaluation=True)
-    s = settings.from_args(args)
+    s = settings.from_args(args).for_rollout(int(rollout_id))
+    runtime.require_bank(s.bank_path)  # before the round's markers: a job past its round may find none yet
     _mark_started(s, int(rollout_id))
     step = metrics.begin(int(rollout_id))
     data_state.restore(args, int(rollout_id), data_source)

@@ -112,10 +112,15 @@ def _bank(path: str) -> dict:
     """The round's bank ("" = an empty bank). Validated once per process."""
     if not path:
         return empty_bank()
-    if not Path(path).exists():
+    require_bank(path)
+    return load_bank(Path(path))
+
+
+def require_bank(path: str) -> None:
+    """A round's bank must be there before its first episode ("" = an empty bank: nothing to read)."""
+    if path and not Path(path).exists():
         raise ToolkitError("the round's skill bank is missing", path,
                            "the driver writes it at inject; run `make resume`")
-    return load_bank(Path(path))
 
 
 @cache

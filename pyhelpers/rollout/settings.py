@@ -12,7 +12,7 @@ Stdlib + PyYAML only (both are in slime's environment).
 from __future__ import annotations
 
 import weakref
-from dataclasses import MISSING, asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,21 @@ class PluginSettings(PluginKnobs):
         if not self.round_dir or not self.tasks_path or not self.shopsim_url:
             bad("round_dir", "round_dir, tasks_path and shopsim_url must be set", "rewrite the round's slime.yaml")
         return self
+
+    def for_rollout(self, rollout_id: int) -> PluginSettings:
+        """The settings of the round `rollout_id` trains in. A job of today's order trains one round,
+        the YAML's (rollouts [round x STEPS_PER_ROUND, (round + 1) x STEPS_PER_ROUND): these settings
+        unchanged); the one-job mode's job spans rounds, round r = rollout_id // STEPS_PER_ROUND with
+        its own directory and bank beside the YAML's round's (docs/one-job-mode.md)."""
+        r = int(rollout_id) // self.steps_per_round
+        if r == self.round:
+            return self
+        if r < self.round:
+            raise ToolkitError(f"rollout {rollout_id} is before round {self.round}, the job's first "
+                               f"(STEPS_PER_ROUND={self.steps_per_round})", f"{WHERE} key {PREFIX}round",
+                               "start the job at its round's first rollout (--start-rollout-id; `make plan` shows it)")
+        files = RoundFiles(Path(self.round_dir)).of_round(r)
+        return replace(self, round=r, round_dir=str(files.dir), bank_path=str(files.bank))
 
     @property
     def spare_slots(self) -> int:

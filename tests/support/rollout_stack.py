@@ -31,8 +31,9 @@ from fakes.procs import free_port
 STUB = FAKES / "slime_stub"
 
 
-# The plugin knobs only the one-job mode's eval hook reads (rollout/in_job_eval.py): any valid values.
-EVAL_KNOBS = dict(steps_per_round=2, shopsim_start_timeout=30.0, eval_concurrency=8, eval_episode_retries=1,
+# The plugin knobs only the one-job mode reads (rollout/in_job_eval.py; settings.for_rollout): any valid
+# values, STEPS_PER_ROUND above every rollout id these tests play, so each stays in the YAML's round.
+EVAL_KNOBS = dict(steps_per_round=1000, shopsim_start_timeout=30.0, eval_concurrency=8, eval_episode_retries=1,
                   eval_max_infra_share=0.05, gate_pairs=16, gate_arm_episodes=4, gate_seed=1, gate_max_skills=8,
                   gate_failed_share=0.7, gate_alpha=0.1, gate_max_rounds=3, analyst_drain_timeout=60.0)
 
