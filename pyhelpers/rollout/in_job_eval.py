@@ -120,8 +120,8 @@ class _Evaluation:
         if not waited:
             raise ToolkitError(f"no compiled bank {self.s.analyst_drain_timeout:g} s (ANALYST_DRAIN_TIMEOUT) after "
                                "the round's val", str(files.compiled),
-                               "see why compile did not finish (the driver's log); resume evaluates the round's "
-                               "gate the memo's way")
+                               "see why compile did not finish (the driver's log); the round's val is kept, "
+                               "its gate not played")
         bank = load_bank(files.compiled)
         summary, decisions, result = gate.run_gate(self.settings, lambda: self.builder, bank=bank,
                                                    bank_sha256=bank_sha256(bank), val_summary=val_summary,
