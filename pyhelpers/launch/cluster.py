@@ -251,7 +251,7 @@ def head_ready(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
         wrong, gone = check_storage(cfg, lay, echo, rec)
         if gone:
             left_in_a_row += 1
-            _node_left(cfg, lay, gone, left_in_a_row, echo)
+            _node_left(lay, gone, left_in_a_row, echo)
             continue
         left_in_a_row = 0
         if not wrong:
@@ -260,7 +260,7 @@ def head_ready(cfg, lay: RunLayout, echo: Callable[[str], None]) -> None:
             remove_node(cfg, lay, addr, node_id, problem, echo)
 
 
-def _node_left(cfg, lay: RunLayout, gone: list[tuple[str, str, str]], times: int, echo: Callable[[str], None]) -> None:
+def _node_left(lay: RunLayout, gone: list[tuple[str, str, str]], times: int, echo: Callable[[str], None]) -> None:
     for _node_id, addr, why in gone:
         line = f"node {addr} left the cluster while its storage was checked ({why})"
         if times >= STORAGE_LEFT_TRIES:

@@ -55,7 +55,7 @@ def evaluate(args: Any, rollout_id: int, data_source: Any, evaluation: bool = Tr
                            "does not return", "--save-debug-rollout-data", "drop it from the job's flags")
     s = settings.from_args(args)
     r = round_of(s, int(rollout_id))
-    files = RoundFiles(Path(s.round_dir)).of_round(r)
+    files = RoundFiles(Path(s.for_rollout(int(rollout_id)).round_dir))
     ev = _Evaluation(s, args)
     summary, records = ev.val(files, r)
     rewards = [float(rec[RECORD_FIELD[s.reward]]) for rec in records if rec["termination"] != "infra_error"]
