@@ -72,17 +72,79 @@ def test_a_job_of_one_round_keeps_its_settings_and_the_one_job_mode_s_job_moves_
     assert "rollout 2 is before round 1" in err.value.what and "--start-rollout-id" in err.value.fix
 
 
-def test_a_job_past_its_round_stops_at_a_missing_bank_before_it_marks_that_round_started(toolkit_env, monkeypatch):
-    """The rollout function's first check of a round it moved to: the bank inject writes, named by
-    path, before any marker lands in a round directory that may not exist yet."""
+class _Reached(Exception):
+    """The rollout function got past its bank check and marked its round started."""
+
+
+def _stop_at_mark(monkeypatch, marked: list) -> None:
     from pyhelpers.rollout import rollout
 
-    args = _args(toolkit_env)
-    s = settings.from_args(args)
-    marked = []
-    monkeypatch.setattr(rollout, "_mark_started", lambda *a: marked.append(a))
+    def mark(s, rollout_id):
+        marked.append((s.round, rollout_id))
+        raise _Reached
+
+    monkeypatch.setattr(rollout, "_mark_started", mark)
     monkeypatch.setattr(rollout.slime_compat, "default_generate_rollout", lambda: None)
+
+
+def test_a_job_past_its_round_stops_at_a_bank_that_does_not_come_before_it_marks_that_round_started(
+        toolkit_env, monkeypatch):
+    """The rollout function's first check of a round it moved to: the bank inject writes, named by
+    path and by the knob that bounds the wait, before any marker lands in that round's directory;
+    the job's own round (today's order: its bank is written before the job starts) is not waited for."""
+    from pyhelpers.rollout import rollout
+
+    args = _args(toolkit_env, bank_wait_timeout=0)
+    s = settings.from_args(args)
+    marked: list = []
+    _stop_at_mark(monkeypatch, marked)
     with pytest.raises(ToolkitError) as err:
         rollout.generate_rollout(args, 3, data_source=None)
-    assert err.value.what == "the round's skill bank is missing" and err.value.where == s.for_rollout(3).bank_path
-    assert "round-001" in err.value.where and marked == []
+    assert err.value.where == s.for_rollout(3).bank_path and "round-001" in err.value.where
+    assert "round 1's skill bank" in err.value.what and "BANK_WAIT_TIMEOUT" in err.value.what
+    assert marked == []
+    mine = _args(toolkit_env, bank_wait_timeout=0, bank_path=str(s.for_rollout(3).bank_path))
+    with pytest.raises(ToolkitError) as err:
+        rollout.generate_rollout(mine, 0, data_source=None)
+    assert err.value.what == "the round's skill bank is missing"
+
+
+def test_a_job_past_its_round_waits_for_the_bank_inject_writes_and_records_the_wait(toolkit_env, monkeypatch):
+    """The one-job mode's first rollout of round r+1 comes right after round r's eval hook, before
+    the driver injected round r+1's bank: it waits for it (BANK_WAIT_TIMEOUT), with a `bank-wait`
+    event a watcher can show, then goes on; `bank-in` records the seconds waited."""
+    import threading
+    from pathlib import Path
+
+    from pyhelpers.rollout import rollout
+    from pyhelpers.run import events
+    from pyhelpers.run.layout import RoundFiles
+    from pyhelpers.skills.bank import empty_bank, write_bank
+    from tests.support.rehearsal import wait_for
+
+    args = _args(toolkit_env, bank_wait_timeout=600)
+    s = settings.from_args(args)
+    run_dir = RoundFiles(Path(s.round_dir)).run_dir
+    marked: list = []
+    _stop_at_mark(monkeypatch, marked)
+    outcome: list = []
+
+    def job():
+        try:
+            rollout.generate_rollout(args, 3, data_source=None)
+        except BaseException as exc:  # noqa: BLE001 -- handed to the test's thread
+            outcome.append(exc)
+
+    t = threading.Thread(target=job, daemon=True)
+    t.start()
+    waiting = wait_for("the bank-wait event", lambda: [e for e in events.read(run_dir) if e["kind"] == "bank-wait"],
+                       timeout=120)
+    assert waiting[0]["round"] == 1 and waiting[0]["path"] == s.for_rollout(3).bank_path and marked == []
+    bank = Path(s.for_rollout(3).bank_path)
+    bank.parent.mkdir(parents=True, exist_ok=True)
+    write_bank(bank, empty_bank(round=1))
+    t.join(120)
+    assert not t.is_alive() and len(outcome) == 1 and isinstance(outcome[0], _Reached), outcome
+    assert marked == [(1, 3)]
+    got = [e for e in events.read(run_dir) if e["kind"] == "bank-in"]
+    assert len(got) == 1 and got[0]["round"] == 1 and got[0]["waited_s"] >= 0

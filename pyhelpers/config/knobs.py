@@ -60,6 +60,14 @@ class Knobs:
         return self._int("STEPS_PER_ROUND")
 
     @cached_property
+    def BANK_WAIT_TIMEOUT(self) -> float:
+        """One-job mode: seconds a round's first rollout waits for the bank inject writes after the
+        previous round's evaluation (the job holds its GPUs meanwhile; docs/one-job-mode.md). (float
+        >= 0; default: 600)
+        """
+        return self._float("BANK_WAIT_TIMEOUT")
+
+    @cached_property
     def RUNS_DIR(self) -> Path:
         """Run-state directory (relative paths are relative to the project). Must not be on
         SYSTEM_DISK. (path; default: runs)
@@ -929,6 +937,7 @@ class PluginKnobs:
     the driver writes every one from the resolved Config."""
 
     steps_per_round: int  # STEPS_PER_ROUND
+    bank_wait_timeout: float  # BANK_WAIT_TIMEOUT
     draw_limit_factor: int  # DRAW_LIMIT_FACTOR
     rollout_max_context_len: int  # ROLLOUT_MAX_CONTEXT_LEN
     rollout_max_response_len: int  # ROLLOUT_MAX_RESPONSE_LEN
@@ -955,12 +964,13 @@ class PluginKnobs:
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (declarations.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = 'f6d4bfc9501a26da4259f431c3db2b6c1131d19aa97314bdc60d74d67c361370'
+SOURCE_SHA256 = '6b0307f950677f92881ac4ad538394a52516b3b7bedfe0f4a7b427d4daa2b326'
 # (name, default, doc, section, the type of the `#:` line or None, its facts, the menu's brief)
 DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty', ('bash', 'fixed'), 'Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>.'),
     ('ROUNDS', '5', 'Outer rounds of one run (M8). Each round = STEPS_PER_ROUND RL steps, then val, gate, inject.', 'Run', 'int >= 1', ('bash',), 'Outer rounds of one run (M8). Each round = STEPS_PER_ROUND RL steps, then val, gate, inject.'),
     ('STEPS_PER_ROUND', '20', "slime RL steps (rollouts) per round (M9). Also slime's --save-interval.", 'Run', 'int >= 1', ('bash', 'fixed', 'plugin'), "slime RL steps (rollouts) per round (M9). Also slime's --save-interval."),
+    ('BANK_WAIT_TIMEOUT', '600', "One-job mode: seconds a round's first rollout waits for the bank inject writes after the previous round's evaluation (the job holds its GPUs meanwhile; docs/one-job-mode.md).", 'Run', 'float >= 0', ('plugin',), "One-job mode: seconds a round's first rollout waits for the bank inject writes after the previous round's evaluation (the job holds its GPUs meanwhile; docs/one-job-mode.md)."),
     ('RUNS_DIR', 'runs', 'Run-state directory (relative paths are relative to the project). Must not be on SYSTEM_DISK.', 'Run', 'path', ('machine',), 'Run-state directory (relative paths are relative to the project). Must not be on SYSTEM_DISK.'),
     ('NUM_GPUS', '4', 'GPUs the run uses: the first NUM_GPUS ids (CUDA_VISIBLE_DEVICES=0..NUM_GPUS-1) (M1).', 'GPUs and parallelism', 'int >= 1', (), 'GPUs the run uses: the first NUM_GPUS ids (CUDA_VISIBLE_DEVICES=0..NUM_GPUS-1) (M1).'),
     ('TP_SIZE', '2', 'Megatron tensor-parallel size for training; NUM_GPUS must be divisible by it (M7, M15).', 'GPUs and parallelism', 'int >= 1', ('fixed',), 'Megatron tensor-parallel size for training; NUM_GPUS must be divisible by it (M7, M15).'),

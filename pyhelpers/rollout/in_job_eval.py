@@ -26,14 +26,13 @@ gate (NNODES > 1: refused), and the driver that runs one job for all rounds; not
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.gate.decide import counts
 from pyhelpers.gate.plan import GateKnobs
-from pyhelpers.rollout import runtime, settings, slime_compat
+from pyhelpers.rollout import bank_wait, runtime, settings, slime_compat
 from pyhelpers.run.layout import RoundFiles
 from pyhelpers.skills.bank import bank_sha256, load_bank
 
@@ -116,7 +115,7 @@ class _Evaluation:
         from pyhelpers.evaluate import gate  # local: as in __init__
         from pyhelpers.evaluate.runner import record_episodes  # local: as in __init__
 
-        waited = _wait_for_file(files.compiled, self.s.analyst_drain_timeout, poll_s)
+        waited = bank_wait.wait_for_file(files.compiled, self.s.analyst_drain_timeout, poll_s)
         if not waited:
             raise ToolkitError(f"no compiled bank {self.s.analyst_drain_timeout:g} s (ANALYST_DRAIN_TIMEOUT) after "
                                "the round's val", str(files.compiled),
@@ -130,16 +129,6 @@ class _Evaluation:
         if result is not None:
             record_episodes(files.run_dir, "gate", round_no=int(bank["round"]), result=result)
         return summary, decisions
-
-
-def _wait_for_file(path: Path, bound_s: float, poll_s: float) -> bool:
-    """Whether `path` exists within bound_s (polled: the writer is another process, on any node)."""
-    deadline = time.monotonic() + bound_s
-    while not path.is_file():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(poll_s)
-    return True
 
 
 def gate_figures(summary: dict, decisions: dict) -> dict[str, int]:

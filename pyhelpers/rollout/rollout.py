@@ -7,7 +7,7 @@ once per step (via slime.rollout.base_types.call_rollout_fn) and logs the return
 
 1. checks the round's plugin settings (a bad slime.yaml fails the first step, before any episode),
    those of the rollout's own round (settings.for_rollout: a one-job mode's job spans rounds) and
-   that its bank is there;
+   that its bank is there (bank_wait.py: a round the job moved to waits for inject's, bounded);
 2. opens the step's metrics (`metrics.begin`): generate calls add their episodes to it, and the
    spool record ids take the step's rollout id from it;
 3. runs slime's own `slime.rollout.sglang_rollout.generate_rollout` unchanged: over-sampling,
@@ -34,7 +34,17 @@ from typing import Any
 
 from pyhelpers.jsonfiles import load_json_or_none, write_json_atomic
 from pyhelpers.procs import procfs
-from pyhelpers.rollout import data_state, engines, groups, metrics, retry, runtime, settings, slime_compat
+from pyhelpers.rollout import (
+    bank_wait,
+    data_state,
+    engines,
+    groups,
+    metrics,
+    retry,
+    runtime,
+    settings,
+    slime_compat,
+)
 from pyhelpers.run.layout import RoundFiles
 
 
@@ -42,8 +52,9 @@ def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: b
     default = slime_compat.default_generate_rollout()
     if evaluation:
         return default(args, rollout_id, data_source, evaluation=True)
-    s = settings.from_args(args).for_rollout(int(rollout_id))
-    runtime.require_bank(s.bank_path)  # before the round's markers: a job past its round may find none yet
+    job = settings.from_args(args)
+    s = job.for_rollout(int(rollout_id))
+    bank_wait.bank_of_round(job, s)  # before the round's markers: a job past its round waits for inject's
     _mark_started(s, int(rollout_id))
     step = metrics.begin(int(rollout_id))
     data_state.restore(args, int(rollout_id), data_source)
