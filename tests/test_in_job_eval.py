@@ -148,3 +148,33 @@ def test_a_job_past_its_round_waits_for_the_bank_inject_writes_and_records_the_w
     assert marked == [(1, 3)]
     got = [e for e in events.read(run_dir) if e["kind"] == "bank-in"]
     assert len(got) == 1 and got[0]["round"] == 1 and got[0]["waited_s"] >= 0
+
+
+def test_make_plan_shows_the_one_job_modes_command_line_beside_today_s(toolkit_env):
+    """Both modes' slime jobs side by side: the one-job job spans the run (--num-rollout ROUNDS x
+    STEPS_PER_ROUND), evaluates in the job at each round's end through the plugin's hook, and writes
+    no HF copy from the GPUs; today's job of the round has none of the eval flags."""
+    import shlex
+
+    from pyhelpers.config import load
+    from pyhelpers.overview import plan
+    from pyhelpers.rollout import flags
+    from pyhelpers.run.layout import from_config
+
+    cfg = load.load({**toolkit_env, "STEPS_PER_ROUND": "3", "ROUNDS": "4", "SAVE_HF": "1"})
+    lines = plan.plan(cfg, from_config(cfg), model_args=[])
+    jobs = [shlex.split(x.split("slime job: ", 1)[1]) for x in lines if x.lstrip().startswith("slime job: ")]
+    assert len(jobs) == 2, lines
+    today, one_job = jobs
+
+    def value(argv, flag):
+        return argv[argv.index(flag) + 1]
+
+    assert value(today, "--num-rollout") == "3" and "--eval-interval" not in today and "--save-hf" in today
+    assert value(one_job, "--num-rollout") == "12" and value(one_job, "--eval-interval") == "3"
+    assert value(one_job, "--eval-function-path") == flags.EVAL_FUNCTION and "--skip-eval-before-train" in one_job
+    at = one_job.index("--eval-prompt-data")
+    assert one_job[at + 1:at + 3] == [flags.EVAL_KEY, str(cfg.VAL_TASKS)] and "--save-hf" not in one_job
+    assert [a for a in one_job if a not in today] == ["12", "--eval-interval", "--eval-prompt-data", flags.EVAL_KEY,
+                                                      str(cfg.VAL_TASKS), "--eval-function-path", flags.EVAL_FUNCTION]
+    assert any("rounds 0..3" in x for x in lines)

@@ -1,6 +1,7 @@
 """The slime job across nodes (issue 28 items 5, 6, 8, 9): its command lines, its environment, the
 doctor's InfiniBand warning, the `node-lost` restart rule. NNODES=1 stays byte-identical to the
-one-node toolkit (tests/golden/plan-one-node.txt, written by the toolkit before multi-node existed)."""
+one-node toolkit (tests/golden/plan-one-node.txt, written by the toolkit before multi-node existed;
+since then only the one-job mode's command line was added to it, issue 44)."""
 
 from __future__ import annotations
 

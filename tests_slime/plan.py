@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 
 
-def plan_argv(tmp_path: Path, nnodes: int, hf_model: Path | None = None, **knobs: str):
+def plan_argv(tmp_path: Path, nnodes: int, hf_model: Path | None = None, one_job: bool = False, **knobs: str):
     """(cfg, argv): round 0's train.py flags, MODEL_ARGS of slime's own scripts/models/qwen3.5-4B.sh
     first; round 0's plugin YAML written where --custom-config-path points, as the train stage
     writes it before the job starts (pyhelpers/stages/train.py). `hf_model`: a model directory
-    (default: the test tokenizer with Qwen3.5-4B's config.json, which slime validates against)."""
+    (default: the test tokenizer with Qwen3.5-4B's config.json, which slime validates against).
+    one_job: the one-job mode's job instead (`make plan` shows both; docs/one-job-mode.md)."""
     from support.tokenizer import build_tokenizer
 
     from pyhelpers.config import load as config
@@ -32,7 +33,13 @@ def plan_argv(tmp_path: Path, nnodes: int, hf_model: Path | None = None, **knobs
     lay = from_config(cfg)
     lay.plugin_config(0).parent.mkdir(parents=True, exist_ok=True)
     write_plugin_yaml(lay.plugin_config(0), **plugin_values(cfg, lay, 0))
-    return cfg, plan_argvs(Context(cfg, env, cfg.DOCTOR_PROFILE))[0]
+    ctx = Context(cfg, env, cfg.DOCTOR_PROFILE)
+    if one_job:
+        from pyhelpers.doctor.flags import model_args
+        from pyhelpers.launch.slime_args import job_flags
+
+        return cfg, [*model_args(ctx), *job_flags(cfg, lay, 0, one_job=True)]
+    return cfg, plan_argvs(ctx)[0]
 
 
 def slime_args(cfg, argv: list[str], monkeypatch):

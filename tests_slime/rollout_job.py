@@ -11,7 +11,8 @@ lane's own with fake GPUs.
 2. A resume: the same argv with `--start-rollout-id FIRST --num-rollout FIRST + RESUMED` on the same
    Ray head and engines. The job's YAML is round 0's and STEPS_PER_ROUND is FIRST, so from here
    on the job goes past its round as the one-job mode's does: the plugin trains rollouts FIRST..
-   in round 1's directory with round 1's bank (written here first, as inject would). slime then loads the data source's state of step FIRST-1
+   in round 1's directory with round 1's bank, which it waits for (rollout/bank_wait.py) until
+   written here, as inject would, once the run's events say it waits. slime then loads the data source's state of step FIRST-1
    (ray/placement_group.py:218-222 -> RolloutManager.load, ray/rollout.py:533-534 ->
    RolloutDataSource.load, rollout/data_source.py:138-160) from `--load`. parse_args keeps `--load`
    only when it holds Megatron's tracker (arguments.py:1817-1831; otherwise --load becomes
@@ -32,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,13 +75,20 @@ class Job:
         return FIRST + RESUMED + 1
 
 
-def in_job_eval_flags(cfg) -> list[str]:
-    """What the one-job mode adds for its eval hook (docs/one-job-mode.md): evaluate at each round's last
-    rollout, not before training; slime wants eval data named (arguments.py:1840-1841), which the
-    hook does not read. No --save-debug-rollout-data: slime would save the evaluation's samples."""
-    return ["--eval-interval", str(cfg.STEPS_PER_ROUND), "--skip-eval-before-train",
-            "--eval-prompt-data", "shopsim_val", str(cfg.VAL_TASKS),
-            "--eval-function-path", plugin.EVAL_FUNCTION]
+def _inject_when_waited_for(lay: RunLayout, bank: Path) -> threading.Thread:
+    """Write round 1's bank once the run's events say a rollout waits for it (the event it means,
+    never a time); the thread ends by itself when the job does (a daemon)."""
+    from pyhelpers.run import events
+
+    def inject() -> None:
+        while not any(e.get("kind") == "bank-wait" for e in events.read(lay.run_dir)):
+            time.sleep(0.1)
+        bank.parent.mkdir(parents=True, exist_ok=True)
+        write_bank(bank, empty_bank(round=1))
+
+    t = threading.Thread(target=inject, daemon=True, name="inject")
+    t.start()
+    return t
 
 
 def _start_group(argv: list[str], env: dict, log: Path) -> subprocess.Popen:
@@ -166,11 +175,12 @@ def run(tmp: Path):
             # parse_args only reads that it exists (arguments.py:1817-1820).
             lay.megatron.mkdir(parents=True, exist_ok=True)
             (lay.megatron / checkpoints.TRACKER).write_text(f"{FIRST}\n")
-            # rollouts FIRST.. are round 1's (STEPS_PER_ROUND=FIRST): its bank, as inject writes it
-            lay.round_dir(1).mkdir(parents=True, exist_ok=True)
-            write_bank(RoundFiles(lay.round_dir(1)).bank, empty_bank(round=1))
+            # rollouts FIRST.. are round 1's (STEPS_PER_ROUND=FIRST): its bank, written as inject
+            # would, once the plugin in slime's actor says it waits for it (rollout/bank_wait.py)
+            inject = _inject_when_waited_for(lay, RoundFiles(lay.round_dir(1)).bank)
             resumed = _train([*argv, "--start-rollout-id", str(FIRST), "--num-rollout", str(FIRST + RESUMED)],
                              env, tmp / "train-resumed.log", procs)
+            inject.join(5)
         if resumed is not None and resumed.rc == 0:
             (lay.megatron / checkpoints.TRACKER).write_text(f"{FIRST + RESUMED}\n")
             # what compile writes on the driver: round 1's bank, one candidate skill for the gate to test
@@ -178,7 +188,8 @@ def run(tmp: Path):
 
             write_bank(RoundFiles(lay.round_dir(1)).compiled, bank_of([COMPILED_SKILL], statuses=["candidate"], round_=1))
             evaluated = _train([*base, "--start-rollout-id", str(FIRST + RESUMED), "--num-rollout", str(FIRST + RESUMED + 1),
-                                *in_job_eval_flags(cfg)], env, tmp / "train-evaluated.log", procs)
+                                *plugin.in_job_eval_flags(cfg.STEPS_PER_ROUND, str(cfg.VAL_TASKS))],
+                               env, tmp / "train-evaluated.log", procs)
         yield Job(cfg, lay, argv, first, resumed, evaluated, debug, engines, tmp)
     finally:
         for p in reversed(procs):

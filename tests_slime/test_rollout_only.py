@@ -14,7 +14,7 @@ from pathlib import Path
 from rollout_job import ENGINES, FIRST, Job
 
 from pyhelpers.rollout import flags as plugin
-from pyhelpers.run import checkpoints
+from pyhelpers.run import checkpoints, events
 
 
 def test_slimes_train_py_runs_two_rollouts_of_the_plugin(job: Job):
@@ -64,7 +64,7 @@ def test_slime_logged_the_plugins_metrics_to_wandb(job: Job):
 
 
 def test_slimes_train_py_calls_the_in_job_eval_hook_after_a_rounds_last_rollout(job: Job):
-    """Issue 44: with the one-job mode's eval flags (rollout_job.in_job_eval_flags), slime's train.py calls
+    """Issue 44: with the one-job mode's eval flags (rollout.flags.in_job_eval_flags), slime's train.py calls
     the toolkit's eval function after rollout 3, round 1's last (train.py:90-91, should_run_periodic_action),
     through RolloutManager.eval (ray/rollout.py:513-526): round 1's bare val is played on the job's
     engines into rounds/round-001/val/ as the evaluate stage writes it, and slime logs the rewards it
@@ -113,7 +113,9 @@ def test_a_resumed_train_py_continues_the_data_where_the_first_stopped(job: Job)
     (ray/placement_group.py:221-222, rollout/data_source.py:138-160), and every group slime hands
     the plugin then carries a group index past the ones the first run drew
     (data_source.py:108-117 numbers groups on from sample_group_index). A run that started the
-    data again would number its groups from 0 and play the first tasks again."""
+    data again would number its groups from 0 and play the first tasks again. Its first rollout, in
+    a round past the job's YAML (the one-job mode's case), waited for round 1's bank inside slime's
+    actor until it was written (rollout/bank_wait.py's events)."""
     from slime.observability.rollout_data_utils import load_debug_rollout_data
 
     assert job.first.rc == 0 and job.resumed.rc == 0, job.resumed.log[-6000:]
@@ -127,6 +129,8 @@ def test_a_resumed_train_py_continues_the_data_where_the_first_stopped(job: Job)
         f"its groups {sorted(first)})")
     loaded = f"load metadata from {checkpoints.rollout_state_path(job.lay.megatron, FIRST - 1)}"
     assert loaded in job.resumed.log, f"no {loaded!r} in the resumed train.py's log"
+    waits = [(e["kind"], e["round"]) for e in events.read(job.lay.run_dir) if e["kind"] in ("bank-wait", "bank-in")]
+    assert waits == [("bank-wait", 1), ("bank-in", 1)], "round 1's first rollout did not wait for its bank"
     drawn = _metrics(job.lay, 1)[0]  # rollout FIRST, round 1's first (STEPS_PER_ROUND=FIRST)
     assert drawn["rollout_id"] == FIRST
     assert after["sample_group_index"] == before["sample_group_index"] + drawn["metrics"]["rollout/shopsim/groups_drawn"]

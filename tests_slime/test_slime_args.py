@@ -26,6 +26,18 @@ def test_slimes_parse_args_takes_the_plans_argv(tmp_path, monkeypatch, sm80, nno
     assert (args.input_key, args.label_key) == (plugin.INPUT_KEY, plugin.LABEL_KEY)
 
 
+@pytest.mark.parametrize("nnodes", [1, 2])
+def test_slimes_parse_args_takes_the_one_job_modes_argv(tmp_path, monkeypatch, sm80, nnodes):
+    """The one-job mode's job as `make plan` shows it: slime reads its eval flags as the hook needs
+    them (the interval a round, the function, evaluation data named: arguments.py:1840-1841)."""
+    cfg, argv = plan_argv(tmp_path, nnodes, one_job=True)
+    print(f"NNODES={nnodes}, one job: train.py {' '.join(argv)}")
+    args = slime_args(cfg, argv, monkeypatch)
+    assert args.num_rollout == cfg.ROUNDS * cfg.STEPS_PER_ROUND and args.eval_interval == cfg.STEPS_PER_ROUND
+    assert args.eval_function_path == plugin.EVAL_FUNCTION and args.skip_eval_before_train
+    assert args.rollout_function_path == plugin.ROLLOUT_FUNCTION and not args.save_hf
+
+
 @pytest.mark.parametrize("path", [plugin.ROLLOUT_FUNCTION, plugin.GENERATE_FUNCTION, plugin.DYNAMIC_FILTER,
                                   plugin.REWARD_POST_PROCESS, plugin.EVAL_FUNCTION])
 def test_slimes_load_function_finds_every_plugin_path(path):

@@ -19,7 +19,6 @@ from pyhelpers.doctor.base import FAIL, PASS, CheckError, Context, Result, resul
 from pyhelpers.doctor.conda import missing_env, run_in_env
 from pyhelpers.doctor.flags_probe import MARKER
 from pyhelpers.launch import sglang_server, slime_args
-from pyhelpers.rollout.flags import plugin_flags
 from pyhelpers.run.layout import from_config
 
 PROBE_FILE = Path(__file__).with_name("flags_probe.py")
@@ -46,7 +45,7 @@ def _source_model_args(ctx: Context) -> list[str]:
 def plan_argvs(ctx: Context) -> tuple[list[str], list[str]]:
     """slime train.py's flags (MODEL_ARGS first, as the job runs them) and the eval server's."""
     cfg = ctx.cfg
-    slime = [*model_args(ctx), *slime_args.slime_train(cfg, from_config(cfg), r=0, plugin_flags=plugin_flags())]
+    slime = [*model_args(ctx), *slime_args.job_flags(cfg, from_config(cfg), r=0)]
     launcher = shlex.split(cfg.SGLANG_LAUNCHER)
     sglang = sglang_server.eval_server(cfg, str(from_config(cfg).hf_link))[len(launcher):]
     return slime, sglang

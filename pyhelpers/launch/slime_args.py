@@ -13,6 +13,7 @@ import shlex
 from pyhelpers.config import jit_caches
 from pyhelpers.config.load import Config
 from pyhelpers.launch import gpu_topology, node_env, slime_flags
+from pyhelpers.rollout import flags
 from pyhelpers.run.layout import RunLayout
 
 # GRPO settings (docs/training.md says why): no KL term (as the ShopSimulator paper's RL), clip-higher.
@@ -29,12 +30,18 @@ ALGORITHM = [
 ]
 
 
-def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) -> list[str]:
+def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str], one_job: bool = False) -> list[str]:
     """slime train.py flags for round r (the model-args script's MODEL_ARGS come first, added by
     bin/ from slime's own scripts/models/qwen3.5-4B.sh). NNODES nodes of NUM_GPUS GPUs each:
     --num-gpus-per-node is slime's engine layout per node (default 8, wrong on 4-GPU nodes);
     under --colocate slime puts the rollout engines on all NNODES x NUM_GPUS GPUs itself
-    (slime 624b824 slime/utils/arguments.py:1922-1923)."""
+    (slime 624b824 slime/utils/arguments.py:1922-1923).
+
+    one_job: the one-job mode's job (docs/one-job-mode.md), from round r to the run's last:
+    --num-rollout ROUNDS x STEPS_PER_ROUND (a multiple of --eval-interval, so slime evaluates the
+    last round too: train.py:90 does not force it), its eval flags in plugin_flags, and no
+    --save-hf: each round's HF export is converted on the CPU while the next round trains, not
+    written from the GPUs inside the save (actor.py:589-590)."""
     gpus = str(cfg.NUM_GPUS)
     megatron = str(lay.megatron)
     argv = [
@@ -44,7 +51,7 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         "--hf-checkpoint", str(cfg.HF_MODEL), "--ref-load", str(cfg.TORCH_DIST_MODEL),
         "--load", megatron, "--save", megatron, "--save-interval", str(cfg.STEPS_PER_ROUND),
         "--prompt-data", str(cfg.TRAIN_TASKS),
-        "--num-rollout", str(lay.num_rollout(r)), "--rollout-shuffle",
+        "--num-rollout", str(lay.num_rollout(cfg.ROUNDS - 1 if one_job else r)), "--rollout-shuffle",
         "--rollout-batch-size", str(cfg.ROLLOUT_GROUPS), "--n-samples-per-prompt", str(cfg.SAMPLES_PER_GROUP),
         "--over-sampling-batch-size", str(cfg.OVER_SAMPLING_GROUPS),
         "--global-batch-size", str(cfg.GLOBAL_BATCH_SIZE),
@@ -58,7 +65,7 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         "--custom-config-path", str(lay.plugin_config(r)),
         *plugin_flags,
     ]
-    if cfg.SAVE_HF:  # HF weights written from the GPUs at the round's final save (architecture §7)
+    if cfg.SAVE_HF and not one_job:  # HF weights written from the GPUs at the round's final save (architecture §7)
         argv += ["--save-hf", lay.hf_dir_template]
     if not cfg.SAVE_OPTIM:
         argv += ["--no-save-optim", "--no-load-optim"]
@@ -66,6 +73,14 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str]) ->
         argv += ["--use-wandb", "--wandb-project", cfg.WANDB_PROJECT, "--wandb-group", cfg.WANDB_GROUP,
                  "--wandb-dir", str(lay.wandb_dir), "--disable-wandb-random-suffix"]
     return slime_flags.check(argv, slime_flags.SLIME_TRAIN_FLAGS, "slime train.py")
+
+
+def job_flags(cfg: Config, lay: RunLayout, r: int, one_job: bool = False) -> list[str]:
+    """train.py's flags for round r's job with the rollout plugin's (MODEL_ARGS not included);
+    one_job: the one-job mode's job from round r on, evaluating in the job (docs/one-job-mode.md;
+    `make plan` shows it, `make train` does not run it yet)."""
+    extra = flags.in_job_eval_flags(cfg.STEPS_PER_ROUND, str(cfg.VAL_TASKS)) if one_job else []
+    return slime_train(cfg, lay, r=r, plugin_flags=[*flags.plugin_flags(), *extra], one_job=one_job)
 
 
 def runtime_env(cfg: Config, key_files: dict[str, str] | None = None) -> dict:

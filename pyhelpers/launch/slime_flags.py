@@ -42,8 +42,9 @@ SLIME_TRAIN_FLAGS = frozenset({
     # plugin hooks (the rollout plugin publishes which it needs)
     "--custom-config-path", "--custom-generate-function-path", "--rollout-function-path",
     "--custom-rm-path", "--custom-rollout-log-function-path", "--custom-reward-post-process-path",
-    # eval is the toolkit's own (val/gate after each round)
-    "--skip-eval-before-train",
+    # eval is the toolkit's own: val/gate after each round, on the eval server (today's order) or in
+    # the job through the plugin's eval hook (the one-job mode, docs/one-job-mode.md)
+    "--skip-eval-before-train", "--eval-interval", "--eval-prompt-data", "--eval-function-path",
     # W&B (M17): never --wandb-key
     "--use-wandb", "--wandb-project", "--wandb-group", "--wandb-dir", "--disable-wandb-random-suffix",
 })

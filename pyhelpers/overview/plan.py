@@ -16,7 +16,7 @@ from pyhelpers.capacity.diskplan import gb
 from pyhelpers.config import jit_caches, ray_ports
 from pyhelpers.config.load import Config
 from pyhelpers.errors import ToolkitError
-from pyhelpers.launch import cluster, services
+from pyhelpers.launch import cluster, services, slime_args
 from pyhelpers.overview import rehearsal
 from pyhelpers.run import hints
 from pyhelpers.run.layout import RunLayout
@@ -76,6 +76,16 @@ def launches(cfg: Config, lay: RunLayout, pos: position.Position,
     return out
 
 
+def _one_job(cfg: Config, lay: RunLayout, r: int, model_args: list[str] | None) -> list[str]:
+    """The one-job mode's job beside today's (docs/one-job-mode.md): one slime job from round r to
+    the last, evaluating in the job. Shown so both modes' command lines can be compared; not run."""
+    margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
+    return [f"one-job mode (docs/one-job-mode.md; not run by `make train` yet: its driver is not built), "
+            f"one slime job for rounds {r}..{cfg.ROUNDS - 1}:",
+            f"  slime job: {slime_args.slime_entrypoint(cfg, margs, slime_args.job_flags(cfg, lay, r, one_job=True))}",
+            "    (val and the gate in the job at each round's end, no --save-hf: the export converts on the CPU)"]
+
+
 def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
     rounds = cfg.ROUNDS
     exists = lay.manifest.is_file()
@@ -99,6 +109,7 @@ def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> li
         out.append(f"  {name}: {line}" if line else f"  {name}: {note}")
         if line and note:
             out.append(f"    ({note})")
+    out += _one_job(cfg, lay, r, model_args)
     secrets = sorted(n for n in cfg.secret_names if cfg.get(n))
     out.append("environment: CUDA_VISIBLE_DEVICES=" + cfg.cuda_visible_devices
                + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg.WANDB_MODE}; secrets passed only through "

@@ -35,6 +35,8 @@ DYNAMIC_FILTER = "pyhelpers.rollout.groups.keep_group"
 REWARD_POST_PROCESS = "pyhelpers.rollout.groups.normalized_rewards"
 # The one-job mode's eval hook (docs/one-job-mode.md; not on today's command line: no job evaluates)
 EVAL_FUNCTION = "pyhelpers.rollout.in_job_eval.evaluate"
+# slime logs the hook's rewards as eval/<EVAL_KEY>; also the name in --eval-prompt-data
+EVAL_KEY = "shopsim_val"
 INPUT_KEY = "messages"  # pyhelpers.tasks.files.SLIME_PROMPT_KEY (this module imports nothing)
 LABEL_KEY = "task_id"
 
@@ -49,3 +51,14 @@ def plugin_flags() -> list[str]:
         "--input-key", INPUT_KEY,
         "--label-key", LABEL_KEY,
     ]
+
+
+def in_job_eval_flags(steps_per_round: int, val_tasks: str) -> list[str]:
+    """What the one-job mode adds for its eval hook (slime 624b824): evaluate after each round's last
+    rollout (train.py:90-91, `(rollout_id + 1) % --eval-interval == 0`), never before training
+    (--skip-eval-before-train, which every job passes already); slime wants evaluation data named
+    whenever --eval-interval is set (arguments.py:1840-1841), which the hook records but does not
+    read (it plays the toolkit's val split from its YAML). No --save-debug-rollout-data: slime would
+    save the evaluation's samples, which the hook does not return (in_job_eval.py)."""
+    return ["--eval-interval", str(steps_per_round), "--eval-prompt-data", EVAL_KEY, str(val_tasks),
+            "--eval-function-path", EVAL_FUNCTION]

@@ -20,8 +20,8 @@ logged beside val as eval/shopsim_gate/*.
 
 Each records its `episodes` event (the seconds the policy played) in the run's events.jsonl, as the
 evaluate stage does. Not built yet (docs/one-job-mode.md): a simulator reached through the head's
-gate (NNODES > 1: refused), and the driver that runs one job for all rounds; nothing in
-`make train` names this function yet.
+gate (NNODES > 1: refused), and the driver that runs one job for all rounds; `make plan` shows
+the mode's command line (flags.in_job_eval_flags), `make train` does not run it yet.
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from typing import Any
 from pyhelpers.errors import ToolkitError
 from pyhelpers.gate.decide import counts
 from pyhelpers.gate.plan import GateKnobs
-from pyhelpers.rollout import bank_wait, runtime, settings, slime_compat
+from pyhelpers.rollout import bank_wait, flags, runtime, settings, slime_compat
 from pyhelpers.run.layout import RoundFiles
 from pyhelpers.skills.bank import bank_sha256, load_bank
 
-KEY = "shopsim_val"  # slime logs eval/<KEY>; also the name in --eval-prompt-data (slime's check only)
+KEY = flags.EVAL_KEY  # slime logs eval/<KEY>; also the name in --eval-prompt-data (slime's check only)
 GATE_KEY = "shopsim_gate"  # the gate's figures: metrics only (a round with nothing to gate plays no episode)
 # a val record's field for each REWARD (evaluate/episode.py: "reward" is the loose score)
 RECORD_FIELD = {"strict": "strict", "loose": "reward", "success": "success"}

@@ -37,7 +37,6 @@ from pyhelpers.evaluate.builders import builder_for
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import cluster, ray_lost, rayjob, secret_env, services, slime_args, slime_job
 from pyhelpers.procs import groups, procfs
-from pyhelpers.rollout.flags import plugin_flags
 from pyhelpers.rollout.settings import plugin_values, write_plugin_yaml
 from pyhelpers.run import checkpoints, events, gpu_time
 from pyhelpers.run.layout import RunLayout
@@ -129,9 +128,9 @@ def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[
                  f"{timeout:g} s; freeing the ShopSimulator slots anyway")
 
 
-def job_entrypoint(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
+def job_entrypoint(cfg: Config, lay: RunLayout, r: int, model_args: list[str], one_job: bool = False) -> str:
     """The slime job's entry point for round r, as submitted (and as `make plan` shows it)."""
-    return slime_args.slime_entrypoint(cfg, model_args, slime_args.slime_train(cfg, lay, r=r, plugin_flags=plugin_flags()))
+    return slime_args.slime_entrypoint(cfg, model_args, slime_args.job_flags(cfg, lay, r, one_job=one_job))
 
 
 def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
