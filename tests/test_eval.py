@@ -254,7 +254,8 @@ def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_gate_and_hands_
                                                                                                     tmp_path):
     """The one-job mode's eval function (rollout/in_job_eval.py), called as slime's RolloutManager calls
     it after round 1's last rollout (STEPS_PER_ROUND=2: rollout 3), plays round 1's bare val on the
-    job's engines (here the same stand-in server the CLI played on) into round-001/val/, then the gate
+    job's engines (a stand-in engine as slime's are started, drawing each training episode on its
+    own: --fake-sampling episode; the CLI played on the eval server's) into round-001/val/, then the gate
     of the round's compiled.json into round-001/gate/: the same episodes, summaries and decisions as
     `pyhelpers eval val` and `eval gate`; slime logs the scored episodes' mean reward and the gate's
     decisions. A rollout that ends no round is refused, naming --eval-interval; a round whose compiled
@@ -264,10 +265,11 @@ def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_gate_and_hands_
 
     w, sg = world
     shop = start_fake_shopsim(w.catalog, slots=48, seed=SHOP_SEED, retries=3, delay=0.2)
+    engine = start_fake_sglang(w.tokenizer, policy=w.policy, args=["--fake-sampling", "episode"])
     try:
         env = eval_env(tmp_path, w, shop.port, sg.port)
         train = _slime_train_stub()
-        cfg, args = _plugin_args(env, w, sg.port, STEPS_PER_ROUND=2, REWARD="strict")
+        cfg, args = _plugin_args(env, w, engine.port, STEPS_PER_ROUND=2, REWARD="strict")
         with pytest.raises(ToolkitError) as err:
             in_job_eval.evaluate(args, 2, data_source=None, evaluation=True)
         assert "after rollout 2, which ends no round (STEPS_PER_ROUND=2)" in err.value.what
@@ -277,10 +279,11 @@ def test_the_in_job_eval_hook_writes_the_evaluate_stages_val_and_gate_and_hands_
         out = in_job_eval.evaluate(args, 3, data_source=None, evaluation=True)
         logged = train.eval_log(3, args, out.data, out.metrics)
         assert slots(shop)["taken"] == []
-        _, late = _plugin_args(env, w, sg.port, STEPS_PER_ROUND=2, ANALYST_DRAIN_TIMEOUT=0.5)
+        _, late = _plugin_args(env, w, engine.port, STEPS_PER_ROUND=2, ANALYST_DRAIN_TIMEOUT=0.5)
         with pytest.raises(ToolkitError) as err:  # round 2: no compiled.json comes
             in_job_eval.evaluate(late, 5, data_source=None, evaluation=True)
     finally:
+        stop(engine)
         stop(shop)
     assert "no compiled bank 0.5 s (ANALYST_DRAIN_TIMEOUT) after the round's val" in err.value.what
     assert (round_dir(tmp_path, 2) / "val" / "summary.json").is_file()

@@ -15,6 +15,7 @@ import pytest
 from conftest import FAKES
 from fakes.procs import _post, start_fake_sglang, start_fake_shopsim, stop
 from fakes.shop_fixture import write_shop_fixture
+from support.rehearsal import wait_for
 from support.tokenizer import build_tokenizer
 
 from pyhelpers.policy.prompt_builder import PromptBuilder, Transcript
@@ -300,3 +301,77 @@ def test_the_slime_stand_in_keeps_no_scratch_once_its_engine_answers(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+
+
+def test_an_evaluations_request_is_drawn_per_task_on_a_training_engine_too(world, tmp_path):
+    """The one-job mode plays val on the job's engines: a request the eval client names (rid
+    `shopsimrl-eval/...`) is drawn per task there as on the eval server, while a training request
+    (no rid) draws on its own episode (the first response names the draw)."""
+    from pyhelpers.evaluate.episode import EVAL_RID_PREFIX
+
+    engine = start_fake_sglang(world["tok_dir"], policy=world["fx"]["policy"], seed=5, context_length=6000,
+                               args=["--fake-sampling", "episode"])
+    try:
+        b = PromptBuilder(world["tok"])
+        ids = b.start(instruction=world["fx"]["tasks"][0]["instruction"]).token_ids
+        body = {"input_ids": ids, "sampling_params": {"max_new_tokens": 64, "temperature": 1.0}}
+        evals = [_generate(u, {**body, "rid": f"{EVAL_RID_PREFIX}val-t0/{n}"})["text"]
+                 for u in (engine.url, world["sg"].url) for n in range(2)]
+        trains = [_generate(engine.url, body)["text"] for _ in range(2)]
+    finally:
+        stop(engine)
+    assert len(set(evals)) == 1 and "草稿" not in evals[0], evals
+    assert all("草稿 #n" in t for t in trains) and trains[0] != trains[1], trains
+
+
+def test_a_rid_still_in_flight_is_refused_as_sglang_refuses_it(world):
+    """tokenizer_manager.py:2886-2887 (sglang 0.5.15.post1): a second request with the rid of one still
+    generating is a ValueError, HTTP 400; once the first is done the rid is free again; a batch that
+    names one rid twice is refused too (io_struct.py:316-322)."""
+    import threading
+
+    engine = start_fake_sglang(world["tok_dir"], policy=world["fx"]["policy"], seed=5, context_length=6000,
+                               latency_ms=60_000)
+    b = PromptBuilder(world["tok"])
+    ids = b.start(instruction=world["fx"]["tasks"][0]["instruction"]).token_ids
+    body = {"input_ids": ids, "sampling_params": {"max_new_tokens": 8}, "rid": "same"}
+    first: list = []
+    t = threading.Thread(target=lambda: first.append(_generate_status(engine.url, body)), daemon=True)
+    try:
+        t.start()
+        wait_for("the first request in flight", lambda: json.loads(urllib.request.urlopen(
+            engine.url + "/v1/loads", timeout=5).read())["loads"][0]["num_running_reqs"] == 1, timeout=60)
+        code, err = _generate_status(engine.url, body)
+        assert code == 400 and err["error"]["message"] == "Duplicate request ID detected: same"
+        code, err = _generate_status(engine.url, {**body, "input_ids": [ids, ids], "rid": ["a", "a"]})
+        assert code == 400 and "Duplicate request IDs detected within the request" in err["error"]["message"]
+    finally:
+        urllib.request.urlopen(urllib.request.Request(engine.url + "/abort_request", data=b'{"abort_all": true}',
+                                                      headers={"Content-Type": "application/json"}), timeout=5)
+        t.join(30)
+        stop(engine)
+    assert first and first[0][0] == 200 and first[0][1]["meta_info"]["finish_reason"]["type"] == "abort"
+
+
+def test_the_eval_client_names_each_try_of_a_request_with_a_fresh_rid():
+    """A /generate sent again after a 504 (the router gave up, the engine may still be generating
+    the first) carries a rid of its own: SGLang would refuse the first's as a duplicate. Both name
+    the episode."""
+    import httpx
+
+    seen: list = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content)["rid"])
+        if len(seen) == 1:
+            return httpx.Response(504, text="gateway timeout")
+        return httpx.Response(200, json={"text": "x", "output_ids": [7], "meta_info": {
+            "finish_reason": {"type": "stop"}, "prompt_tokens": 1, "completion_tokens": 1,
+            "output_token_logprobs": [[-0.1, 7, None]]}})
+
+    async def main():
+        async with SGLangClient("http://127.0.0.1:9", transport=httpx.MockTransport(answer), retry_delay=0) as c:
+            return await c.generate([1], {"max_new_tokens": 4}, rid="shopsimrl-eval/val-t1")
+
+    assert asyncio.run(main()).output_ids == [7]
+    assert len(seen) == 2 and seen[0] != seen[1] and all(r.startswith("shopsimrl-eval/val-t1/") for r in seen)

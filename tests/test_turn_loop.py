@@ -68,7 +68,7 @@ class ScriptedPolicy:
     def __init__(self, builder, replies: list[str]):
         self.builder, self.replies, self.prompts = builder, list(replies), []
 
-    async def generate(self, token_ids, params):
+    async def generate(self, token_ids, params, rid=None):  # rid: SGLangClient.generate's (evaluation names its episode)
         from pyhelpers.policy.sglang_client import GenerateResult
 
         self.prompts.append((list(token_ids), params["max_new_tokens"]))

@@ -71,6 +71,12 @@ from pyhelpers.skills.render import Rendered
 
 log = logging.getLogger(__name__)
 
+# SGLang's request id of an evaluation's /generate: this prefix, the episode's id, a nonce per try
+# (SGLangClient.generate), so a request in SGLang's log (--log-requests) names its episode. The
+# stand-in engine (tests/fakes/fake_sglang.py) draws such a request per task wherever it is
+# played, the eval server or the job's engines (the one-job mode: docs/one-job-mode.md).
+EVAL_RID_PREFIX = "shopsimrl-eval/"
+
 SCORED = ("done", "over", "max_turns", "context_budget")
 TERMINATIONS = SCORED + ("infra_error",)
 NO_SKILLS = Rendered("")
@@ -284,7 +290,7 @@ async def _turns(ctx: Context, spec: EpisodeSpec, tr, slot: EpisodeSlot, att: At
 
     async def generate(token_ids: list[int], params: dict) -> GenerateResult:
         t0 = time.monotonic()
-        out = await ctx.server.generate(token_ids, params)
+        out = await ctx.server.generate(token_ids, params, rid=EVAL_RID_PREFIX + spec.id)
         att.generate_s += time.monotonic() - t0
         if out.aborted:  # nothing of ours aborts an eval generation: the server failed
             raise SGLangUnavailable("/generate answered finish_reason abort")

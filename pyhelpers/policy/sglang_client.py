@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,13 +132,19 @@ class SGLangClient:
         await self._http.aclose()
 
     async def generate(self, input_ids: list[int], sampling_params: dict, *, return_logprob: bool = True,
-                       extra: dict | None = None) -> GenerateResult:
-        """POST /generate. sampling_params must hold max_new_tokens (never left to the server's default)."""
+                       extra: dict | None = None, rid: str | None = None) -> GenerateResult:
+        """POST /generate. sampling_params must hold max_new_tokens (never left to the server's default).
+
+        rid: what the request is for (e.g. an evaluation episode's id). SGLang keys a request by its
+        `rid` (its logs, /abort_request) and refuses one whose rid is still in flight ("Duplicate
+        request ID detected": sglang 0.5.15.post1 tokenizer_manager.py:2886-2887, HTTP 400 from
+        http_server.py:833-835), so each try of the POST sends `<rid>/<nonce>`: a try sent again
+        after a 504 whose first is still generating is not refused as a duplicate."""
         if "max_new_tokens" not in sampling_params:
             raise ValueError("sampling_params needs max_new_tokens (= ROLLOUT_MAX_RESPONSE_LEN, capped)")
         payload = {"input_ids": list(input_ids), "sampling_params": dict(sampling_params),
                    "return_logprob": return_logprob, **(extra or {})}
-        resp = await self._post_retrying("/generate", payload)
+        resp = await self._post_retrying("/generate", payload, rid=rid)
         if resp.status_code != 200:
             try:
                 detail = resp.json().get("error", {}).get("message", resp.text)
@@ -151,10 +158,13 @@ class SGLangClient:
             raise SGLangError(f"/generate answer is not JSON: {resp.text[:200]}") from exc
         return parse_generate(body)
 
-    async def _post_retrying(self, path: str, payload: dict) -> httpx.Response:
-        """POST, sent again after a transient failure (TRANSIENT_*), `retries` times at most."""
+    async def _post_retrying(self, path: str, payload: dict, rid: str | None = None) -> httpx.Response:
+        """POST, sent again after a transient failure (TRANSIENT_*), `retries` times at most; with a
+        fresh `<rid>/<nonce>` on each try when rid is given."""
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
+            if rid is not None:
+                payload = {**payload, "rid": f"{rid}/{uuid.uuid4().hex[:12]}"}
             try:
                 resp = await self._http.post(self.base_url + path, json=payload)
             except TRANSIENT_ERRORS as exc:

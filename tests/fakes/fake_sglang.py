@@ -41,6 +41,10 @@ names the episode's draw ("草稿 #<draw>"), and later turns read it back from t
 episode's turns agree with each other; the draw is `s<seed>` when the request carries slime's
 `sampling_seed` (deterministic inference: same seed, same episode) and otherwise the next number
 of a counter per (task, skills shown): deterministic in arrival order.
+An evaluation's request (its `rid` starts with `shopsimrl-eval/`, as the toolkit's eval client
+names them) is drawn per task in either mode: the pass-rate stand-in belongs to evaluation, not to
+a server, so val played on the job's engines (the one-job mode) and on the eval server agree.
+A `rid` still in flight is refused as SGLang does (HTTP 400 "Duplicate request ID detected").
 Thinking: when the prompt ends in an open reasoning block (`<think>\n`, Qwen3.5's generation
 prompt) the response is a short reasoning, `\n</think>\n\n`, then the answer; otherwise the
 answer alone.
@@ -84,6 +88,9 @@ TYPED = {("--model-path", "--model"): str, ("--tp-size", "--tensor-parallel-size
 DEFAULT_MARKER = r"\[S-([A-Za-z0-9_.:-]+)\]"
 DRAW = re.compile(r"草稿 #([a-z0-9]+)")  # the episode's draw, named in its first response
 OPEN_THINK = "<think>\n"  # Qwen3.5's generation prompt ends with it: the model reasons first
+# The rid prefix of an evaluation's requests (pyhelpers/evaluate/episode.py EVAL_RID_PREFIX): drawn per
+# task whatever --fake-sampling says (see Sampling above)
+EVAL_RID_PREFIX = "shopsimrl-eval/"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -131,7 +138,7 @@ class Policy:
         self.modes = spec.get("failure_modes", {"wrong_product": 0.5, "wrong_option": 0.3, "dawdle": 0.2})
         self.tasks = sorted(spec.get("tasks", []), key=lambda t: -len(t["instruction"]))
 
-    def decide(self, prompt: str, sampling_seed: int | None = None) -> str:
+    def decide(self, prompt: str, sampling_seed: int | None = None, evaluation: bool = False) -> str:
         system = between(prompt, "<|im_start|>system\n")
         first_user = between(prompt, "<|im_start|>user\n")
         task = next((t for t in self.tasks if t["instruction"] in first_user), None)
@@ -144,7 +151,9 @@ class Policy:
                 p += float(eff.get("delta", 0.0))
                 planted.append(eff.get("skill") or eff.get("text"))
         turn = prompt.count("<|im_start|>assistant") - 1
-        draw = self._draw(prompt, turn, key, shown, sampling_seed) if self.per_episode else None
+        # an evaluation's request (its rid says so) is drawn per task on any server: the eval server's
+        # and the job's engines' val of one round must not differ for a reason no real run has
+        draw = self._draw(prompt, turn, key, shown, sampling_seed) if self.per_episode and not evaluation else None
         extra = () if draw is None else (draw,)
         success = unit(self.seed, key, shown, sorted(planted), *extra) < p
         mode = "success" if success else self._mode(unit(self.seed, key, shown, "mode", *extra))
@@ -225,6 +234,7 @@ class Model:
         self.args = args
         self.cond = threading.Condition()
         self.inflight = 0
+        self.rids: set[str] = set()  # the rids of the requests in flight (SGLang refuses a second)
         self.aborts = 0  # bumped by every /abort_request: a request waiting out its latency ends
 
     def server_info(self) -> dict:
@@ -261,7 +271,8 @@ class Model:
         with self.cond:
             return self.aborts == seen
 
-    def generate_one(self, input_ids: list[int], params: dict, return_logprob: bool) -> tuple[int, dict]:
+    def generate_one(self, input_ids: list[int], params: dict, return_logprob: bool,
+                     evaluation: bool = False) -> tuple[int, dict]:
         max_new = int(params.get("max_new_tokens", 128))
         n_in = len(input_ids)
         if n_in >= self.context_length:
@@ -284,7 +295,7 @@ class Model:
                 "Use a shorter input or enable --allow-auto-truncate.")}}
         max_new = max(0, min(max_new, max_req_len - n_in - 1))
         prompt = self.tok.decode(input_ids, skip_special_tokens=False)
-        action = self.policy.decide(prompt, params.get("sampling_seed"))
+        action = self.policy.decide(prompt, params.get("sampling_seed"), evaluation)
         ids = self.tok.encode(action, add_special_tokens=False).ids + [self.eos]
         finish = {"type": "stop", "matched": self.eos}
         if len(ids) > max_new:
@@ -311,15 +322,36 @@ class Model:
             inputs = inputs if isinstance(body["text"], list) else inputs[0]
         if not isinstance(inputs, list) or not inputs:
             return 400, {"error": {"message": "Either text or input_ids should be provided."}}
+        rids = self._rids(body.get("rid"))
+        if isinstance(rids, tuple):
+            return rids
         with self.cond:
+            taken = next((r for r in rids if r in self.rids), None)
+            if taken is not None:  # tokenizer_manager.py:2886-2887, a ValueError: HTTP 400 (http_server.py:833-835)
+                return 400, {"error": {"message": f"Duplicate request ID detected: {taken}"}}
+            self.rids.update(rids)
             self.inflight += 1
         try:
             if self.latency and not self._wait_latency():
                 return 200, self._aborted(inputs, ret_lp)
-            return self._generate(inputs, params, ret_lp)
+            return self._generate(inputs, params, ret_lp, evaluation=bool(rids) and all(
+                r.startswith(EVAL_RID_PREFIX) for r in rids))
         finally:
             with self.cond:
                 self.inflight -= 1
+                self.rids.difference_update(rids)
+
+    @staticmethod
+    def _rids(rid) -> list[str] | tuple[int, dict]:
+        """The request's rids (a str, a list for a batch, or none), or SGLang's 400 for a batch that
+        names one twice (io_struct.py:316-322)."""
+        if rid is None:
+            return []
+        rids = [str(r) for r in rid] if isinstance(rid, list) else [str(rid)]
+        dup = sorted({r for r in rids if rids.count(r) > 1})
+        if dup:
+            return 400, {"error": {"message": f"Duplicate request IDs detected within the request: {dup}"}}
+        return rids
 
     @staticmethod
     def _aborted(inputs: list, ret_lp: bool) -> object:
@@ -333,12 +365,12 @@ class Model:
             return {"text": "", "output_ids": [], "meta_info": meta}
         return [one(ids) for ids in inputs] if isinstance(inputs[0], list) else one(inputs)
 
-    def _generate(self, inputs: list, params: dict, ret_lp: bool) -> tuple[int, object]:
+    def _generate(self, inputs: list, params: dict, ret_lp: bool, evaluation: bool) -> tuple[int, object]:
         if isinstance(inputs[0], list):
-            outs = [self.generate_one(ids, params, ret_lp) for ids in inputs]
+            outs = [self.generate_one(ids, params, ret_lp, evaluation) for ids in inputs]
             bad = next((o for o in outs if o[0] != 200), None)
             return bad if bad else (200, [o[1] for o in outs])
-        return self.generate_one(inputs, params, ret_lp)
+        return self.generate_one(inputs, params, ret_lp, evaluation)
 
 
 def make_handler(model: Model):
