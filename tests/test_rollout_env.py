@@ -95,7 +95,7 @@ settings.write_plugin_yaml(out + "/slime.yaml", round=0, round_dir=out, bank_pat
     skill_token_budget=64, draw_limit_factor=4, tokenizer_path=tok, steps_per_round=2, shopsim_start_timeout=30.0,
     eval_concurrency=2, eval_episode_retries=1, eval_max_infra_share=0.05, gate_pairs=16, gate_arm_episodes=4,
     gate_seed=1, gate_max_skills=8, gate_failed_share=0.7, gate_alpha=0.1, gate_max_rounds=3,
-    analyst_drain_timeout=60.0)
+    analyst_drain_timeout=60.0, bank_wait_timeout=60.0)
 assert validation_errors({"id": "x"}, "spool")  # jsonschema ran and found the violations
 
 async def clients():

@@ -35,7 +35,8 @@ STUB = FAKES / "slime_stub"
 # values, STEPS_PER_ROUND above every rollout id these tests play, so each stays in the YAML's round.
 EVAL_KNOBS = dict(steps_per_round=1000, shopsim_start_timeout=30.0, eval_concurrency=8, eval_episode_retries=1,
                   eval_max_infra_share=0.05, gate_pairs=16, gate_arm_episodes=4, gate_seed=1, gate_max_skills=8,
-                  gate_failed_share=0.7, gate_alpha=0.1, gate_max_rounds=3, analyst_drain_timeout=60.0)
+                  gate_failed_share=0.7, gate_alpha=0.1, gate_max_rounds=3, analyst_drain_timeout=60.0,
+                  bank_wait_timeout=60.0)
 
 
 def use_slime_stub() -> None:
