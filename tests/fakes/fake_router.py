@@ -20,7 +20,9 @@ What the rollout plugin and slime's rollout loop use of the router, and no more:
   while a request is in flight is SGLang's scheduler assertion (weight_updater.py:184-187): the
   engine dies -- here the process answers 500 with the assertion text, then exits 1;
   POST /resume_memory_occupation. A /generate while released answers 500 (the fake's stand-in for
-  an engine without its weights and KV cache).
+  an engine without its weights and KV cache);
+- POST /update_weights_from_disk, forwarded to the engine: the stand-in slime's weight sync
+  (tests/fakes/slime_stub/train.py).
 A request whose client went away stays in flight until the worker answers or an abort ends it
 (stricter than SGLang, which notices a disconnect within seconds).
 Faults (fake only): a deterministic share (--slow-share, by hash of (seed, input_ids)) of
@@ -146,6 +148,16 @@ class Router:
             with self.cond:
                 self.inflight -= 1
 
+    def to_worker(self, path: str, raw: bytes) -> tuple[int, bytes]:
+        """A control call forwarded to the engine as is (its answer unchanged)."""
+        req = urllib.request.Request(self.worker + path, data=raw, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                return resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
     def _aborted(self, body: dict, answer: dict | None) -> bytes:
         with self.cond:
             self.counts["aborted"] += 1
@@ -182,6 +194,8 @@ def make_handler(router: Router):
                 return self._send(*router.release_memory())
             if self.path == "/resume_memory_occupation":
                 return self._send(*router.resume_memory())
+            if self.path == "/update_weights_from_disk":
+                return self._send(*router.to_worker(self.path, raw))
             self._send(404, b'{"detail": "Not Found"}')
 
         def do_GET(self):  # noqa: N802

@@ -237,6 +237,22 @@ class Model:
         self.rids: set[str] = set()  # the rids of the requests in flight (SGLang refuses a second)
         self.aborts = 0  # bumped by every /abort_request: a request waiting out its latency ends
 
+    def update_weights(self, raw: bytes) -> tuple[int, dict]:
+        """POST /update_weights_from_disk {"model_path"}: the policy of that directory's
+        fake_policy.json from now on (the stand-in of new weights; the draw counters, the engine's
+        sampling state, go on). SGLang answers {"success", "message", "num_paused_requests"}
+        (http_server.py:1130-1154, io_struct.py:1532-1536); one it cannot load is success false, HTTP 400."""
+        try:
+            path = Path(json.loads(raw)["model_path"]) / "fake_policy.json"
+            spec = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            return 400, {"success": False, "message": f"Failed to update weights: {exc}", "num_paused_requests": 0}
+        new = Policy(spec, self.args.random_seed or 0, self.args.fake_sampling)
+        with self.cond:
+            new._draws = self.policy._draws
+            self.policy = new
+        return 200, {"success": True, "message": "Succeeded to update model weights.", "num_paused_requests": 0}
+
     def server_info(self) -> dict:
         """GET /server_info: ServerArgs as a dict plus scheduler info, internal_states, version
         (SGLang http_server.py:705-727): the fields slime reads, typed and defaulted as in
@@ -428,6 +444,8 @@ def make_handler(model: Model):
                 if json.loads(raw).get("abort_all"):  # by rid: the stand-in keeps no rids, nothing to end
                     model.abort_all()
                 return self._text(200, b"")
+            if self.path == "/update_weights_from_disk":
+                return self._json(*model.update_weights(raw))
             if self.path != "/generate":
                 return self._json(404, {"detail": "Not Found"})
             try:

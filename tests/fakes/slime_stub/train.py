@@ -630,6 +630,35 @@ class RolloutManager:
     def node(self) -> str:
         return seen_here()["node_ip"]
 
+    def sync_weights(self, rollout_id: int) -> None:
+        """The weight sync's effect on the engines (train.py:85, actor.update_weights): from now on
+        they answer with the policy learned through `rollout_id`, as the HF export of that iteration
+        does (megatron_layout.learned_policy). The stand-in pushes it as a policy file through
+        /update_weights_from_disk (slime's colocated sync passes tensors: not modelled)."""
+        import shutil
+        import tempfile
+        import urllib.request
+
+        if str(FAKES) not in sys.path:  # (this actor's process: the driver's path is not its own)
+            sys.path.insert(0, str(FAKES))
+        from megatron_layout import learned_policy
+
+        spec_file = Path(self.args.hf_checkpoint) / "fake_policy.json"
+        if not spec_file.is_file():
+            return
+        scratch = Path(tempfile.mkdtemp(prefix="fake-slime-sync-"))
+        try:
+            spec = learned_policy(json.loads(spec_file.read_text(encoding="utf-8")), rollout_id)
+            (scratch / "fake_policy.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+            req = urllib.request.Request(self.engine.url + "/update_weights_from_disk", method="POST",
+                                         data=json.dumps({"model_path": str(scratch)}).encode(),
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                if not json.loads(resp.read()).get("success"):
+                    raise RuntimeError(f"fake slime: the weight sync after rollout {rollout_id} failed")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
     def offload(self) -> None:
         self.engine.release_memory_occupation()
 
@@ -768,6 +797,7 @@ def main(argv: list[str]) -> int:
             if args.colocate:
                 ray.get(manager.onload.remote())
             ray.get([a.update_weights.remote() for a in ranks])  # slime train.py:85
+            ray.get(manager.sync_weights.remote(rollout_id))  # ...whose effect: the engines' new policy
             if should_run_periodic_action(rollout_id, args.eval_interval):  # train.py:90-91: after the sync
                 evaluate(rollout_id)
     finally:
