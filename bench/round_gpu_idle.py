@@ -100,6 +100,8 @@ CONFIGS = {
                                   "ANALYST_CONCURRENCY": "1"},
     "cuts 4+5+6 and the analyst 4 at once": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1",
                                              "ANALYST_CONCURRENCY": "4"},
+    # one slime job for the run (docs/one-job-mode.md): the best cuts but SAVE_HF (it exports on the CPU)
+    "one-job": {"ONE_JOB": "1", "VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "ANALYST_CONCURRENCY": "4"},
 }
 
 

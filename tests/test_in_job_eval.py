@@ -163,7 +163,7 @@ def test_make_plan_shows_the_one_job_modes_command_line_beside_today_s(toolkit_e
 
     cfg = load.load({**toolkit_env, "STEPS_PER_ROUND": "3", "ROUNDS": "4", "SAVE_HF": "1"})
     lines = plan.plan(cfg, from_config(cfg), model_args=[])
-    jobs = [shlex.split(x.split("slime job: ", 1)[1]) for x in lines if x.lstrip().startswith("slime job: ")]
+    jobs = [shlex.split(x.split(": ", 1)[1]) for x in lines if x.lstrip().startswith("slime job")]
     assert len(jobs) == 2, lines
     today, one_job = jobs
 
@@ -178,3 +178,9 @@ def test_make_plan_shows_the_one_job_modes_command_line_beside_today_s(toolkit_e
     assert [a for a in one_job if a not in today] == ["12", "--eval-interval", "--eval-prompt-data", flags.EVAL_KEY,
                                                       str(cfg.VAL_TASKS), "--eval-function-path", flags.EVAL_FUNCTION]
     assert any("rounds 0..3" in x for x in lines)
+    chosen = load.load({**toolkit_env, "STEPS_PER_ROUND": "3", "ROUNDS": "4", "ONE_JOB": "1"})
+    lines = plan.plan(chosen, from_config(chosen), model_args=[])
+    runs, other = [shlex.split(x.split(": ", 1)[1]) for x in lines if x.lstrip().startswith("slime job")]
+    assert value(runs, "--num-rollout") == "12" and "--eval-interval" in runs  # ONE_JOB=1: the job it submits
+    assert value(other, "--num-rollout") == "3" and "--eval-interval" not in other
+    assert any(x.startswith("today's order (ONE_JOB=0)") for x in lines)

@@ -114,6 +114,8 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
 
     # `make plan` showed what then ran: each command line exactly as launched, nothing invented.
     launched = _launched(run)
+    other = planned.pop("slime job (ONE_JOB=1)")  # the mode this run did not choose, shown for comparison
+    assert "--eval-function-path" in other and " ".join(shlex.split(other)) not in launched.get("slime job", [])
     for name, line in planned.items():
         if name != "evaluate":  # in the loop's process: the plan says so instead of a command
             assert " ".join(shlex.split(line)) in launched.get(name, []), (name, line, launched.get(name))

@@ -346,11 +346,26 @@ def _nodes(cfg: Config, ints: dict[str, int]) -> list[Problem]:
     return out
 
 
+def _one_job(cfg: Config) -> list[Problem]:
+    """ONE_JOB=1 (docs/one-job-mode.md): the in-job evaluation cannot reach a simulator behind the
+    head's gate yet, and the mode exports on the CPU, never from the GPUs inside the save."""
+    if cfg.values.get("ONE_JOB") != "1":
+        return []
+    out = []
+    if cfg.values.get("NNODES", "1") not in ("", "1"):
+        out.append(_err("ONE_JOB", f"ONE_JOB=1 runs on one node only, and NNODES={cfg.values.get('NNODES')} "
+                        "(set ONE_JOB=0 for a multi-node run: a job per round)"))
+    if cfg.values.get("SAVE_HF") == "1":
+        out.append(_err("ONE_JOB", "ONE_JOB=1 exports each round on the CPU while the next trains, and SAVE_HF=1 "
+                        "would write it from the GPUs inside the save (set SAVE_HF=0, or ONE_JOB=0)"))
+    return out
+
+
 def check(cfg: Config) -> list[Problem]:
     """Every validation of architecture §3; errors first, in a stable order."""
     knobs = read_knobs(cfg.root / "env" / "defaults.env")
     problems = [_err(".env", f"{e}") for e in cfg.env_errors]
     ints, typed = _types(cfg, knobs)
     problems += typed + _arithmetic(ints) + _strings(cfg, knobs) + _disks(cfg, knobs) + _writable_dir(cfg, "RUNS_DIR")
-    problems += _exposure(cfg) + _nodes(cfg, ints) + _undeclared(cfg, knobs)
+    problems += _exposure(cfg) + _nodes(cfg, ints) + _undeclared(cfg, knobs) + _one_job(cfg)
     return sorted(problems, key=lambda p: p.level != "error")

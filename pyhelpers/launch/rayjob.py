@@ -33,13 +33,16 @@ TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 
 @dataclass(frozen=True)
 class JobOutcome:
-    status: str  # SUCCEEDED | FAILED | STOPPED | START_TIMEOUT
+    status: str  # SUCCEEDED | FAILED | STOPPED | START_TIMEOUT | ROUND_SAVED (the job goes on: `until`)
     message: str
     exit_code: int | None
 
     @property
     def ok(self) -> bool:
-        return self.status == "SUCCEEDED"
+        return self.status in ("SUCCEEDED", ROUND_SAVED)
+
+
+ROUND_SAVED = "ROUND_SAVED"  # watch()'s `until` came true while the job runs on (the one-job mode)
 
 
 class JobApi:
@@ -112,9 +115,12 @@ def record_path(run_dir: Path) -> Path:
     return slime_job_record(run_dir)
 
 
-def record_job(run_dir: Path, *, submission_id: str, round_: int, dashboard_port: int, log: str) -> None:
+def record_job(run_dir: Path, *, submission_id: str, round_: int, dashboard_port: int, log: str,
+               one_job: bool = False) -> None:
+    """one_job: the job trains every round from round_ on (the one-job mode), so a later round's
+    train stage watches it on instead of submitting another."""
     write_json_atomic(record_path(run_dir), {"submission_id": submission_id, "round": round_,
-                                              "dashboard_port": dashboard_port, "log": log})
+                                              "dashboard_port": dashboard_port, "log": log, "one_job": one_job})
 
 
 def recorded_job(run_dir: Path) -> dict | None:
@@ -129,10 +135,12 @@ def driver_log(ray_temp_dir: str, submission_id: str) -> Path:
 def watch(job_id: str, *, info: Callable[[str], dict], stop: Callable[[str], None], started: Callable[[], bool],
           start_timeout: float, unreachable_timeout: float, head_lost: Callable[[], str | None] = lambda: None,
           poll: float = 0.25, clock=time.monotonic, sleep=time.sleep,
-          progress: Callable[[str], None] = lambda s: None) -> JobOutcome:
-    """Poll until the job ends; stop it when it has not started training within start_timeout.
-    While the job API does not answer, head_lost() (what is wrong with the head's Ray, or None)
-    is asked: a lost head, or no answer for unreachable_timeout s, raises ray-lost."""
+          progress: Callable[[str], None] = lambda s: None,
+          until: Callable[[], bool] = lambda: False) -> JobOutcome:
+    """Poll until the job ends, or (ROUND_SAVED) until() comes true while it runs; stop it when it
+    has not started training within start_timeout. While the job API does not answer, head_lost()
+    (what is wrong with the head's Ray, or None) is asked: a lost head, or no answer for
+    unreachable_timeout s, raises ray-lost."""
     t0 = clock()
     seen_start = False
     last = None
@@ -156,6 +164,8 @@ def watch(job_id: str, *, info: Callable[[str], dict], stop: Callable[[str], Non
         status = data.get("status", "UNKNOWN")
         if status in TERMINAL:
             return JobOutcome(status, data.get("message") or "", data.get("driver_exit_code"))
+        if status == "RUNNING" and until():
+            return JobOutcome(ROUND_SAVED, "", None)
         if not seen_start and started():
             seen_start = True
             progress(f"job {job_id} started training ({clock() - t0:.0f} s after submission)")

@@ -78,7 +78,7 @@ def slime_train(cfg: Config, lay: RunLayout, r: int, plugin_flags: list[str], on
 def job_flags(cfg: Config, lay: RunLayout, r: int, one_job: bool = False) -> list[str]:
     """train.py's flags for round r's job with the rollout plugin's (MODEL_ARGS not included);
     one_job: the one-job mode's job from round r on, evaluating in the job (docs/one-job-mode.md;
-    `make plan` shows it, `make train` does not run it yet)."""
+    ONE_JOB=1 submits it, `make plan` shows it in either mode)."""
     extra = flags.in_job_eval_flags(cfg.STEPS_PER_ROUND, str(cfg.VAL_TASKS)) if one_job else []
     return slime_train(cfg, lay, r=r, plugin_flags=[*flags.plugin_flags(), *extra], one_job=one_job)
 

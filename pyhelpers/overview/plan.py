@@ -76,14 +76,18 @@ def launches(cfg: Config, lay: RunLayout, pos: position.Position,
     return out
 
 
-def _one_job(cfg: Config, lay: RunLayout, r: int, model_args: list[str] | None) -> list[str]:
-    """The one-job mode's job beside today's (docs/one-job-mode.md): one slime job from round r to
-    the last, evaluating in the job. Shown so both modes' command lines can be compared; not run."""
+def _other_mode(cfg: Config, lay: RunLayout, r: int, model_args: list[str] | None) -> list[str]:
+    """The slime job of the mode ONE_JOB does not choose, beside the one it runs (docs/one-job-mode.md),
+    so both modes' command lines can be compared."""
     margs = model_args if model_args is not None else ["${MODEL_ARGS[@]}"]
-    return [f"one-job mode (docs/one-job-mode.md; not run by `make train` yet: its driver is not built), "
-            f"one slime job for rounds {r}..{cfg.ROUNDS - 1}:",
-            f"  slime job: {slime_args.slime_entrypoint(cfg, margs, slime_args.job_flags(cfg, lay, r, one_job=True))}",
-            "    (val and the gate in the job at each round's end, no --save-hf: the export converts on the CPU)"]
+    one = not cfg.ONE_JOB
+    line = slime_args.slime_entrypoint(cfg, margs, slime_args.job_flags(cfg, lay, r, one_job=one))
+    if one:
+        return [f"one-job mode (ONE_JOB=1, docs/one-job-mode.md), one slime job for rounds {r}..{cfg.ROUNDS - 1}:",
+                f"  slime job (ONE_JOB=1): {line}",
+                "    (val and the gate in the job at each round's end, no --save-hf: the export converts on the CPU)"]
+    return [f"today's order (ONE_JOB=0): a slime job per round, round {r}'s:", f"  slime job (ONE_JOB=0): {line}",
+            "    (then the eval server on the round's HF export plays val and the gate)"]
 
 
 def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> list[str]:
@@ -109,7 +113,7 @@ def plan(cfg: Config, lay: RunLayout, model_args: list[str] | None = None) -> li
         out.append(f"  {name}: {line}" if line else f"  {name}: {note}")
         if line and note:
             out.append(f"    ({note})")
-    out += _one_job(cfg, lay, r, model_args)
+    out += _other_mode(cfg, lay, r, model_args)
     secrets = sorted(n for n in cfg.secret_names if cfg.get(n))
     out.append("environment: CUDA_VISIBLE_DEVICES=" + cfg.cuda_visible_devices
                + f", WANDB_DIR={lay.wandb_dir}, WANDB_MODE={cfg.WANDB_MODE}; secrets passed only through "

@@ -19,9 +19,9 @@ rounds/round-NNN/gate/ as the evaluate stage writes it; its skills tested and de
 logged beside val as eval/shopsim_gate/*.
 
 Each records its `episodes` event (the seconds the policy played) in the run's events.jsonl, as the
-evaluate stage does. Not built yet (docs/one-job-mode.md): a simulator reached through the head's
-gate (NNODES > 1: refused), and the driver that runs one job for all rounds; `make plan` shows
-the mode's command line (flags.in_job_eval_flags), `make train` does not run it yet.
+evaluate stage does. ONE_JOB=1 runs it (stages/one_job.py; `make plan` shows the mode's command
+line, flags.in_job_eval_flags). Not built yet (docs/one-job-mode.md): a simulator reached through
+the head's gate (NNODES > 1: refused).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The evaluate stage of a round: the eval server's session on the round's `hf` export -- bare val,
 then, once compile (which may run beside this stage: VAL_BESIDE_COMPILE) wrote compiled.json, the
-random-masked gate (stages/eval_session.py) -- and the stage record."""
+random-masked gate (stages/eval_session.py) -- and the stage record. In the one-job mode
+(ONE_JOB=1) the job's eval hook plays both on the job's engines; this stage waits for their
+summaries (stages/one_job.py) and plays on the eval server only what the job left unplayed."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pyhelpers.launch import services
 from pyhelpers.run import gpu_time
 from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
-from pyhelpers.stages import eval_session, inputs
+from pyhelpers.stages import eval_session, inputs, one_job
 
 if TYPE_CHECKING:
     from pyhelpers.stages.context import StageContext
@@ -39,6 +41,10 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
 
 
 def run(loop: StageContext, r: int) -> None:
-    eval_session.play(loop, r)
+    cfg, lay = loop.cfg, loop.lay
+    # ONE_JOB=1: the job's eval hook plays the round on its engines; whatever it left unplayed (a
+    # job gone, a resumed run) is played here, the hook's episodes kept (both resume per episode)
+    if not (cfg.ONE_JOB and one_job.evaluated_in_job(cfg, lay, r, lambda: done(lay, r, cfg.ROUNDS)[0], loop.echo)):
+        eval_session.play(loop, r)
     write_record(loop.lay, r, "evaluate")
     eval_session.wandb_in_background(loop.cfg, loop.lay)

@@ -43,7 +43,7 @@ from pyhelpers.run.layout import RunLayout
 from pyhelpers.run.records import write_record
 from pyhelpers.skills import bank
 from pyhelpers.skills.tokens import counter_for
-from pyhelpers.stages import inputs, stepwatch
+from pyhelpers.stages import inputs, one_job, stepwatch
 from pyhelpers.tasks.files import check_slime_prompts
 
 if TYPE_CHECKING:
@@ -67,7 +67,8 @@ def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list
                                  "the run's token")] if multi else []),
            services.plan_line(cfg, lay, "ray-head"),
            *([cluster.worker_plan_line(cfg)] if multi else []),
-           ("slime job", job_entrypoint(cfg, lay, r=r, model_args=model_args),
+           ("slime job", job_entrypoint(cfg, lay, r=r, model_args=model_args, one_job=bool(cfg.ONE_JOB)),
+            f"{'every round from this one on (ONE_JOB=1), ' if cfg.ONE_JOB else ''}"
             f"through the Ray job API as {cfg.run_name}-r{r:03d}-<time>; runtime env "
             f"{json.dumps(slime_args.runtime_env(cfg, secret_env.job_netrc_entry(cfg, lay.run_dir)), sort_keys=True)};"
             f" MODEL_ARGS from {cfg.MODEL_ARGS_SCRIPT}")]
@@ -90,7 +91,7 @@ def done(lay: RunLayout, r: int, rounds: int) -> tuple[bool, str]:
     return True, f"trained through iteration {tracked}"
 
 
-def prepare(loop: StageContext, r: int) -> None:
+def prepare(loop: StageContext, r: int, job_runs: bool = False) -> None:
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     check_slime_prompts(cfg.TRAIN_TASKS)  # slime would stop on it only after placement
     for d in (lay.spool(r), lay.candidates(r), lay.stage_record(r, "train").parent):
@@ -108,7 +109,8 @@ def prepare(loop: StageContext, r: int) -> None:
     gap = checkpoints.data_state_gap(lay.megatron)  # a save cut between its tracker and its data state
     if gap:
         echo(f"checkpoint: {gap}")
-    lay.started_marker(r).unlink(missing_ok=True)
+    if not job_runs:  # (a job that trains on writes this round's marker itself, maybe already)
+        lay.started_marker(r).unlink(missing_ok=True)
 
 
 def _wait_for_old_plugin(lay: RunLayout, r: int, timeout: float, echo: Callable[[str], None]) -> None:
@@ -134,7 +136,8 @@ def job_entrypoint(cfg: Config, lay: RunLayout, r: int, model_args: list[str], o
 
 
 def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
-    entry = job_entrypoint(cfg, lay, r=r, model_args=model_args)
+    one = bool(cfg.ONE_JOB)  # the one-job mode's job: every round from r on (stages/one_job.py)
+    entry = job_entrypoint(cfg, lay, r=r, model_args=model_args, one_job=one)
     job_id = f"{cfg.run_name}-r{r:03d}-{int(time.time())}"
     port = cfg.RAY_DASHBOARD_PORT
     # The head answered within RAY_START_TIMEOUT; its job agent may need part of that again.
@@ -143,21 +146,30 @@ def submit(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> str:
                                             agent_wait=cfg.RAY_START_TIMEOUT,
                                             head_up=lambda: ray_lost.why_lost(cfg, lay) is None)
     source = rayjob.driver_log(cfg.ray_temp_dir, job_id)
-    rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source))
-    events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id, num_rollout=lay.num_rollout(r))
+    rayjob.record_job(lay.run_dir, submission_id=job_id, round_=r, dashboard_port=port, log=str(source), one_job=one)
+    events.append(lay.run_dir, "job-submitted", round=r, job_id=job_id,
+                  num_rollout=lay.num_rollout(cfg.ROUNDS - 1 if one else r))
     groups.start("slime-log", ["tail", "-n", "+1", "-s", "0.2", "-F", str(source)], pids_dir=lay.pids, logs_dir=lay.logs)
     return job_id
 
 
-def watch(loop: StageContext, r: int, job_id: str) -> rayjob.JobOutcome:
+def watch(loop: StageContext, r: int, job_id: str, trains_on: bool = False) -> rayjob.JobOutcome:
+    """Until the job ends; in the one-job mode (ONE_JOB=1) until round r's checkpoint is saved while
+    the job goes on (ROUND_SAVED: `job-round-saved`, not `job-end`). trains_on: the job was
+    submitted in an earlier round, so it started training long ago."""
     cfg, lay, echo = loop.cfg, loop.lay, loop.echo
     api = rayjob.JobApi(cfg.RAY_DASHBOARD_PORT, lay.run_dir)
-    outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=rayjob.marker_started(lay.started_marker(r)),
+    started = (lambda: True) if trains_on else rayjob.marker_started(lay.started_marker(r))
+    outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=started,
                            start_timeout=cfg.JOB_START_TIMEOUT, unreachable_timeout=cfg.RAY_UNREACHABLE_TIMEOUT,
-                           head_lost=lambda: ray_lost.why_lost(cfg, lay), progress=echo)
+                           head_lost=lambda: ray_lost.why_lost(cfg, lay), progress=echo,
+                           until=(lambda: done(lay, r, cfg.ROUNDS)[0]) if cfg.ONE_JOB else (lambda: False))
+    _note_checkpoint(lay, r)
+    if outcome.status == rayjob.ROUND_SAVED:
+        events.append(lay.run_dir, "job-round-saved", round=r, job_id=job_id)
+        return outcome
     events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=outcome.status,
                   exit_code=outcome.exit_code)
-    _note_checkpoint(lay, r)
     _await_log_copy(lay, rayjob.driver_log(cfg.ray_temp_dir, job_id))
     return outcome
 
@@ -235,14 +247,16 @@ def run(loop: StageContext, r: int) -> None:
     def warn(text: str) -> None:
         loop.notifier.send("disk-low", text, round=r)
 
-    prepare(loop, r)
+    running = one_job.running_job(cfg, lay)  # the one-job mode's job, submitted in an earlier round
+    prepare(loop, r, job_runs=running is not None)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     if cfg.multinode:  # the plugin may run on a worker: it reaches the simulator through the gate
         echo(services.ensure(cfg, lay, "shopsim-gate", round_=r, progress=echo))
-    # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
-    # job's driver is gone: wait for that process before freeing the slots it may still take.
-    _wait_for_old_plugin(lay, r, timeout=cfg.STOP_GRACE + 30.0, echo=echo)
-    echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='train', round_=r)}")  # a killed job's slots too
+    if running is None:  # (a job that trains on holds its slots: they are its episodes')
+        # slime runs the plugin inside its RolloutManager actor, which Ray kills only once an earlier
+        # job's driver is gone: wait for that process before freeing the slots it may still take.
+        _wait_for_old_plugin(lay, r, timeout=cfg.STOP_GRACE + 30.0, echo=echo)
+        echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='train', round_=r)}")  # a killed job's too
     echo(services.ensure(cfg, lay, "ray-head", round_=r, progress=echo))
     if cfg.multinode:  # the workers joined, with the head's versions and its storage (docs/multinode.md §4)
         cluster.head_ready(cfg, lay, echo)
@@ -267,16 +281,22 @@ def run(loop: StageContext, r: int) -> None:
                              args=(cfg, lay, r, stop.wait, echo, lambda evs, k: loop.eta(evs, r, "train", k), loop.status))
     steps.start()
     analyst = cfg.ANALYST_ENABLED
-    ok = False
+    ok = trains_on = False
     try:
         if analyst:
             groups.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs,
                         env=secret_env.for_user(cfg, "analyst"))
-        job_id = submit(cfg, lay, r=r, model_args=loop.model_args)
+        if running is None:
+            job_id = submit(cfg, lay, r=r, model_args=loop.model_args)
+            last = lay.last_iteration(cfg.ROUNDS - 1 if cfg.ONE_JOB else r)
+            echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{last} "
+                 f"(output: logs/slime-log.log)")
+        else:
+            job_id = running
+            echo(f"slime job {job_id} trains on: round {r}, rollouts {r * lay.steps_per_round}.."
+                 f"{lay.last_iteration(r)} (ONE_JOB=1; output: logs/slime-log.log)")
         _warm_eval_builder(loop)
-        echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{lay.last_iteration(r)} "
-             f"(output: logs/slime-log.log)")
-        outcome = watch(loop, r, job_id)
+        outcome = watch(loop, r, job_id, trains_on=running is not None)
         if not outcome.ok:
             tail = "\n".join(groups.log_tail(lay.logs / "slime-log.log", 30))
             echo(f"--- last lines of the slime job ({lay.logs / 'slime-log.log'}) ---\n{tail}\n---")
@@ -287,16 +307,19 @@ def run(loop: StageContext, r: int) -> None:
                                "fix the cause shown above, then `make resume` (training continues from the newest "
                                "checkpoint)")
         ok = True
-        echo(f"slime job {job_id} succeeded")
+        trains_on = outcome.status == rayjob.ROUND_SAVED
+        echo(f"slime job {job_id}: round {r} saved; it evaluates the round and trains on" if trains_on
+             else f"slime job {job_id} succeeded")
     finally:
         stop.set()
         watchdog.join(timeout=5)
         steps.join(timeout=5)  # its last step's line comes before the stage's end
         if not ok:
             echo(slime_job.stop(cfg, lay))
-        for line in services.stop(cfg, lay, "slime-log", "analyst"):
+        for line in services.stop(cfg, lay, *(("analyst",) if trains_on else ("slime-log", "analyst"))):
             echo(line)
-        secret_env.remove_job_netrc(lay.run_dir)  # the job is over (or stopped): its key goes
+        if not trains_on:
+            secret_env.remove_job_netrc(lay.run_dir)  # the job is over (or stopped): its key goes
     if analyst:  # the drain runs beside the export; compile waits for it
         drain.start(cfg, lay, r, echo)
     write_record(lay, r, "train")

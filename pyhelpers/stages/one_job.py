@@ -1,0 +1,77 @@
+"""The one-job mode's job across stages (ONE_JOB=1, docs/one-job-mode.md). Not a stage: the train
+stage submits the job once and watches it on in each later round, the evaluate stage waits for the
+job's own evaluation of the round (the plugin's eval hook, rollout/in_job_eval.py) -- or, when the
+job is gone, plays the round today's way on the eval server.
+
+A round in one job: train (the stage returns once the round's checkpoint is saved; the job goes on
+to its weight sync and eval hook, train.py:71-91), rotate, export (the CPU converter, while the
+hook plays val), compile (the hook waits for its compiled.json, then plays the gate), evaluate
+(waits for the hook's val and gate summaries), inject (the next round's bank, which the job's
+next rollout waits for: rollout/bank_wait.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pyhelpers.config.load import Config
+from pyhelpers.launch import rayjob, secret_env, services
+from pyhelpers.run import events
+from pyhelpers.run.layout import RunLayout
+
+POLL_S = 1.0  # the job's state and the round's summaries are another process's: polled
+
+
+def running_job(cfg: Config, lay: RunLayout) -> str | None:
+    """The recorded one-job mode's job, when it still runs (its id), else None."""
+    job = rayjob.recorded_job(lay.run_dir)
+    if not cfg.ONE_JOB or not job or not job.get("one_job"):
+        return None
+    try:
+        status = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=5.0).info(job["submission_id"]).get("status")
+    except Exception:  # noqa: BLE001 - no answer: not a job to watch on (the train stage starts Ray and a job)
+        return None
+    return job["submission_id"] if status not in rayjob.TERMINAL else None
+
+
+def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[], bool],
+                     echo: Callable[[str], None]) -> bool:
+    """Wait while the job runs until `evaluated()` (round r's val and gate summaries, written by the
+    job's eval hook). False when no job runs or it ended first: the evaluate stage then plays what
+    is missing on the eval server, resuming the hook's episodes."""
+    job_id = running_job(cfg, lay)
+    if job_id is None:
+        return evaluated()
+    echo(f"round {r}: val and the gate play inside slime job {job_id} (its eval hook); waiting for their summaries")
+    api = rayjob.JobApi(cfg.RAY_DASHBOARD_PORT, lay.run_dir, timeout=5.0)
+    while not evaluated():
+        info = api.info(job_id)
+        if info.get("status") in rayjob.TERMINAL:
+            ended(cfg, lay, r, job_id, info)
+            return evaluated()
+        time.sleep(POLL_S)
+    if r == cfg.ROUNDS - 1:  # the job's last act: it ends once its hook returns
+        info = _wait_terminal(api, job_id, cfg.STOP_GRACE + 60.0)
+        if info is not None:
+            ended(cfg, lay, r, job_id, info)
+    return True
+
+
+def _wait_terminal(api: rayjob.JobApi, job_id: str, bound_s: float) -> dict | None:
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        info = api.info(job_id)
+        if info.get("status") in rayjob.TERMINAL:
+            return info
+        time.sleep(POLL_S / 4)
+    return None
+
+
+def ended(cfg: Config, lay: RunLayout, r: int, job_id: str, info: dict) -> None:
+    """The job ended while the driver watched it outside the train stage: its end in the events (as
+    the train stage records it), its log copier and key file gone."""
+    events.append(lay.run_dir, "job-end", round=r, job_id=job_id, status=info.get("status"),
+                  exit_code=info.get("driver_exit_code"))
+    services.stop(cfg, lay, "slime-log")
+    secret_env.remove_job_netrc(lay.run_dir)

@@ -1,0 +1,88 @@
+"""The one-job mode (ONE_JOB=1, docs/one-job-mode.md) end to end on the stand-ins: one slime job
+trains both rounds of a rehearsal, evaluates each in the job through the plugin's eval hook (no eval
+server), waits inside the job for round 1's bank, and ends with today's order's outcome -- the
+same banks, summaries, spool and checkpoint bytes as the shared reference rehearsal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.rehearsal import Run, outcome, rehearse, rehearse_env
+
+
+@pytest.mark.heavy
+def test_one_slime_job_trains_and_evaluates_every_round_to_todays_outcome(tmp_path, rehearsal_world, reference):
+    env = rehearse_env(tmp_path, rehearsal_world, ONE_JOB="1")
+    res = rehearse(env)
+    assert res.returncode == 0, res.stdout[-6000:]
+    run = Run(tmp_path / "runs")
+    submitted = run.events("job-submitted")
+    assert len(submitted) == 1 and submitted[0]["num_rollout"] == 4, submitted
+    assert [e["service"] for e in run.events("service-start") if e["service"] == "eval-server"] == []
+    assert [(e["kind"], e["round"]) for e in run.events() if e["kind"] in ("bank-wait", "bank-in")] == \
+        [("bank-wait", 1), ("bank-in", 1)]
+    ends = run.events("job-end")
+    assert [(e["round"], e["status"]) for e in ends] == [(1, "SUCCEEDED")], ends
+    assert outcome(run) == outcome(reference.run)
+
+
+def test_the_one_job_mode_refuses_what_it_cannot_run_before_anything_starts(toolkit_env):
+    from pyhelpers.config import check, load
+
+    def errors(**knobs):
+        cfg = load.load({**toolkit_env, **knobs})
+        return {p.var: p.message for p in check.check(cfg) if p.level == "error" and p.var == "ONE_JOB"}
+
+    assert errors(ONE_JOB="1") == {}
+    assert "SAVE_HF=0" in errors(ONE_JOB="1", SAVE_HF="1")["ONE_JOB"]
+    assert "NNODES" in errors(ONE_JOB="1", NNODES="2")["ONE_JOB"]
+
+
+@pytest.mark.heavy
+def test_a_driver_killed_during_the_in_job_evaluation_resumes_it_on_the_eval_server_playing_nothing_twice(
+        tmp_path, rehearsal_world, reference):
+    """The job's eval hook has played round 0's val and waits for compiled.json (the analyst's model
+    holds compile until a gate file exists) when the driver is SIGKILLed. The resume stops the
+    orphaned job, plays what the hook left -- the gate -- on the eval server, keeping the hook's val
+    episodes (none played again), submits a new one-job job from round 1, and ends with today's
+    order's outcome."""
+    from support.rehearsal import (
+        assert_stopped,
+        event_seen,
+        group_alive,
+        kill_driver,
+        recorded_groups,
+        start,
+        wait_for,
+    )
+
+    gate_file = tmp_path / "analyst-may-answer"
+    env = rehearse_env(tmp_path, rehearsal_world, ONE_JOB="1", FAKE_ANALYST_HOLD_UNTIL=gate_file,
+                       FAKE_ANALYST_DELAY_S="2", ANALYST_TIMEOUT="900", ANALYST_DRAIN_TIMEOUT="900")
+    run = Run(tmp_path / "runs")
+    val = run.round_dir(0) / "val"
+
+    def hook_waits_for_compile():
+        return (val / "summary.json").is_file() and event_seen(run, "stage-start", round=0, stage="compile")
+    proc, log = start(env)
+    wait_for("round 0's in-job val, compile held", hook_waits_for_compile, proc=proc, log=log)
+    assert not (run.round_dir(0) / "compiled.json").exists() and not (run.round_dir(0) / "gate").exists()
+    kill_driver(run)
+    proc.wait(timeout=300)  # bin/rehearse returns once its driver is gone
+    orphans = {name: pgid for name, pgid in recorded_groups(run).items() if group_alive(pgid)}
+    played = [json.loads(line)["id"] for line in (val / "episodes.jsonl").read_text().splitlines()]
+    gate_file.touch()
+
+    res = rehearse(env, "--resume")
+    assert res.returncode == 0, res.stdout[-5000:]
+    assert_stopped(orphans)
+    ids = [json.loads(line)["id"] for line in (val / "episodes.jsonl").read_text().splitlines()]
+    assert ids == played and len(ids) == len(set(ids))  # the hook's val kept, nothing played again
+    val_played = [e["played"] for e in run.events("episodes") if e["what"] == "val" and e["round"] == 0]
+    assert sum(val_played) == len(ids), val_played
+    servers = [e for e in run.events("service-start") if e["service"] == "eval-server"]
+    assert len(servers) == 1  # the resume's gate of round 0; round 1 evaluated in its new job
+    submitted = run.events("job-submitted")
+    assert [(e["round"], e["num_rollout"]) for e in submitted] == [(0, 4), (1, 4)], submitted
+    assert outcome(run) == outcome(reference.run)
