@@ -32,7 +32,8 @@ when BASELINE_VAL=1. To add a stage: a file here, and its name's line in ROUND.
 A stage imports no other stage, and nothing but this registry imports a stage: what two stages
 share lives in a module below them (launch/slime_job: the job's stop; analyst/drain: the
 analyst's drain; evaluate/builders: the eval prompt builder) or beside them here without being a
-stage (eval_session: the eval server's session of evaluate and baseline; inputs, stepwatch).
+stage (eval_session: the eval server's session of evaluate and baseline; one_job: the one-job
+mode's job as train and evaluate share it; inputs, stepwatch).
 The registry loads its stages by name (ROUND's lines); tests/test_stage_registry.py checks that
 none imports its way back to it, an edge tests/test_architecture.py's import graph cannot see.
 """
