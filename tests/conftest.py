@@ -263,6 +263,18 @@ def reference(_reference_run):
         yield ref
 
 
+@pytest.fixture(autouse=True)
+def _rollout_stacks_closed():
+    """Every rollout stack a test started (support/rollout_stack.py) ends with it: one whose test
+    failed before its own close (a bad setting in st.args(...)) left its three stand-ins running
+    past the suite. Stacks of a wider scope, started before this test, are their fixture's."""
+    before = len(getattr(sys.modules.get("support.rollout_stack"), "OPEN", []))
+    yield
+    stacks = getattr(sys.modules.get("support.rollout_stack"), "OPEN", [])
+    for st in list(stacks[before:]):
+        st.close()
+
+
 @pytest.fixture
 def hook():
     """A webhook receiver on loopback (support/rehearsal.py Hook)."""

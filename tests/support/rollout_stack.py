@@ -77,6 +77,11 @@ def _end(proc: subprocess.Popen) -> None:
     proc.wait(timeout=10)
 
 
+# The stacks started and not closed yet: a test that fails before its own try/finally closes one
+# (a failing st.args(...), say) has it closed by tests/conftest.py at its end, not left running.
+OPEN: list[Stack] = []
+
+
 class Stack:
     def __init__(self, tmp: Path, *, slots: int = 12, fixture: dict, tokenizer: Path, error_rate: float = 0.0,
                  slow_share: float = 0.0, slow_s: float = 30.0, reset_retries: int = 3, reset_delay: float = 0.1,
@@ -108,8 +113,11 @@ class Stack:
             self.close()
             raise
         self.slots = slots
+        OPEN.append(self)
 
     def close(self) -> None:
+        if self in OPEN:
+            OPEN.remove(self)
         for p in reversed(self.procs):
             try:
                 os.killpg(p.pid, signal.SIGTERM)
