@@ -28,6 +28,14 @@ the load. `timeline` gives each its own clock over their overlap (`Beside`):
   the server's start and while only the drain is waited for (compile-wait): max(D, V) minus val.
   After the join the one clock goes on from there. So this CPU's speed enters only as the real
   seconds of each activity's unscaled part, as everywhere else.
+The one-job mode (ONE_JOB=1) has a second such pair: at a round's save the job's eval hook plays
+bare val on the job's engines while the loop exports the checkpoint on the CPU (the converter's
+wait), then compiles; the hook's gate waits for compile's end. On one clock the converter's rate
+ran over val's end, and how much of the export val covered moved with when the loop noticed the
+save (a one-job row 14 % apart beside two hogs). A `Pair` names each: its drain (a stage, or a
+chain of stages run one after the other: export, then compile), the stand-ins it waits for, the
+activity beside it and which events are the drain's; an overlap that starts inside an earlier
+one is read on that one's clocks.
 Where nothing overlaps (today's order: compile, then evaluate) `timeline` is the one clock.
 """
 
@@ -148,7 +156,8 @@ def restarts(evs: list[dict]) -> tuple[tuple[float, float], ...]:
 def job_gaps(evs: list[dict], waits: list[dict], *, skip: str) -> tuple[tuple[float, float], ...]:
     """The slime job's own start and teardown on this CPU, outside every stand-in's wait (but
     `skip`'s, the analyst's, which holds no GPU there): from each job-submitted to the first
-    rollout-started after it, and from each checkpoint-saved to the job-end after it. The delay
+    rollout-started after it, and from each checkpoint-saved (or the episodes the job's eval hook
+    played after it, the one-job mode) to the job-end after it. The delay
     table's figures are the whole of those phases on a real machine (megatron-start: submission,
     Megatron's init and load, the first weight sync; sglang-start and jit-cold: the engines';
     teardown: the engines and actors stopped, the driver's exit), so what the stand-ins spend
@@ -165,6 +174,9 @@ def job_gaps(evs: list[dict], waits: list[dict], *, skip: str) -> tuple[tuple[fl
             b = min((when(x) for x in evs if x.get("kind") == ends and x.get("round") == e.get("round")
                      and when(x) > a), default=None)
             if b is not None:
+                # the one-job mode's job evaluates in it after its last save: its teardown begins
+                # once the eval hook's last episodes ended
+                a = max([a, *(float(x["t"]) for x in evs if x.get("kind") == "episodes" and a < float(x["t"]) < b)])
                 windows.append((a, b))
     spans = sorted((float(w["start"]), float(w["end"])) for w in waits if w["knob"] != skip)
     gaps = []
@@ -222,18 +234,46 @@ def stage_windows(evs: list[dict], stage: str) -> list[tuple[float, float, objec
 
 @dataclass(frozen=True)
 class Beside:
-    """A drain stage and the stage beside it, running at once (wall times; module doc)."""
-    start: float    # the earlier of the two stage-starts
+    """A drain stage and the activity beside it, running at once (wall times; module doc)."""
+    start: float    # the earlier of the two starts
     drained: float  # the drain stage's end
-    joined: float   # where the beside stage starts waiting for the drain (its join event), else its end
+    joined: float   # where the beside activity starts waiting for the drain (its join event), else its end
 
 
-def besides(evs: list[dict], drain: str, beside: str, joins: Callable[[dict], bool]) -> list[Beside]:
-    """Every run of `drain` that a run of `beside` of the same round overlaps; `joins` tells the
-    beside stage's event after which it waits for the drain (none: it waits from its end)."""
+@dataclass(frozen=True)
+class Pair:
+    """Stages that wait for stand-ins (`drain`: one stage, or a chain run one after the other in a
+    round, e.g. export then compile; `knobs`: the stand-ins' waits they are held by) and the
+    activity that may run beside them: `beside` gives that activity's (start, end, round) windows
+    from the events, `joins` the event after which it waits for the drain (none: from its end),
+    `drains` which events are read on the drain's clock inside an overlap (every other on the
+    beside activity's): by default the drain stages'."""
+    drain: tuple[str, ...]
+    knobs: tuple[str, ...]
+    beside: Callable[[list[dict]], list[tuple[float, float, object]]]
+    joins: Callable[[dict], bool]
+    drains: Callable[[dict], bool] | None = None
+
+    def reads_on_the_drain(self, e: dict) -> bool:
+        return self.drains(e) if self.drains else e.get("stage") in self.drain
+
+
+def chain_windows(evs: list[dict], chain: tuple[str, ...]) -> list[tuple[float, float, object]]:
+    """Per round, from the first start to the last end of the chain's stages that ran in it."""
+    spans: dict[object, tuple[float, float]] = {}
+    for stage in chain:
+        for a, b, r in stage_windows(evs, stage):
+            lo, hi = spans.get(r, (a, b))
+            spans[r] = (min(lo, a), max(hi, b))
+    return [(a, b, r) for r, (a, b) in spans.items()]
+
+
+def besides(evs: list[dict], drain: tuple[str, ...], ran: list[tuple[float, float, object]],
+            joins: Callable[[dict], bool]) -> list[Beside]:
+    """Every run of the `drain` chain that a window of the beside activity (`ran`) of the same round
+    overlaps; `joins` tells the event after which the beside activity waits (none: from its end)."""
     out = []
-    ran = stage_windows(evs, beside)
-    for a, b, r in stage_windows(evs, drain):
+    for a, b, r in chain_windows(evs, drain):
         for s, e, rr in ran:
             if rr == r and s < b and e > a:
                 join = [float(x["t"]) for x in evs if x.get("round") == r and s <= float(x["t"]) <= e and joins(x)]
@@ -242,36 +282,44 @@ def besides(evs: list[dict], drain: str, beside: str, joins: Callable[[dict], bo
 
 
 def timeline(evs: list[dict], waits: list[dict], *, origin: float, dropped: tuple[tuple[float, float], ...] = (),
-             drain: str, knob: str, beside: str | None, joins: Callable[[dict], bool]) -> list[dict]:
-    """The run's events on modelled clocks (module doc): the drain `knob`'s waits count only inside
-    the `drain` stage's windows; where `beside` runs during it, a clock per activity."""
-    windows = [(a, b) for a, b, _ in stage_windows(evs, drain)]
-    base = clock(within(waits, knob, windows), origin, dropped)
-    found = besides(evs, drain, beside, joins) if beside else []
+             inside: tuple[str, str], pairs: list[Pair]) -> list[dict]:
+    """The run's events on modelled clocks (module doc): the waits of `inside`'s knob count only
+    inside its stage's windows (the analyst's, in compile); where an activity runs beside a
+    pair's drain, a clock per activity. An overlap that starts inside an earlier one (of another
+    pair) is read on that one's clocks."""
+    knob, stage = inside
+    waits = within(waits, knob, [(a, b) for a, b, _ in stage_windows(evs, stage)])
+    base = clock(waits, origin, dropped)
+    found = [(o, p) for p in pairs for o in besides(evs, p.drain, p.beside(evs), p.joins)]
     if not found:
         return events(evs, base)
-    theirs = clock(within([w for w in waits if w["knob"] == knob], knob, windows), origin, dropped)
-    mine = clock([w for w in waits if w["knob"] != knob], origin, dropped)
-    marks, shift = [], 0.0  # (the overlap, its modelled start, its modelled end, its wall end, the shift after it)
-    for o in found:
+    clocks = {p: (clock([w for w in waits if w["knob"] in p.knobs], origin, dropped),
+                  clock([w for w in waits if w["knob"] not in p.knobs], origin, dropped)) for p in pairs}
+    # (the overlap, its pair, its modelled start, its modelled end, its wall end, the shift after it)
+    marks: list[tuple[Beside, Pair, float, float, float, float]] = []
+    shift = 0.0
+    for o, p in sorted(found, key=lambda op: op[0].start):
+        if marks and o.start < marks[-1][4]:
+            continue
+        theirs, mine = clocks[p]
         m0 = base(o.start) + shift
         m1 = m0 + max(theirs(o.drained) - theirs(o.start), mine(o.joined) - mine(o.start))
         end = max(o.drained, o.joined)
         shift = m1 - base(end)
-        marks.append((o, m0, m1, end, shift))
+        marks.append((o, p, m0, m1, end, shift))
 
-    def reading(drains: bool) -> Callable[[float], float]:
-        def to(t: float) -> float:
+    def to(e: dict) -> Callable[[float], float]:
+        def at(t: float) -> float:
             after = 0.0
-            for o, m0, m1, end, shifted in marks:
+            for o, p, m0, m1, end, shifted in marks:
                 if t < o.start:
                     break
                 if t <= end:  # inside the overlap: on this activity's own clock from its modelled start
-                    if drains:
+                    theirs, mine = clocks[p]
+                    if p.reads_on_the_drain(e):
                         return m0 + theirs(min(t, o.drained)) - theirs(o.start)
                     return m0 + mine(t) - mine(o.start) if t <= o.joined else m1  # waiting: until the drain's end
                 after = shifted
             return base(t) + after
-        return to
-    drained, other = reading(True), reading(False)
-    return [_on(e, drained if e.get("stage") == drain else other) for e in evs]
+        return at
+    return [_on(e, to(e)) for e in evs]

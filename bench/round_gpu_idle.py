@@ -182,6 +182,23 @@ def val_ended(e: dict) -> bool:
     return e.get("kind") == "episodes" and e.get("what") == "val"
 
 
+def never(_e: dict) -> bool:
+    return False
+
+
+def in_job_val(evs: list[dict]) -> list[tuple[float, float, object]]:
+    """(start, end, round) of each bare val the job's eval hook played (the one-job mode): a val
+    that began before its round's evaluate stage did (the evaluate stage's own starts after it)."""
+    evaluates = {r: a for a, _b, r in modelled_time.stage_windows(evs, stages.GPU_ROLES.server)}
+    out = []
+    for e in evs:
+        if val_ended(e) and isinstance(e.get("seconds"), (int, float)):
+            a = float(e["t"]) - float(e["seconds"])
+            if a < evaluates.get(e.get("round"), float("inf")):
+                out.append((a, float(e["t"]), e.get("round")))
+    return out
+
+
 def modelled_rounds(tmp: Path) -> tuple[list[gpu_time.RoundTime], list[dict], int]:
     """The finished rounds of one bench rehearsal in modelled seconds (the report's split of its
     events on the modelled clocks: bench/modelled_time.py), the waits the stand-ins recorded, and
@@ -200,8 +217,16 @@ def modelled_rounds(tmp: Path) -> tuple[list[gpu_time.RoundTime], list[dict], in
     unmodelled = dropped + modelled_time.job_gaps(evs, waits, skip=ANALYST_KNOB)
     queued = analyst_queue.played(tmp / "runs" / "rehearsal", evs, waits, origin=origin, dropped=unmodelled,
                                   knob=ANALYST_KNOB, job=stages.GPU_ROLES.job, drain=drain)
-    timed = modelled_time.timeline(evs, queued, origin=origin, dropped=unmodelled, drain=drain,
-                                   knob=ANALYST_KNOB, beside=stages.get(drain).beside, joins=val_ended)
+    [export] = [s for s, p in stages.GPU_ROLES.whole.items() if p == "hf-export"]
+    beside = stages.get(drain).beside
+    pairs = [  # the one-job mode's export, then compile, beside the job's own val (every other event
+        # then is the loop's: its train stage's end, export, compile, evaluate's start); val beside compile
+        modelled_time.Pair((export, drain), (DELAYS["convert"].knob, ANALYST_KNOB), in_job_val, never,
+                           drains=lambda e: not val_ended(e)),
+        modelled_time.Pair((drain,), (ANALYST_KNOB,), lambda evs: modelled_time.stage_windows(evs, beside), val_ended),
+    ]
+    timed = modelled_time.timeline(evs, queued, origin=origin, dropped=unmodelled, inside=(ANALYST_KNOB, drain),
+                                   pairs=pairs)
     rounds = [rt for rt in gpu_time.split(timed, stages.GPU_ROLES) if rt.finished]
     return rounds, waits, len(dropped)
 
