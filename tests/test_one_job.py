@@ -6,6 +6,7 @@ same banks, summaries, spool and checkpoint bytes as the shared reference rehear
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from support.rehearsal import Run, outcome, rehearse, rehearse_env
@@ -85,4 +86,58 @@ def test_a_driver_killed_during_the_in_job_evaluation_resumes_it_on_the_eval_ser
     assert len(servers) == 1  # the resume's gate of round 0; round 1 evaluated in its new job
     submitted = run.events("job-submitted")
     assert [(e["round"], e["num_rollout"]) for e in submitted] == [(0, 4), (1, 4)], submitted
+    assert outcome(run) == outcome(reference.run)
+
+
+@pytest.mark.heavy
+def test_the_one_job_mode_killed_mid_export_then_mid_training_resumes_each_time_to_todays_outcome(
+        tmp_path, rehearsal_world, reference):
+    """Issue 44's kill matrix in the mode, beside the in-job evaluation's kill above: the driver
+    SIGKILLed while round 0's export converts (the job's eval hook then plays val or waits for
+    compile, the job waits for round 1's bank), resumed; SIGKILLed again once the resumed run's
+    job trained round 1's first step (held there), resumed. Each resume stops what the killed
+    driver left (the job inside its Ray too), no val episode is played twice, and the run ends
+    with today's order's outcome."""
+    from support.rehearsal import (
+        assert_stopped,
+        event_seen,
+        group_alive,
+        kill_driver,
+        recorded_groups,
+        start,
+        wait_for,
+    )
+
+    gate = tmp_path / "hold"
+    env = rehearse_env(tmp_path, rehearsal_world, ONE_JOB="1", FAKE_CONVERT_DELAY="3",
+                       FAKE_SLIME_HOLD_AT="2", FAKE_SLIME_HOLD_GATE=str(gate))
+    run = Run(tmp_path / "runs")
+
+    def kill(proc) -> dict[str, int]:
+        kill_driver(run)
+        proc.wait(timeout=300)  # bin/rehearse returns once its driver is gone
+        return {name: pgid for name, pgid in recorded_groups(run).items() if group_alive(pgid)}
+
+    proc, log = start(env)
+    wait_for("round 0's conversion", lambda: event_seen(run, "convert-start", round=0), proc=proc, log=log)
+    orphans = kill(proc)
+    assert "ray-head" in orphans, orphans
+
+    held = Path(f"{gate}-2.held")  # written by the job once it trained rollout 2 (round 1's first step)
+    proc, log = start(env, "--resume")
+    wait_for("round 1's first step in the resumed run's job", held.is_file, proc=proc, log=log)
+    assert_stopped(orphans)
+    job = run.events("job-submitted")[-1]
+    assert (job["round"], job["num_rollout"]) == (1, 4), job
+    orphans = kill(proc)
+
+    proc, log = start(env, "--resume")
+    wait_for("the resume to stop what the second kill left",
+             lambda: not any(group_alive(pgid) for pgid in orphans.values()), proc=proc, log=log)
+    gate.with_name(f"{gate.name}-2").touch()  # the next job trains rollout 2 without holding
+    assert proc.wait(timeout=900) == 0, log.read_text()[-5000:]
+    for r in (0, 1):
+        ids = [json.loads(line)["id"] for line in (run.round_dir(r) / "val" / "episodes.jsonl").read_text().splitlines()]
+        assert ids and len(ids) == len(set(ids)), (r, ids)  # nothing played twice
+    assert [e["cause"] for e in run.events("driver-lost")] == ["killed", "killed"], run.events("driver-lost")
     assert outcome(run) == outcome(reference.run)
