@@ -219,8 +219,8 @@ def modelled_rounds(tmp: Path) -> tuple[list[gpu_time.RoundTime], list[dict], in
                                   knob=ANALYST_KNOB, job=stages.GPU_ROLES.job, drain=drain)
     [export] = [s for s, p in stages.GPU_ROLES.whole.items() if p == "hf-export"]
     beside = stages.get(drain).beside
-    pairs = [  # the one-job mode's export, then compile, beside the job's own val (every other event
-        # then is the loop's: its train stage's end, export, compile, evaluate's start); val beside compile
+    pairs = [  # the one-job mode's export and drain beside the job's own val (every other event then
+        # is the loop's, its train stage's end among them); val beside the drain (VAL_BESIDE_COMPILE=1)
         modelled_time.Pair((export, drain), (DELAYS["convert"].knob, ANALYST_KNOB), in_job_val, never,
                            drains=lambda e: not val_ended(e)),
         modelled_time.Pair((drain,), (ANALYST_KNOB,), lambda evs: modelled_time.stage_windows(evs, beside), val_ended),
