@@ -155,3 +155,36 @@ def test_the_one_job_mode_killed_mid_export_then_mid_training_then_losing_its_ra
         assert ids and len(ids) == len(set(ids)), (r, ids)  # nothing played twice
     assert [e["cause"] for e in run.events("driver-lost")] == ["killed", "killed"], run.events("driver-lost")
     assert outcome(run) == outcome(reference.run)
+
+
+def test_the_head_s_ray_lost_while_the_hook_evaluates_is_ray_lost_not_a_bug(toolkit_env, monkeypatch):
+    """The evaluate stage of the mode waits for the hook's summaries on the job's API: a head whose
+    Ray died meanwhile (the OOM killer) is `ray-lost`, transient -- the restart stops what is left
+    and the resume plays the round's rest on the eval server -- not a ConnectionError the
+    supervisor takes for a bug that ends the run for good."""
+    from pyhelpers.config.load import load
+    from pyhelpers.launch import rayjob
+    from pyhelpers.loop.supervisor import TRANSIENT, classify_exception
+    from pyhelpers.run.layout import from_config
+    from pyhelpers.stages import one_job
+
+    class DeadHead:  # the job API of a head whose Ray is gone
+        def __init__(self, *_a, **_k):
+            pass
+
+        def info(self, _job_id):
+            raise ConnectionError("Connection refused")
+
+        def stop(self, _job_id):
+            raise ConnectionError("Connection refused")
+
+    cfg = load({**toolkit_env, "ONE_JOB": "1"})
+    lay = from_config(cfg)
+    monkeypatch.setattr(one_job, "running_job", lambda _cfg, _lay: "rehearsal-r000-1")
+    monkeypatch.setattr(rayjob, "recorded_job", lambda _run_dir: {"submission_id": "rehearsal-r000-1",
+                                                                  "dashboard_port": cfg.RAY_DASHBOARD_PORT, "one_job": True})
+    monkeypatch.setattr(rayjob, "JobApi", DeadHead)
+    with pytest.raises(Exception) as err:  # noqa: PT011 - what it is, is the test
+        one_job.evaluated_in_job(cfg, lay, 0, lambda: False, lambda _line: None)
+    f = classify_exception("evaluate", 0, step=None, exc=err.value)
+    assert (f.cause, f.kind) == ("ray-lost", TRANSIENT), (f, err.value)

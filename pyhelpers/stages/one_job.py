@@ -12,11 +12,12 @@ next rollout waits for: rollout/bank_wait.py).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
 from pyhelpers.config.load import Config
-from pyhelpers.launch import rayjob, secret_env, services
+from pyhelpers.launch import ray_lost, rayjob, secret_env, services
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
 
@@ -44,13 +45,15 @@ def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[]
     if job_id is None:
         return evaluated()
     echo(f"round {r}: val and the gate play inside slime job {job_id} (its eval hook); waiting for their summaries")
-    api = rayjob.JobApi(cfg.RAY_DASHBOARD_PORT, lay.run_dir, timeout=5.0)
-    while not evaluated():
-        info = api.info(job_id)
-        if info.get("status") in rayjob.TERMINAL:
-            ended(cfg, lay, r, job_id, info)
-            return evaluated()
-        time.sleep(POLL_S)
+    api = rayjob.JobApi(_dashboard_port(cfg, lay), lay.run_dir, timeout=5.0)
+    # the train stage's watch: a head whose Ray is lost meanwhile is ray-lost (the restart stops
+    # what is left; the resume plays the round's rest on the eval server), not an error of ours
+    outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=lambda: True, start_timeout=math.inf,
+                           unreachable_timeout=cfg.RAY_UNREACHABLE_TIMEOUT, head_lost=lambda: ray_lost.why_lost(cfg, lay),
+                           poll=POLL_S, until=evaluated)
+    if outcome.status != rayjob.ROUND_SAVED:  # it ended before its hook wrote both summaries
+        ended(cfg, lay, r, job_id, {"status": outcome.status, "driver_exit_code": outcome.exit_code})
+        return evaluated()
     if r == cfg.ROUNDS - 1:  # the job's last act: it ends once its hook returns
         info = _wait_terminal(api, job_id, cfg.STOP_GRACE + 60.0)
         if info is not None:
@@ -58,10 +61,21 @@ def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[]
     return True
 
 
+def _dashboard_port(cfg: Config, lay: RunLayout) -> int:
+    """The job API's port of the recorded job (running_job asked it there), else the configuration's."""
+    job = rayjob.recorded_job(lay.run_dir) or {}
+    return int(job.get("dashboard_port") or cfg.RAY_DASHBOARD_PORT)
+
+
 def _wait_terminal(api: rayjob.JobApi, job_id: str, bound_s: float) -> dict | None:
+    """The job's end, within bound_s; None past it or when its API no longer answers (the round is
+    evaluated: what is left of the job and its Ray is the run's end's cleanup, or the next start's)."""
     deadline = time.monotonic() + bound_s
     while time.monotonic() < deadline:
-        info = api.info(job_id)
+        try:
+            info = api.info(job_id)
+        except Exception:  # noqa: BLE001 - see above: nothing of the round is lost
+            return None
         if info.get("status") in rayjob.TERMINAL:
             return info
         time.sleep(POLL_S / 4)
