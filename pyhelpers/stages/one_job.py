@@ -13,6 +13,7 @@ next rollout waits for: rollout/bank_wait.py).
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 
@@ -46,11 +47,21 @@ def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[]
         return evaluated()
     echo(f"round {r}: val and the gate play inside slime job {job_id} (its eval hook); waiting for their summaries")
     api = rayjob.JobApi(_dashboard_port(cfg, lay), lay.run_dir, timeout=5.0)
-    # the train stage's watch: a head whose Ray is lost meanwhile is ray-lost (the restart stops
-    # what is left; the resume plays the round's rest on the eval server), not an error of ours
-    outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=lambda: True, start_timeout=math.inf,
-                           unreachable_timeout=cfg.RAY_UNREACHABLE_TIMEOUT, head_lost=lambda: ray_lost.why_lost(cfg, lay),
-                           poll=POLL_S, until=evaluated)
+    # The hook's episodes wait SHOPSIM_START_TIMEOUT for a simulator that died to be started again,
+    # as the eval server's do: the same watchdog as evaluate's and train's restarts it.
+    stop = threading.Event()
+    watchdog = threading.Thread(target=services.watch_shopsim, daemon=True, name="shopsim-watchdog",
+                                args=(cfg, lay, r, stop.wait, echo, echo))
+    watchdog.start()
+    try:
+        # the train stage's watch: a head whose Ray is lost meanwhile is ray-lost (the restart stops
+        # what is left; the resume plays the round's rest on the eval server), not an error of ours
+        outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=lambda: True, start_timeout=math.inf,
+                               unreachable_timeout=cfg.RAY_UNREACHABLE_TIMEOUT,
+                               head_lost=lambda: ray_lost.why_lost(cfg, lay), poll=POLL_S, until=evaluated)
+    finally:
+        stop.set()
+        watchdog.join(timeout=5)
     if outcome.status != rayjob.ROUND_SAVED:  # it ended before its hook wrote both summaries
         ended(cfg, lay, r, job_id, {"status": outcome.status, "driver_exit_code": outcome.exit_code})
         return evaluated()
