@@ -194,9 +194,8 @@ def test_the_head_s_ray_lost_while_the_hook_evaluates_is_ray_lost_not_a_bug(tool
 
     cfg = load({**toolkit_env, "ONE_JOB": "1"})
     lay = from_config(cfg)
-    monkeypatch.setattr(one_job, "running_job", lambda _cfg, _lay: "rehearsal-r000-1")
-    monkeypatch.setattr(rayjob, "recorded_job", lambda _run_dir: {"submission_id": "rehearsal-r000-1",
-                                                                  "dashboard_port": cfg.RAY_DASHBOARD_PORT, "one_job": True})
+    job = {"submission_id": "rehearsal-r000-1", "dashboard_port": cfg.RAY_DASHBOARD_PORT, "one_job": True}
+    monkeypatch.setattr(one_job, "running_job", lambda _cfg, _lay: job)  # (it ran when the stage asked)
     monkeypatch.setattr(rayjob, "JobApi", DeadHead)
     with pytest.raises(Exception) as err:  # noqa: PT011 - what it is, is the test
         one_job.evaluated_in_job(cfg, lay, 0, lambda: False, lambda _line: None)

@@ -127,6 +127,19 @@ def recorded_job(run_dir: Path) -> dict | None:
     return load_json_or_none(record_path(run_dir))
 
 
+def wait_terminal(api: JobApi, job_id: str, bound_s: float, poll: float) -> dict | None:
+    """The job's info once it has ended, asked every `poll` s for up to bound_s; None past that.
+    The API's errors are the caller's (a head that no longer answers means different things)."""
+    deadline = time.monotonic() + bound_s
+    while True:
+        info = api.info(job_id)
+        if info.get("status") in TERMINAL:
+            return info
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(poll)
+
+
 def driver_log(ray_temp_dir: str, submission_id: str) -> Path:
     """Where Ray writes the job driver's output (the slime process's stdout/stderr)."""
     return Path(ray_temp_dir) / "session_latest" / "logs" / f"job-driver-{submission_id}.log"

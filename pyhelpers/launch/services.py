@@ -22,9 +22,11 @@ times per round, each restart an event in events.jsonl.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -346,6 +348,22 @@ def free_all_slots(cfg: Config, lay: RunLayout, stage: str, round_: int | None) 
 def restarts(lay: RunLayout, round_: int, name: str = "shopsim") -> int:
     return sum(1 for e in events.read(lay.run_dir)
                if e.get("kind") == "service-restart" and e.get("service") == name and e.get("round") == round_)
+
+
+@contextlib.contextmanager
+def shopsim_watched(cfg: Config, lay: RunLayout, round_: int, on_give_up: Callable[[str], None],
+                    progress: Callable[[str], None]):
+    """ShopSimulator restarted (watch_shopsim, on a thread) while the block runs: the stage's episodes
+    wait SHOPSIM_START_TIMEOUT for a simulator that died, and nothing else would start it again."""
+    stop = threading.Event()
+    watchdog = threading.Thread(target=watch_shopsim, daemon=True, name="shopsim-watchdog",
+                                args=(cfg, lay, round_, stop.wait, on_give_up, progress))
+    watchdog.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watchdog.join(timeout=5)
 
 
 def watch_shopsim(cfg: Config, lay: RunLayout, round_: int, stopped: Callable[[float], bool],

@@ -4,8 +4,6 @@ the stages, so none of them reaches into the train stage that submits the job.""
 
 from __future__ import annotations
 
-import time
-
 from pyhelpers.config.load import Config
 from pyhelpers.launch import rayjob, services
 from pyhelpers.run import events
@@ -25,11 +23,8 @@ def stop(cfg: Config, lay: RunLayout) -> str:
             if info.get("status") in rayjob.TERMINAL:
                 return f"slime job {job_id}: already ended" + _unsupervised_end(lay, job, info)
             api.stop(job_id)
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline:
-                if api.info(job_id).get("status") in rayjob.TERMINAL:
-                    return f"slime job {job_id}: stopped"
-                time.sleep(0.2)
+            if rayjob.wait_terminal(api, job_id, grace, poll=0.2) is not None:
+                return f"slime job {job_id}: stopped"
             return f"slime job {job_id}: still stopping after {grace:g} s (stopping the Ray head ends it)"
         except Exception as exc:  # noqa: BLE001 - the head may be gone; stopping the head ends the job anyway
             return f"slime job {job_id}: Ray not reachable ({type(exc).__name__}); stopping the Ray head ends it"

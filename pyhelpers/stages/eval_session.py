@@ -16,6 +16,7 @@ summaries, in the background (wandb_in_background) and again at the run's end.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from typing import TYPE_CHECKING
@@ -51,38 +52,32 @@ def play(loop: StageContext, r: int | None, *, baseline: bool = False) -> None:
     model = model_dir(cfg, lay, baseline)
     echo(services.ensure(cfg, lay, "shopsim", round_=r, progress=echo))
     echo(f"ShopSimulator: {services.free_all_slots(cfg, lay, stage='evaluate', round_=r)}")
-    stop = threading.Event()
-    watchdog = None
-    if r is not None:
-        watchdog = threading.Thread(target=services.watch_shopsim, daemon=True, name="shopsim-watchdog",
-                                    args=(cfg, lay, r, stop.wait, echo, echo))
-        watchdog.start()
-    try:
-        services.start(cfg, lay, "eval-server", model=model, round_=r, progress=echo)
-        ready: list = []  # the readiness wait runs beside the tokenizer load, so its event is exact
-        waiter = threading.Thread(target=lambda: ready.append(_wait(cfg, lay, model=model, r=r)), daemon=True)
-        waiter.start()
-        settings = EvalSettings.from_config(cfg, tokenizer_dir=model)
-        builder = builder_for(model)
-        waiter.join()
-        if isinstance(ready[0], BaseException):
-            raise ready[0]
-        echo(ready[0])
-        if baseline:
-            round.play_val(cfg, settings, builder, out=lay.baseline_val_dir, round_no=None, label="baseline",
-                         tasks_path=None, resume=True, echo=echo, progress=progress)
-        else:
-            round.play_val(cfg, settings, builder, out=lay.val_dir(r), round_no=r, label=lay.round_dir(r).name,
-                         tasks_path=None, resume=True, echo=echo, progress=progress)
-            loop.wait_beside(r, "compile")  # the gate tests compiled.json's skills
-            round.play_gate(cfg, settings, lambda: builder, round_dir=lay.round_dir(r), tasks_path=None, resume=True,
-                          echo=echo, progress=progress)
-    finally:
-        stop.set()
-        for line in services.stop(cfg, lay, "eval-server"):
-            echo(line)
-        if watchdog is not None:
-            watchdog.join(timeout=5)
+    # (the base model's val belongs to no round: nothing restarts a simulator that dies then)
+    watched = services.shopsim_watched(cfg, lay, r, echo, echo) if r is not None else contextlib.nullcontext()
+    with watched:
+        try:
+            services.start(cfg, lay, "eval-server", model=model, round_=r, progress=echo)
+            ready: list = []  # the readiness wait runs beside the tokenizer load, so its event is exact
+            waiter = threading.Thread(target=lambda: ready.append(_wait(cfg, lay, model=model, r=r)), daemon=True)
+            waiter.start()
+            settings = EvalSettings.from_config(cfg, tokenizer_dir=model)
+            builder = builder_for(model)
+            waiter.join()
+            if isinstance(ready[0], BaseException):
+                raise ready[0]
+            echo(ready[0])
+            if baseline:
+                round.play_val(cfg, settings, builder, out=lay.baseline_val_dir, round_no=None, label="baseline",
+                             tasks_path=None, resume=True, echo=echo, progress=progress)
+            else:
+                round.play_val(cfg, settings, builder, out=lay.val_dir(r), round_no=r, label=lay.round_dir(r).name,
+                             tasks_path=None, resume=True, echo=echo, progress=progress)
+                loop.wait_beside(r, "compile")  # the gate tests compiled.json's skills
+                round.play_gate(cfg, settings, lambda: builder, round_dir=lay.round_dir(r), tasks_path=None, resume=True,
+                              echo=echo, progress=progress)
+        finally:
+            for line in services.stop(cfg, lay, "eval-server"):
+                echo(line)
 
 
 def _wait(cfg: Config, lay: RunLayout, model: str, r: int | None):

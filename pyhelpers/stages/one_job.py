@@ -13,8 +13,6 @@ next rollout waits for: rollout/bank_wait.py).
 from __future__ import annotations
 
 import math
-import threading
-import time
 from collections.abc import Callable
 
 from pyhelpers.config.load import Config
@@ -25,8 +23,8 @@ from pyhelpers.run.layout import RunLayout
 POLL_S = 1.0  # the job's state and the round's summaries are another process's: polled
 
 
-def running_job(cfg: Config, lay: RunLayout) -> str | None:
-    """The recorded one-job mode's job, when it still runs (its id), else None."""
+def running_job(cfg: Config, lay: RunLayout) -> dict | None:
+    """The one-job mode's recorded job (slime-job.json's record) when it still runs, else None."""
     job = rayjob.recorded_job(lay.run_dir)
     if not cfg.ONE_JOB or not job or not job.get("one_job"):
         return None
@@ -34,7 +32,7 @@ def running_job(cfg: Config, lay: RunLayout) -> str | None:
         status = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=5.0).info(job["submission_id"]).get("status")
     except Exception:  # noqa: BLE001 - no answer: not a job to watch on (the train stage starts Ray and a job)
         return None
-    return job["submission_id"] if status not in rayjob.TERMINAL else None
+    return job if status not in rayjob.TERMINAL else None
 
 
 def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[], bool],
@@ -42,55 +40,30 @@ def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[]
     """Wait while the job runs until `evaluated()` (round r's val and gate summaries, written by the
     job's eval hook). False when no job runs or it ended first: the evaluate stage then plays what
     is missing on the eval server, resuming the hook's episodes."""
-    job_id = running_job(cfg, lay)
-    if job_id is None:
+    job = running_job(cfg, lay)
+    if job is None:
         return evaluated()
+    job_id = job["submission_id"]
     echo(f"round {r}: val and the gate play inside slime job {job_id} (its eval hook); waiting for their summaries")
-    api = rayjob.JobApi(_dashboard_port(cfg, lay), lay.run_dir, timeout=5.0)
-    # The hook's episodes wait SHOPSIM_START_TIMEOUT for a simulator that died to be started again,
-    # as the eval server's do: the same watchdog as evaluate's and train's restarts it.
-    stop = threading.Event()
-    watchdog = threading.Thread(target=services.watch_shopsim, daemon=True, name="shopsim-watchdog",
-                                args=(cfg, lay, r, stop.wait, echo, echo))
-    watchdog.start()
-    try:
+    api = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=5.0)
+    # the hook's episodes need a simulator that died started again, as the eval server's do
+    with services.shopsim_watched(cfg, lay, r, on_give_up=echo, progress=echo):
         # the train stage's watch: a head whose Ray is lost meanwhile is ray-lost (the restart stops
         # what is left; the resume plays the round's rest on the eval server), not an error of ours
         outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=lambda: True, start_timeout=math.inf,
                                unreachable_timeout=cfg.RAY_UNREACHABLE_TIMEOUT,
                                head_lost=lambda: ray_lost.why_lost(cfg, lay), poll=POLL_S, until=evaluated)
-    finally:
-        stop.set()
-        watchdog.join(timeout=5)
     if outcome.status != rayjob.ROUND_SAVED:  # it ended before its hook wrote both summaries
         ended(cfg, lay, r, job_id, {"status": outcome.status, "driver_exit_code": outcome.exit_code})
         return evaluated()
     if r == cfg.ROUNDS - 1:  # the job's last act: it ends once its hook returns
-        info = _wait_terminal(api, job_id, cfg.STOP_GRACE + 60.0)
+        try:
+            info = rayjob.wait_terminal(api, job_id, cfg.STOP_GRACE + 60.0, poll=POLL_S / 4)
+        except Exception:  # noqa: BLE001 - the round is evaluated: what is left of the job and its Ray
+            info = None    # is the run's end's cleanup, or the next start's
         if info is not None:
             ended(cfg, lay, r, job_id, info)
     return True
-
-
-def _dashboard_port(cfg: Config, lay: RunLayout) -> int:
-    """The job API's port of the recorded job (running_job asked it there), else the configuration's."""
-    job = rayjob.recorded_job(lay.run_dir) or {}
-    return int(job.get("dashboard_port") or cfg.RAY_DASHBOARD_PORT)
-
-
-def _wait_terminal(api: rayjob.JobApi, job_id: str, bound_s: float) -> dict | None:
-    """The job's end, within bound_s; None past it or when its API no longer answers (the round is
-    evaluated: what is left of the job and its Ray is the run's end's cleanup, or the next start's)."""
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        try:
-            info = api.info(job_id)
-        except Exception:  # noqa: BLE001 - see above: nothing of the round is lost
-            return None
-        if info.get("status") in rayjob.TERMINAL:
-            return info
-        time.sleep(POLL_S / 4)
-    return None
 
 
 def ended(cfg: Config, lay: RunLayout, r: int, job_id: str, info: dict) -> None:

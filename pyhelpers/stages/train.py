@@ -267,10 +267,6 @@ def run(loop: StageContext, r: int) -> None:
         echo(reason)
         echo(slime_job.stop(cfg, lay))
 
-    watchdog = threading.Thread(target=services.watch_shopsim, daemon=True, name="shopsim-watchdog",
-                                args=(cfg, lay, r, stop.wait, give_up, echo))
-    watchdog.start()
-
     def disk_warning(text: str) -> None:
         echo(f"WARNING: {text}")
         warn(text)
@@ -283,36 +279,36 @@ def run(loop: StageContext, r: int) -> None:
     analyst = cfg.ANALYST_ENABLED
     ok = trains_on = False
     try:
-        if analyst:
-            groups.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs,
-                        env=secret_env.for_user(cfg, "analyst"))
-        if running is None:
-            job_id = submit(cfg, lay, r=r, model_args=loop.model_args)
-            last = lay.last_iteration(cfg.ROUNDS - 1 if cfg.ONE_JOB else r)
-            echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{last} "
-                 f"(output: logs/slime-log.log)")
-        else:
-            job_id = running
-            echo(f"slime job {job_id} trains on: round {r}, rollouts {r * lay.steps_per_round}.."
-                 f"{lay.last_iteration(r)} (ONE_JOB=1; output: logs/slime-log.log)")
-        _warm_eval_builder(loop)
-        outcome = watch(loop, r, job_id, trains_on=running is not None)
-        if not outcome.ok:
-            tail = "\n".join(groups.log_tail(lay.logs / "slime-log.log", 30))
-            echo(f"--- last lines of the slime job ({lay.logs / 'slime-log.log'}) ---\n{tail}\n---")
-            why = f"; {gave_up[0]}" if gave_up else ""
-            raise ToolkitError(f"slime job {job_id} {outcome.status} (exit code {outcome.exit_code}): "
-                               f"{outcome.message.splitlines()[0] if outcome.message else ''}{why}",
-                               f"round {r}; full log: {lay.logs / 'slime-log.log'}",
-                               "fix the cause shown above, then `make resume` (training continues from the newest "
-                               "checkpoint)")
-        ok = True
-        trains_on = outcome.status == rayjob.ROUND_SAVED
-        echo(f"slime job {job_id}: round {r} saved; it evaluates the round and trains on" if trains_on
-             else f"slime job {job_id} succeeded")
+        with services.shopsim_watched(cfg, lay, r, on_give_up=give_up, progress=echo):
+            if analyst:
+                groups.start("analyst", analyst_argv(lay, r), pids_dir=lay.pids, logs_dir=lay.logs,
+                            env=secret_env.for_user(cfg, "analyst"))
+            if running is None:
+                job_id = submit(cfg, lay, r=r, model_args=loop.model_args)
+                last = lay.last_iteration(cfg.ROUNDS - 1 if cfg.ONE_JOB else r)
+                echo(f"slime job {job_id} submitted: rollouts {r * lay.steps_per_round}..{last} "
+                     f"(output: logs/slime-log.log)")
+            else:
+                job_id = running["submission_id"]
+                echo(f"slime job {job_id} trains on: round {r}, rollouts {r * lay.steps_per_round}.."
+                     f"{lay.last_iteration(r)} (ONE_JOB=1; output: logs/slime-log.log)")
+            _warm_eval_builder(loop)
+            outcome = watch(loop, r, job_id, trains_on=running is not None)
+            if not outcome.ok:
+                tail = "\n".join(groups.log_tail(lay.logs / "slime-log.log", 30))
+                echo(f"--- last lines of the slime job ({lay.logs / 'slime-log.log'}) ---\n{tail}\n---")
+                why = f"; {gave_up[0]}" if gave_up else ""
+                raise ToolkitError(f"slime job {job_id} {outcome.status} (exit code {outcome.exit_code}): "
+                                   f"{outcome.message.splitlines()[0] if outcome.message else ''}{why}",
+                                   f"round {r}; full log: {lay.logs / 'slime-log.log'}",
+                                   "fix the cause shown above, then `make resume` (training continues from the newest "
+                                   "checkpoint)")
+            ok = True
+            trains_on = outcome.status == rayjob.ROUND_SAVED
+            echo(f"slime job {job_id}: round {r} saved; it evaluates the round and trains on" if trains_on
+                 else f"slime job {job_id} succeeded")
     finally:
         stop.set()
-        watchdog.join(timeout=5)
         steps.join(timeout=5)  # its last step's line comes before the stage's end
         if not ok:
             echo(slime_job.stop(cfg, lay))
