@@ -1,7 +1,7 @@
 """The one-job mode's eval hook (pyhelpers/rollout/in_job_eval.py) refuses, before it plays anything,
 what would waste a round's evaluation: a rollout that ends no round, a job that saves debug
-rollout data (slime would fail on the result once val was played), a multi-node run's simulator
-behind the head's gate, a training call. Playing it: tests/test_eval.py and the slime lane."""
+rollout data (slime would fail on the result once val was played), a multi-node run's gate token
+it cannot read, a training call. Playing it: tests/test_eval.py and the slime lane."""
 
 from __future__ import annotations
 
@@ -41,10 +41,12 @@ def test_what_would_waste_the_evaluation_is_refused_before_any_episode(toolkit_e
     with pytest.raises(ToolkitError) as err:
         in_job_eval.evaluate(_args(toolkit_env), 2, None, evaluation=False)
     assert err.value.where == "--rollout-function-path"
+    # a multi-node run's hook where the run's gate token cannot be read (RUNS_DIR not shared): named
     gated = _args(toolkit_env, shopsim_token_path=str(tmp_path / "token"))
     with pytest.raises(ToolkitError) as err:
         in_job_eval.evaluate(gated, 2, None)
-    assert err.value.where == "NNODES" and "head's gate" in err.value.what
+    assert err.value.where == str(tmp_path / "token") and "gate's token" in err.value.what
+    assert "same shared directory on every node" in err.value.fix
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("episodes.jsonl"))
 
 

@@ -68,7 +68,8 @@ def test_the_one_job_mode_refuses_what_it_cannot_run_before_anything_starts(tool
 
     assert errors(ONE_JOB="1") == {}
     assert "SAVE_HF=0" in errors(ONE_JOB="1", SAVE_HF="1")["ONE_JOB"]
-    assert "NNODES" in errors(ONE_JOB="1", NNODES="2")["ONE_JOB"]
+    # (a multi-node run's hook reaches the simulator through the head's gate: test_two_node_one_job.py)
+    assert errors(ONE_JOB="1", NNODES="2") == {}
 
 
 @pytest.mark.heavy

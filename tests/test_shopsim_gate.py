@@ -105,3 +105,37 @@ def test_the_gate_takes_every_episode_connecting_at_once(gated):
     threading.Timer(2.0, os.kill, (gate.pid, signal.SIGCONT)).start()
     answers = asyncio.run(burst(200))
     assert answers == [200] * 200, sorted(set(map(str, answers)))
+
+
+def test_the_one_job_modes_in_job_evaluation_reaches_the_simulator_through_the_gate(gated, toolkit_env):
+    """Issue 44 (the two-node rehearsal in the one-job mode): a multi-node run's eval hook plays inside
+    slime's RolloutManager, on whichever node holds it, and reaches ShopSimulator only through the
+    head's gate. Its episodes' client sends the run's token, read from the run's token file where the
+    hook runs (a path in slime.yaml, never the token); the settings never print it. (It was refused:
+    the eval code's client sent no token.)"""
+    from argparse import Namespace
+
+    from pyhelpers.config import load
+    from pyhelpers.evaluate import episode
+    from pyhelpers.rollout import in_job_eval, settings
+    from pyhelpers.run.layout import from_config
+
+    url, token_file, _gate = gated
+    token = token_file.read_text().strip()
+    cfg = load.load(toolkit_env)
+    values = {**settings.plugin_values(cfg, from_config(cfg), 0), "shopsim_url": url,
+              "shopsim_token_path": str(token_file)}
+    args = Namespace(**{settings.PREFIX + k: v for k, v in values.items()}, sglang_router_ip="127.0.0.1",
+                     sglang_router_port=1)
+    played = in_job_eval.eval_settings(settings.from_args(args), args)
+    assert token not in repr(played) and token not in str(played.public())
+
+    async def through_the_gate() -> str:
+        ctx = episode.Context(played, builder=None)
+        try:
+            assert await ctx.shopsim_up()
+            return str(await ctx.shopsim.reset(0))[:40]
+        finally:
+            await ctx.aclose()
+
+    assert asyncio.run(through_the_gate())

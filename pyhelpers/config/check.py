@@ -347,14 +347,10 @@ def _nodes(cfg: Config, ints: dict[str, int]) -> list[Problem]:
 
 
 def _one_job(cfg: Config) -> list[Problem]:
-    """ONE_JOB=1 (docs/one-job-mode.md): the in-job evaluation cannot reach a simulator behind the
-    head's gate yet, and the mode exports on the CPU, never from the GPUs inside the save."""
+    """ONE_JOB=1 (docs/one-job-mode.md): the mode exports on the CPU, never from the GPUs inside the save."""
     if cfg.values.get("ONE_JOB") != "1":
         return []
     out = []
-    if cfg.values.get("NNODES", "1") not in ("", "1"):
-        out.append(_err("ONE_JOB", f"ONE_JOB=1 runs on one node only, and NNODES={cfg.values.get('NNODES')} "
-                        "(set ONE_JOB=0 for a multi-node run: a job per round)"))
     if cfg.values.get("SAVE_HF") == "1":
         out.append(_err("ONE_JOB", "ONE_JOB=1 exports each round on the CPU while the next trains, and SAVE_HF=1 "
                         "would write it from the GPUs inside the save (set SAVE_HF=0, or ONE_JOB=0)"))

@@ -160,7 +160,8 @@ class Context:
         s = self.settings = settings
         self.builder, self.hooks = builder, hooks or Hooks()
         self.shopsim = ShopSimClient(s.shopsim_url, timeout=s.request_timeout_s, reset_timeout=s.reset_timeout_s,
-                                     max_slots=s.slots, pool_size=s.slots, max_connections=max(64, 2 * s.in_flight))
+                                     max_slots=s.slots, pool_size=s.slots, max_connections=max(64, 2 * s.in_flight),
+                                     token=s.shopsim_token)
         self.server = SGLangClient(s.server_url, timeout=s.generate_timeout_s, max_connections=max(64, 2 * s.in_flight))
         self._ready = {"shopsim": asyncio.Lock(), "server": asyncio.Lock()}
         self.epoch = 0  # bumped when the simulator was found gone (see module doc)

@@ -37,6 +37,9 @@ class EvalSettings:
     reset_timeout_s: float                # > SHOPSIM_RESET_RETRIES x SHOPSIM_RESET_DELAY
     shopsim_ready_s: float                # SHOPSIM_START_TIMEOUT: wait for a restarted simulator
     server_ready_s: float = 120.0         # wait for the SGLang server's /health before a retry
+    # The head's gate's token when shopsim_url is the gate (the one-job mode's hook on a multi-node
+    # run: rollout/in_job_eval.py); "" on loopback. Never printed: not in the repr, nor in public().
+    shopsim_token: str = field(default="", repr=False)
     # Not knobs (defaults fit the real stack; tests and the benchmark shorten them):
     request_timeout_s: float = 60.0       # one interact / release
     generate_timeout_s: float = 1800.0    # one /generate (4096 tokens under full load)
@@ -82,7 +85,7 @@ class EvalSettings:
         ).check()
 
     @classmethod
-    def from_plugin(cls, s, *, server_url: str) -> EvalSettings:
+    def from_plugin(cls, s, *, server_url: str, shopsim_token: str = "") -> EvalSettings:
         """The same knobs as the rollout plugin's settings carry them (rollout/settings.py
         PluginSettings, read from slime.yaml inside slime's RolloutManager): the one-job mode's eval
         hook plays val on the job's own engines behind `server_url`, slime's router."""
@@ -92,7 +95,7 @@ class EvalSettings:
             max_context_len=s.rollout_max_context_len, max_response_len=s.rollout_max_response_len,
             skill_token_budget=s.skill_token_budget, episode_retries=s.eval_episode_retries,
             max_infra_share=s.eval_max_infra_share, reset_timeout_s=s.shopsim_reset_timeout_s,
-            shopsim_ready_s=s.shopsim_start_timeout,
+            shopsim_ready_s=s.shopsim_start_timeout, shopsim_token=shopsim_token,
         ).check()
 
     def public(self) -> dict:

@@ -27,7 +27,7 @@ the head's gate (NNODES > 1: refused).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyhelpers.errors import ToolkitError
 from pyhelpers.gate.decide import counts
@@ -35,6 +35,9 @@ from pyhelpers.gate.plan import GateKnobs
 from pyhelpers.rollout import bank_wait, flags, runtime, settings, slime_compat
 from pyhelpers.run.layout import RoundFiles
 from pyhelpers.skills.bank import bank_sha256, load_bank
+
+if TYPE_CHECKING:
+    from pyhelpers.evaluate.settings import EvalSettings
 
 KEY = flags.EVAL_KEY  # slime logs eval/<KEY>; also the name in --eval-prompt-data (slime's check only)
 GATE_KEY = "shopsim_gate"  # the gate's figures: metrics only (a round with nothing to gate plays no episode)
@@ -77,6 +80,16 @@ def round_of(s: settings.PluginSettings, rollout_id: int) -> int:
     return rollout_id // n
 
 
+def eval_settings(s: settings.PluginSettings, args: Any) -> EvalSettings:
+    """The eval code's settings for the job's own engines (slime's router). On a multi-node run the
+    hook may play on any node: the simulator is then the head's gate, and the token it wants is read
+    here, where the hook runs, from the run's token file (slime.yaml names the file, never the token)."""
+    from pyhelpers.evaluate.settings import EvalSettings  # local: the eval code, only where the hook plays
+
+    return EvalSettings.from_plugin(s, server_url=runtime.router_url(args),
+                                    shopsim_token=runtime.gate_token(s.shopsim_token_path))
+
+
 class _Evaluation:
     """One round boundary's evaluation in the job: the settings, the job's router, the val tasks and
     the prompt builder, shared by val and the gate."""
@@ -84,17 +97,13 @@ class _Evaluation:
     def __init__(self, s: settings.PluginSettings, args: Any):
         # local: httpx, the tokenizer and the eval code, only in the process that evaluates
         from pyhelpers.evaluate import builders
-        from pyhelpers.evaluate.settings import EvalSettings
         from pyhelpers.tasks.files import load_tasks
 
-        if s.shopsim_token_path:
-            raise ToolkitError("the in-job evaluation cannot reach ShopSimulator through the head's gate yet", "NNODES",
-                               "run a multi-node job in today's order (a job per round)")
         if not s.val_tasks_path:
             raise ToolkitError("no val task file for the in-job evaluation", f"{settings.PREFIX}val_tasks_path",
                                "the driver writes it from VAL_TASKS (write_plugin_yaml)")
         self.s = s
-        self.settings = EvalSettings.from_plugin(s, server_url=runtime.router_url(args))
+        self.settings = eval_settings(s, args)
         self.tasks_path = Path(s.val_tasks_path)
         self.tasks = load_tasks(self.tasks_path, split="val")
         self.builder = builders.builder_for(s.tokenizer_path or str(getattr(args, "hf_checkpoint", "") or ""))

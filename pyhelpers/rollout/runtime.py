@@ -58,8 +58,8 @@ def router_url(args: Any) -> str:
     return f"http://{args.sglang_router_ip}:{args.sglang_router_port}"
 
 
-def _gate_token(path: str) -> str:
-    """The token of ShopSimulator's gate (a multi-node run), read where this actor runs."""
+def gate_token(path: str) -> str:
+    """The token of ShopSimulator's gate (a multi-node run; "" on one node), read where this actor runs."""
     if not path:
         return ""
     try:
@@ -83,7 +83,7 @@ def get(args: Any, settings: PluginSettings) -> Runtime:
         settings=s,
         shopsim=ShopSimClient(s.shopsim_url, timeout=s.shopsim_timeout_s, reset_timeout=s.shopsim_reset_timeout_s,
                               pool_size=s.shopsim_slots, max_connections=max(64, 2 * s.shopsim_slots),
-                              token=_gate_token(s.shopsim_token_path)),
+                              token=gate_token(s.shopsim_token_path)),
         policy=SGLangClient(router_url(args), timeout=s.generate_timeout_s, max_connections=1024),
         episodes=asyncio.Semaphore(s.shopsim_episode_concurrency),
         retries=asyncio.Semaphore(s.spare_slots) if s.spare_slots > 0 else None,
