@@ -1,42 +1,77 @@
-"""The one-job mode on two nodes (issue 44; docs/one-job-mode.md): one slime job trains every round
-across both nodes' ranks, and its eval hook plays each round's val and gate inside the
-RolloutManager, which the stand-in slime places on the worker (FAKE_SLIME_ROLLOUT_NODE=worker):
-from there ShopSimulator is only reached through the head's gate, with the run's token read from
-the shared run directory. A module of its own, so that another xdist worker runs it beside the
-two-node story (tests/test_two_nodes.py)."""
+"""The one-job mode on two nodes (issue 44; docs/one-job-mode.md), with the head's Ray lost twice.
+One slime job trains every round across both nodes' ranks, and its eval hook plays each round's val
+and gate inside the RolloutManager, which the stand-in slime places on the worker
+(FAKE_SLIME_ROLLOUT_NODE=worker): from there ShopSimulator is only reached through the head's gate,
+with the run's token read from the shared run directory. The job holds after round 0's first step
+for the head's raylet to be SIGKILLed, and after round 1's last for the head's dashboard (the job
+API the driver watches the job through): each is `ray-lost`, the head's Ray started again, the
+worker's agent joining the new head on its own, a new one-job job from the last checkpoint. A
+module of its own, so that another xdist worker runs it beside the two-node story
+(tests/test_two_nodes.py)."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 from support.rehearsal import Run, outcome, rehearse_env, start, wait_for
-from support.twonode import HEAD, WORKER, need_root, slime_log, two_node_outcome
+from support.twonode import HEAD, WORKER, need_root, ray_process, slime_log, two_node_outcome
 
-pytestmark = pytest.mark.heavy  # a two-node Ray cluster in network namespaces, one job for both rounds
+from pyhelpers.procs import procfs
+
+pytestmark = pytest.mark.heavy  # a two-node Ray cluster in network namespaces, its head's Ray lost twice
+
+# (what is killed on the head, the program's path's end, the rollout after which the job holds for it)
+FAULTS = (("raylet", b"/raylet", 0), ("dashboard", b"/dashboard/dashboard.py", 3))
 
 
-def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_through_the_gate_to_todays_outcome(
+def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_its_heads_lost_ray(
         tmp_path, rehearsal_world, reference):
     need_root()
+    gate = tmp_path / "hold"
     env = rehearse_env(tmp_path, rehearsal_world, tracked=False, NNODES=2, NUM_GPUS=2, ONE_JOB="1",
-                       JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker")
+                       JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker", RESTART_BACKOFF="0.5",
+                       FAKE_SLIME_HOLD_AT=",".join(str(step) for _, _, step in FAULTS), FAKE_SLIME_HOLD_GATE=str(gate))
     run = Run(tmp_path / "runs")
     record = tmp_path / "runs" / ".rehearsal" / "twonode.json"
     proc, log = start(env)
-    pair = wait_for("the pair of namespaces recorded", lambda: record.is_file() and json.loads(record.read_text()),
-                    proc=proc, log=log)
-    assert proc.wait(timeout=900) == 0, log.read_text()[-6000:]
-    submitted = run.events("job-submitted")
-    assert len(submitted) == 1 and submitted[0]["num_rollout"] == 4, submitted
+    try:
+        pair = wait_for("the pair of namespaces recorded", lambda: record.is_file() and json.loads(record.read_text()),
+                        proc=proc, log=log)
+        for n, (what, program, step) in enumerate(FAULTS, start=1):
+            held = Path(f"{gate}-{step}.held")
+            wait_for(f"the job to hold after rollout {step}", held.is_file, proc=proc, log=log)
+            pid = ray_process(pair["head"]["ns"], program)
+            assert pid, f"no {what} in the head's namespace"
+            driver = int(held.read_text().split("(pid ")[1].rstrip(")\n"))  # the held job's driver
+            os.kill(pid, signal.SIGKILL)
+            wait_for(f"the run to restart for the head's lost {what}", lambda n=n: len(run.restarts()) >= n,
+                     proc=proc, log=log)
+            # released once the held driver is gone: the stand-in's driver would write the step's
+            # checkpoint itself, where slime's needs its ranks (as in test_two_nodes.py)
+            wait_for("the held job's driver to end", lambda d=driver: not procfs.is_alive(d), proc=proc, log=log)
+            Path(f"{gate}-{step}").touch()  # the next job trains the step again and goes on
+        assert proc.wait(timeout=900) == 0, log.read_text()[-6000:]
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=120)
+
+    assert [(e["stage"], e["round"], e["cause"]) for e in run.restarts()] == [
+        ("train", 0, "ray-lost"), ("train", 1, "ray-lost")], run.restarts()
+    assert all(e["num_rollout"] == 4 for e in run.events("job-submitted")), run.events("job-submitted")
     assert [e for e in run.events("service-start") if e["service"] == "eval-server"] == []
     slime = slime_log(run)
     assert f"RolloutManager placed on {WORKER}" in slime, slime[-3000:]
     yaml = (run.round_dir(0) / "slime.yaml").read_text()
     assert f"shopsimrl_shopsim_url: http://{HEAD}:" in yaml and "shopsimrl_shopsim_token_path:" in yaml, yaml
-    for r in range(2):  # the hook's val and gate of each round, played on the worker
-        assert (run.round_dir(r) / "val" / "summary.json").is_file()
+    for r in range(2):  # the hook's val and gate of each round, played on the worker, nothing twice
+        ids = [json.loads(line)["id"] for line in (run.round_dir(r) / "val" / "episodes.jsonl").read_text().splitlines()]
+        assert ids and len(ids) == len(set(ids)), (r, ids)
         assert (run.round_dir(r) / "gate" / "summary.json").is_file()
     assert two_node_outcome(run) == outcome(reference.run)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()

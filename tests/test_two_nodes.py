@@ -60,6 +60,7 @@ from support.twonode import (
     left_of,
     need_root,
     ranks_of,
+    ray_process,
     slime_log,
     two_node_outcome,
     wandb_actor_num_nodes,
@@ -207,7 +208,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
     def lose_and_rejoin_the_worker(pair: dict) -> None:
         if "killed" not in story:
             if metrics.is_file() and metrics.read_text().strip():  # round 1's first step is done
-                raylet = _ray_process(pair["worker"]["ns"], b"/raylet", pair["worker"]["addr"])
+                raylet = ray_process(pair["worker"]["ns"], b"/raylet", pair["worker"]["addr"])
                 if raylet:
                     story["rejoins_before_kill"] = node_json(pair).get("rejoins", 0)
                     os.kill(raylet, signal.SIGKILL)
@@ -225,7 +226,7 @@ def two_node_rehearsal(tmp_path_factory, rehearsal_world):
         # among them, dead with the head's Ray: a held driver let go would save a step slime could not.)
         if "gcs_killed" not in story:
             if Path(f"{held(GCS_KILLED_AFTER)}.held").is_file():
-                gcs = _ray_process(pair["head"]["ns"], b"/gcs_server")
+                gcs = ray_process(pair["head"]["ns"], b"/gcs_server")
                 driver = int(Path(f"{held(GCS_KILLED_AFTER)}.held").read_text().split("(pid ")[1].rstrip(")\n"))
                 if gcs:
                     story["driver"] = (driver, procfs.start_ticks(driver))
@@ -338,25 +339,6 @@ def _kill_a_rehearsal_then_make_stop(env: dict, run: Run, record: Path) -> dict:
     stop = in_rehearsal(env, str(ROOT / "bin" / "stop"))  # make stop REHEARSAL=1
     return {"pids": pids, "after_kill": after_kill, "after_stop": left_of(pair, pids),
             "stop": stop.stdout + stop.stderr, "out": log.read_text(errors="replace")}
-
-
-def _ray_process(netns_name: str, program: bytes, addr: str | None = None) -> int | None:
-    """The pid of Ray's `program` (b"/raylet", b"/gcs_server") inside network namespace `netns_name`,
-    serving node `addr` where given (only ours: another rehearsal on this host may have a worker at the
-    same address in its own namespace)."""
-    ns = os.stat(f"/run/netns/{netns_name}").st_ino
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            argv = (p / "cmdline").read_bytes().split(b"\0")
-            if os.stat(p / "ns" / "net").st_ino != ns:
-                continue
-        except OSError:
-            continue
-        if argv and argv[0].endswith(program) and (addr is None or f"--node_ip_address={addr}".encode() in argv):
-            return int(p.name)
-    return None
 
 
 def test_the_rehearsal_runs_on_two_nodes(two_node_rehearsal):

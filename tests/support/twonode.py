@@ -62,6 +62,28 @@ def wandb_actor_num_nodes(run: Run) -> list[str]:
     return sorted(set(found))
 
 
+def ray_process(netns_name: str, program: bytes, addr: str | None = None) -> int | None:
+    """The pid of Ray's `program` inside network namespace `netns_name`: a binary by its path's end
+    (b"/raylet", b"/gcs_server"), or a Python program by its script's (b"/dashboard/dashboard.py");
+    serving node `addr` where given (only ours: another rehearsal on this host may have a worker at
+    the same address in its own namespace)."""
+    ns = os.stat(f"/run/netns/{netns_name}").st_ino
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            argv = (p / "cmdline").read_bytes().split(b"\0")
+            if os.stat(p / "ns" / "net").st_ino != ns:
+                continue
+        except OSError:
+            continue
+        python = argv[0].endswith((b"/python", b"/python3"))  # its script: the first argument ending .py
+        ran = next((a for a in argv[1:] if a.endswith(b".py")), b"") if python else argv[0]
+        if ran.endswith(program) and (addr is None or f"--node_ip_address={addr}".encode() in argv):
+            return int(p.name)
+    return None
+
+
 def inside(pair: netns.Pair) -> dict[int, int]:
     """{pid: start ticks} of every process inside the pair's two namespaces now."""
     return {p: procfs.start_ticks(p) for node in (pair.head, pair.worker) for p in node.pids()}
