@@ -5,8 +5,11 @@ and gate inside the RolloutManager, which the stand-in slime places on the worke
 with the run's token read from the shared run directory. The job holds after round 0's first step
 for the head's raylet to be SIGKILLed, and after round 1's last for the head's dashboard (the job
 API the driver watches the job through): each is `ray-lost`, the head's Ray started again, the
-worker's agent joining the new head on its own, a new one-job job from the last checkpoint. A
-module of its own, so that another xdist worker runs it beside the two-node story
+worker's agent joining the new head on its own, a new one-job job from the last checkpoint. Between
+the two, the worker's raylet is SIGKILLed while the hook plays round 0's val from the worker: the
+job fails with its node, and the evaluate stage plays the rest of the round on the head's eval
+server, resuming the hook's episodes (none played twice); the next round waits for the worker's
+agent to start its node again. A module of its own, so that another xdist worker runs it beside the two-node story
 (tests/test_two_nodes.py)."""
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_its
     need_root()
     gate = tmp_path / "hold"
     env = rehearse_env(tmp_path, rehearsal_world, tracked=False, NNODES=2, NUM_GPUS=2, ONE_JOB="1",
-                       JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker", RESTART_BACKOFF="0.5",
+                       JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker", RESTART_BACKOFF="0.5", FAKE_SGLANG_LATENCY_MS="40",
                        FAKE_SLIME_HOLD_AT=",".join(str(step) for _, _, step in FAULTS), FAKE_SLIME_HOLD_GATE=str(gate))
     run = Run(tmp_path / "runs")
     record = tmp_path / "runs" / ".rehearsal" / "twonode.json"
@@ -43,6 +46,8 @@ def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_its
         pair = wait_for("the pair of namespaces recorded", lambda: record.is_file() and json.loads(record.read_text()),
                         proc=proc, log=log)
         for n, (what, program, step) in enumerate(FAULTS, start=1):
+            if n == 2:
+                _lose_the_worker_while_the_hook_plays(run, pair, proc, log)
             held = Path(f"{gate}-{step}.held")
             wait_for(f"the job to hold after rollout {step}", held.is_file, proc=proc, log=log)
             pid = ray_process(pair["head"]["ns"], program)
@@ -64,7 +69,9 @@ def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_its
     assert [(e["stage"], e["round"], e["cause"]) for e in run.restarts()] == [
         ("train", 0, "ray-lost"), ("train", 1, "ray-lost")], run.restarts()
     assert all(e["num_rollout"] == 4 for e in run.events("job-submitted")), run.events("job-submitted")
-    assert [e for e in run.events("service-start") if e["service"] == "eval-server"] == []
+    # the eval server once: for the rest of round 0, whose job died with the worker
+    assert [e["round"] for e in run.events("service-start") if e["service"] == "eval-server"] == [0]
+    assert [e["round"] for e in run.events("job-end") if e["status"] == "FAILED"][:1] == [0], run.events("job-end")
     slime = slime_log(run)
     assert f"RolloutManager placed on {WORKER}" in slime, slime[-3000:]
     yaml = (run.round_dir(0) / "slime.yaml").read_text()
@@ -76,3 +83,14 @@ def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_its
     assert two_node_outcome(run) == outcome(reference.run)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
     assert not [ns for ns in (pair["head"]["ns"], pair["worker"]["ns"]) if ns in listed], listed
+
+
+def _lose_the_worker_while_the_hook_plays(run: Run, pair: dict, proc, log) -> None:
+    """The worker's raylet SIGKILLed once the hook, in the RolloutManager on the worker, has played
+    round 0's first val episodes."""
+    val = run.round_dir(0) / "val" / "episodes.jsonl"
+    wait_for("the hook's first val episodes of round 0", lambda: val.is_file() and val.read_text().count("\n") >= 2,
+             proc=proc, log=log)
+    raylet = ray_process(pair["worker"]["ns"], b"/raylet", pair["worker"]["addr"])
+    assert raylet, "no raylet in the worker's namespace"
+    os.kill(raylet, signal.SIGKILL)
