@@ -1,4 +1,4 @@
-"""The one-job mode on two nodes (issue 44; docs/one-job-mode.md), with the head's Ray lost twice.
+"""The one-job mode on two nodes (issue 44; docs/one-job-mode.md), and what may fail in it.
 One slime job trains every round across both nodes' ranks, and its eval hook plays each round's val
 and gate inside the RolloutManager, which the stand-in slime places on the worker
 (FAKE_SLIME_ROLLOUT_NODE=worker): from there ShopSimulator is only reached through the head's gate,
@@ -9,7 +9,9 @@ worker's agent joining the new head on its own, a new one-job job from the last 
 the two, the worker's raylet is SIGKILLed while the hook plays round 0's val from the worker: the
 job fails with its node, and the evaluate stage plays the rest of the round on the head's eval
 server, resuming the hook's episodes (none played twice); the next round waits for the worker's
-agent to start its node again. A module of its own, so that another xdist worker runs it beside the two-node story
+agent to start its node again. After it, the driver's process group is SIGKILLed while round 1's
+first step holds, and `make rehearse NNODES=2 RESUME=1` reclaims the killed run's pair with the job
+in it. A module of its own, so that another xdist worker runs it beside the two-node story
 (tests/test_two_nodes.py)."""
 
 from __future__ import annotations
@@ -28,46 +30,70 @@ from pyhelpers.procs import procfs
 
 pytestmark = pytest.mark.heavy  # a two-node Ray cluster in network namespaces, its head's Ray lost twice
 
-# (what is killed on the head, the program's path's end, the rollout after which the job holds for it)
-FAULTS = (("raylet", b"/raylet", 0), ("dashboard", b"/dashboard/dashboard.py", 3))
+# The rollouts after which the job holds: round 0's first, for the head's raylet to be SIGKILLed;
+# round 1's first, for the driver's process group (then RESUME=1); round 1's last, for the head's
+# dashboard.
+HEAD_RAYLET_AFTER, DRIVER_KILLED_AFTER, HEAD_DASHBOARD_AFTER = 0, 2, 3
 
 
-def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_its_heads_lost_ray(
+def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_every_loss(
         tmp_path, rehearsal_world, reference):
     need_root()
     gate = tmp_path / "hold"
+    holds = ",".join(str(step) for step in (HEAD_RAYLET_AFTER, DRIVER_KILLED_AFTER, HEAD_DASHBOARD_AFTER))
     env = rehearse_env(tmp_path, rehearsal_world, tracked=False, NNODES=2, NUM_GPUS=2, ONE_JOB="1",
-                       JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker", RESTART_BACKOFF="0.5", FAKE_SGLANG_LATENCY_MS="40",
-                       FAKE_SLIME_HOLD_AT=",".join(str(step) for _, _, step in FAULTS), FAKE_SLIME_HOLD_GATE=str(gate))
+                       JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker", RESTART_BACKOFF="0.5",
+                       FAKE_SGLANG_LATENCY_MS="40", FAKE_SLIME_HOLD_AT=holds, FAKE_SLIME_HOLD_GATE=str(gate))
     run = Run(tmp_path / "runs")
     record = tmp_path / "runs" / ".rehearsal" / "twonode.json"
     proc, log = start(env)
+    now = {"proc": proc, "log": log}  # the driver: the first rehearsal's, then its RESUME=1's
+
+    def waiting(what: str, cond):
+        return wait_for(what, cond, proc=now["proc"], log=now["log"])
+
+    def held(step: int) -> Path:
+        return Path(f"{gate}-{step}.held")
+
+    def lose_the_heads(what: str, program: bytes, step: int, pair: dict) -> None:
+        waiting(f"the job to hold after rollout {step}", held(step).is_file)
+        pid = ray_process(pair["head"]["ns"], program)
+        assert pid, f"no {what} in the head's namespace"
+        driver = int(held(step).read_text().split("(pid ")[1].rstrip(")\n"))  # the held job's driver
+        restarts = len(run.restarts())
+        os.kill(pid, signal.SIGKILL)
+        waiting(f"the run to restart for the head's lost {what}", lambda: len(run.restarts()) > restarts)
+        # released once the held driver is gone: the stand-in's driver would write the step's
+        # checkpoint itself, where slime's needs its ranks (as in test_two_nodes.py)
+        waiting("the held job's driver to end", lambda: not procfs.is_alive(driver))
+        Path(f"{gate}-{step}").touch()  # the next job trains the step again and goes on
+
+    pairs = []
     try:
-        pair = wait_for("the pair of namespaces recorded", lambda: record.is_file() and json.loads(record.read_text()),
-                        proc=proc, log=log)
-        for n, (what, program, step) in enumerate(FAULTS, start=1):
-            if n == 2:
-                _lose_the_worker_while_the_hook_plays(run, pair, proc, log)
-            held = Path(f"{gate}-{step}.held")
-            wait_for(f"the job to hold after rollout {step}", held.is_file, proc=proc, log=log)
-            pid = ray_process(pair["head"]["ns"], program)
-            assert pid, f"no {what} in the head's namespace"
-            driver = int(held.read_text().split("(pid ")[1].rstrip(")\n"))  # the held job's driver
-            os.kill(pid, signal.SIGKILL)
-            wait_for(f"the run to restart for the head's lost {what}", lambda n=n: len(run.restarts()) >= n,
-                     proc=proc, log=log)
-            # released once the held driver is gone: the stand-in's driver would write the step's
-            # checkpoint itself, where slime's needs its ranks (as in test_two_nodes.py)
-            wait_for("the held job's driver to end", lambda d=driver: not procfs.is_alive(d), proc=proc, log=log)
-            Path(f"{gate}-{step}").touch()  # the next job trains the step again and goes on
-        assert proc.wait(timeout=900) == 0, log.read_text()[-6000:]
+        pairs.append(waiting("the pair of namespaces recorded", lambda: record.is_file() and json.loads(record.read_text())))
+        lose_the_heads("raylet", b"/raylet", HEAD_RAYLET_AFTER, pairs[0])
+        _lose_the_worker_while_the_hook_plays(run, pairs[0], waiting)
+        # a closed terminal while round 1's first step holds: `make rehearse NNODES=2 RESUME=1`
+        # reclaims the killed run's pair, the held job in it, and submits a new one-job job
+        waiting("round 1's first step", held(DRIVER_KILLED_AFTER).is_file)
+        jobs = len(run.events("job-submitted"))
+        os.killpg(now["proc"].pid, signal.SIGKILL)
+        now["proc"].wait()
+        now["proc"], now["log"] = start(env, "--resume")
+        waiting("the resumed run's job", lambda: len(run.events("job-submitted")) > jobs)
+        Path(f"{gate}-{DRIVER_KILLED_AFTER}").touch()
+        pairs.append(json.loads(record.read_text()))
+        assert pairs[1]["head"]["ns"] != pairs[0]["head"]["ns"], pairs
+        lose_the_heads("dashboard", b"/dashboard/dashboard.py", HEAD_DASHBOARD_AFTER, pairs[1])
+        assert now["proc"].wait(timeout=900) == 0, now["log"].read_text()[-6000:]
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=120)
+        if now["proc"].poll() is None:
+            now["proc"].terminate()
+            now["proc"].wait(timeout=120)
 
     assert [(e["stage"], e["round"], e["cause"]) for e in run.restarts()] == [
         ("train", 0, "ray-lost"), ("train", 1, "ray-lost")], run.restarts()
+    assert [(e["round"], e["cause"]) for e in run.events("driver-lost")] == [(1, "killed")], run.events("driver-lost")
     assert all(e["num_rollout"] == 4 for e in run.events("job-submitted")), run.events("job-submitted")
     # the eval server once: for the rest of round 0, whose job died with the worker
     assert [e["round"] for e in run.events("service-start") if e["service"] == "eval-server"] == [0]
@@ -82,15 +108,14 @@ def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_its
         assert (run.round_dir(r) / "gate" / "summary.json").is_file()
     assert two_node_outcome(run) == outcome(reference.run)
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-    assert not [ns for ns in (pair["head"]["ns"], pair["worker"]["ns"]) if ns in listed], listed
+    assert not [ns for pair in pairs for ns in (pair["head"]["ns"], pair["worker"]["ns"]) if ns in listed], listed
 
 
-def _lose_the_worker_while_the_hook_plays(run: Run, pair: dict, proc, log) -> None:
+def _lose_the_worker_while_the_hook_plays(run: Run, pair: dict, waiting) -> None:
     """The worker's raylet SIGKILLed once the hook, in the RolloutManager on the worker, has played
     round 0's first val episodes."""
     val = run.round_dir(0) / "val" / "episodes.jsonl"
-    wait_for("the hook's first val episodes of round 0", lambda: val.is_file() and val.read_text().count("\n") >= 2,
-             proc=proc, log=log)
+    waiting("the hook's first val episodes of round 0", lambda: val.is_file() and val.read_text().count("\n") >= 2)
     raylet = ray_process(pair["worker"]["ns"], b"/raylet", pair["worker"]["addr"])
     assert raylet, "no raylet in the worker's namespace"
     os.kill(raylet, signal.SIGKILL)
