@@ -3,15 +3,16 @@ One slime job trains every round across both nodes' ranks, and its eval hook pla
 and gate inside the RolloutManager, which the stand-in slime places on the worker
 (FAKE_SLIME_ROLLOUT_NODE=worker): from there ShopSimulator is only reached through the head's gate,
 with the run's token read from the shared run directory. The job holds after round 0's first step
-for the head's raylet to be SIGKILLed, and after round 1's last for the head's dashboard (the job
-API the driver watches the job through): each is `ray-lost`, the head's Ray started again, the
-worker's agent joining the new head on its own, a new one-job job from the last checkpoint. Between
-the two, the worker's raylet is SIGKILLed while the hook plays round 0's val from the worker: the
-job fails with its node, and the evaluate stage plays the rest of the round on the head's eval
-server, resuming the hook's episodes (none played twice); the next round waits for the worker's
-agent to start its node again. After it, the driver's process group is SIGKILLed while round 1's
-first step holds, and `make rehearse NNODES=2 RESUME=1` reclaims the killed run's pair with the job
-in it. A module of its own, so that another xdist worker runs it beside the two-node story
+for the head's raylet to be SIGKILLed: `ray-lost`, the head's Ray started again, the worker's agent
+joining the new head on its own, a new one-job job from the last checkpoint. Then the worker's
+raylet is SIGKILLed while the hook plays round 0's val from the worker: the job fails with its
+node, and the evaluate stage plays the rest of the round on the head's eval server, resuming the
+hook's episodes (none played twice); the next round waits for the worker's agent to start its node
+again. Then the driver's process group is SIGKILLed while round 1's first step holds, and `make
+rehearse NNODES=2 RESUME=1` reclaims the killed run's pair with the job in it. (The head's
+dashboard and gcs_server lost are the same `ray-lost` path as its raylet: tests/test_fault_matrix.py
+on one node, tests/test_one_job.py's story in the mode; not played again here, where a head's
+restart on two nodes costs a minute of the worker's reconnect and the suite's CPU.) A module of its own, so that another xdist worker runs it beside the two-node story
 (tests/test_two_nodes.py)."""
 
 from __future__ import annotations
@@ -31,16 +32,15 @@ from pyhelpers.procs import procfs
 pytestmark = pytest.mark.heavy  # a two-node Ray cluster in network namespaces, its head's Ray lost twice
 
 # The rollouts after which the job holds: round 0's first, for the head's raylet to be SIGKILLed;
-# round 1's first, for the driver's process group (then RESUME=1); round 1's last, for the head's
-# dashboard.
-HEAD_RAYLET_AFTER, DRIVER_KILLED_AFTER, HEAD_DASHBOARD_AFTER = 0, 2, 3
+# round 1's first, for the driver's process group (then RESUME=1).
+HEAD_RAYLET_AFTER, DRIVER_KILLED_AFTER = 0, 2
 
 
 def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_every_loss(
         tmp_path, rehearsal_world, reference):
     need_root()
     gate = tmp_path / "hold"
-    holds = ",".join(str(step) for step in (HEAD_RAYLET_AFTER, DRIVER_KILLED_AFTER, HEAD_DASHBOARD_AFTER))
+    holds = f"{HEAD_RAYLET_AFTER},{DRIVER_KILLED_AFTER}"
     env = rehearse_env(tmp_path, rehearsal_world, tracked=False, NNODES=2, NUM_GPUS=2, ONE_JOB="1",
                        JOIN_TIMEOUT=300, FAKE_SLIME_ROLLOUT_NODE="worker", RESTART_BACKOFF="0.5",
                        FAKE_SGLANG_LATENCY_MS="40", FAKE_SLIME_HOLD_AT=holds, FAKE_SLIME_HOLD_GATE=str(gate))
@@ -84,15 +84,13 @@ def test_one_slime_job_on_two_nodes_evaluates_from_the_worker_and_heals_from_eve
         Path(f"{gate}-{DRIVER_KILLED_AFTER}").touch()
         pairs.append(json.loads(record.read_text()))
         assert pairs[1]["head"]["ns"] != pairs[0]["head"]["ns"], pairs
-        lose_the_heads("dashboard", b"/dashboard/dashboard.py", HEAD_DASHBOARD_AFTER, pairs[1])
         assert now["proc"].wait(timeout=900) == 0, now["log"].read_text()[-6000:]
     finally:
         if now["proc"].poll() is None:
             now["proc"].terminate()
             now["proc"].wait(timeout=120)
 
-    assert [(e["stage"], e["round"], e["cause"]) for e in run.restarts()] == [
-        ("train", 0, "ray-lost"), ("train", 1, "ray-lost")], run.restarts()
+    assert [(e["stage"], e["round"], e["cause"]) for e in run.restarts()] == [("train", 0, "ray-lost")], run.restarts()
     assert [(e["round"], e["cause"]) for e in run.events("driver-lost")] == [(1, "killed")], run.events("driver-lost")
     assert all(e["num_rollout"] == 4 for e in run.events("job-submitted")), run.events("job-submitted")
     # the eval server once: for the rest of round 0, whose job died with the worker

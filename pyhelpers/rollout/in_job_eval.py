@@ -20,8 +20,8 @@ logged beside val as eval/shopsim_gate/*.
 
 Each records its `episodes` event (the seconds the policy played) in the run's events.jsonl, as the
 evaluate stage does. ONE_JOB=1 runs it (stages/one_job.py; `make plan` shows the mode's command
-line, flags.in_job_eval_flags). Not built yet (docs/one-job-mode.md): a simulator reached through
-the head's gate (NNODES > 1: refused).
+line, flags.in_job_eval_flags). On a multi-node run the hook may play on a worker: the simulator is
+then the head's gate, with the run's token (eval_settings).
 """
 
 from __future__ import annotations
