@@ -92,3 +92,26 @@ def test_a_step_says_what_it_played_and_what_dynamic_sampling_kept():
     assert step_words({p + "episodes": 16.0, p + "success_rate": 0.4375}) == "16 episodes, success 43.8%"
     assert step_words({p + "episodes": 24.0, p + "groups_drawn": 6.0, p + "groups_kept": 4.0, p + "success_rate": 0.5}) \
         == "24 episodes, groups kept 4 of 6, success 50.0%"
+
+
+def test_the_in_job_hooks_progress_reaches_the_driver_one_new_line_at_a_time(tmp_path):
+    """ONE_JOB=1: the eval hook plays in slime's RolloutManager, whose output goes to slime's log;
+    its progress lines reach the driver through the round's eval-progress.txt (the latest line
+    only), and the evaluate stage's wait echoes each new one -- not the line a killed job left."""
+    from pyhelpers.evaluate.progress import LatestLine, Progress
+    from pyhelpers.stages.one_job import _HookProgress
+
+    path = tmp_path / "eval-progress.txt"
+    path.write_text("round-000: 3/24 episodes (a killed job's)\n")
+    shown: list[str] = []
+    relay = _HookProgress(path, shown.append)
+    assert relay() is False and shown == []  # never ends the wait; the old line is not news
+    bar = Progress("round-000", 2, stream=LatestLine(path), every_s=0.0)
+    bar.add({"termination": "done", "success": True})
+    relay()
+    relay()
+    bar.add({"termination": "infra_error", "success": False})
+    relay()
+    assert [line.split(",")[0] for line in shown] == ["round-000: 1/2 episodes", "round-000: 2/2 episodes"]
+    assert "infra errors 1" in shown[-1] and path.read_text().count("\n") == 1
+    assert not list(tmp_path.glob(".*.tmp"))

@@ -9,7 +9,9 @@ stream is the caller's (the CLI passes stderr): this module never picks one itse
 from __future__ import annotations
 
 import io
+import os
 import time
+from pathlib import Path
 
 
 def _dur(s: float) -> str:
@@ -64,3 +66,35 @@ class Progress:
         if self.enabled and self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+class LatestLine:
+    """A text stream for Progress that keeps only its latest line, in a file (replaced atomically):
+    the one-job mode's eval hook plays in slime's RolloutManager, whose output goes to slime's log,
+    so the driver shows the hook's progress by reading this file (stages/one_job.py). fsync is
+    skipped (write_bytes_atomic's): a progress line lost in a crash is no loss, and the hook writes
+    one every few seconds."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def write(self, text: str) -> None:
+        line = text.strip("\r\n").split("\r")[-1].replace("\033[K", "").strip()
+        if line:
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
+            tmp.write_text(line + "\n")
+            os.replace(tmp, self.path)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def latest_line(path: Path) -> str:
+    """The line a LatestLine stream last wrote to path ("" while none)."""
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""

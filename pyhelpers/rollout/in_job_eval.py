@@ -111,10 +111,12 @@ class _Evaluation:
     def val(self, files: RoundFiles, r: int) -> tuple[dict, list[dict]]:
         """Round r's bare val into files.val_dir; its summary and records in the tasks' order."""
         from pyhelpers.evaluate import val  # local: as in __init__
+        from pyhelpers.evaluate.progress import LatestLine  # local: as in __init__
         from pyhelpers.evaluate.runner import record_episodes  # local: as in __init__
 
         summary, result = val.run_val(self.settings, self.builder, self.tasks, out_dir=files.val_dir, resume=True,
-                                      label=files.dir.name, round_no=r, tasks_info=val.tasks_meta(self.tasks_path, self.tasks))
+                                      label=files.dir.name, round_no=r, tasks_info=val.tasks_meta(self.tasks_path, self.tasks),
+                                      progress=LatestLine(files.eval_progress))
         record_episodes(files.run_dir, "val", round_no=r, result=result)
         return summary, [result.records[spec.id] for spec in val.val_specs(self.tasks)]
 
@@ -122,6 +124,7 @@ class _Evaluation:
         """The random-masked gate of the round's compiled bank, once compile (on the driver, after the
         analyst's drain) wrote it: waited for up to ANALYST_DRAIN_TIMEOUT after val."""
         from pyhelpers.evaluate import gate  # local: as in __init__
+        from pyhelpers.evaluate.progress import LatestLine  # local: as in __init__
         from pyhelpers.evaluate.runner import record_episodes  # local: as in __init__
 
         waited = bank_wait.wait_for_file(files.compiled, self.s.analyst_drain_timeout, poll_s)
@@ -134,7 +137,8 @@ class _Evaluation:
         summary, decisions, result = gate.run_gate(self.settings, lambda: self.builder, bank=bank,
                                                    bank_sha256=bank_sha256(bank), val_summary=val_summary,
                                                    val_tasks=self.tasks, gate_dir=files.gate_dir,
-                                                   knobs=GateKnobs.from_plugin(self.s), resume=True)
+                                                   knobs=GateKnobs.from_plugin(self.s), resume=True,
+                                                   progress=LatestLine(files.eval_progress))
         if result is not None:
             record_episodes(files.run_dir, "gate", round_no=int(bank["round"]), result=result)
         return summary, decisions

@@ -131,6 +131,12 @@ class RoundFiles:
         return self.gate_dir / "decisions.json"
 
     @property
+    def eval_progress(self) -> Path:
+        """The one-job mode's eval hook's latest progress line, which the driver shows
+        (evaluate/progress.py LatestLine)."""
+        return self.dir / "eval-progress.txt"
+
+    @property
     def stages_dir(self) -> Path:
         return self.dir / "stages"
 

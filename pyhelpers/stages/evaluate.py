@@ -29,6 +29,11 @@ def reads(lay: RunLayout, r: int, seed_bank: Path | None) -> list[inputs.RunInpu
 
 
 def launches(cfg: Config, lay: RunLayout, r: int, model_args: list[str]) -> list[tuple[str, str, str]]:
+    if cfg.ONE_JOB:  # the job's eval hook plays; the eval server only for what a job gone early left
+        return [services.plan_line(cfg, lay, "eval-server", "only for a round whose job ended before its eval "
+                                   "hook's summaries (ONE_JOB=1)", model=eval_session.model_dir(cfg, lay)),
+                ("evaluate", "", "no command line: the slime job's eval hook plays bare val, then the gate, "
+                 "on the job's engines; the loop waits for their summaries")]
     return [services.plan_line(cfg, lay, "eval-server", model=eval_session.model_dir(cfg, lay)),
             ("evaluate", "", "no command line: bare val, then the gate, in the loop's own process")]
 

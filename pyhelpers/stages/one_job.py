@@ -14,13 +14,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 from pyhelpers.config.load import Config
+from pyhelpers.evaluate.progress import latest_line
 from pyhelpers.launch import ray_lost, rayjob, secret_env, services
 from pyhelpers.run import events
 from pyhelpers.run.layout import RunLayout
 
 POLL_S = 1.0  # the job's state and the round's summaries are another process's: polled
+
+
+class _HookProgress:
+    """The eval hook's progress (it plays in slime's RolloutManager, whose output goes to slime's
+    log): each new line it left in the round's eval-progress.txt, echoed as the evaluate stage
+    echoes its own episodes' progress. Called with each poll; never ends the wait (returns False)."""
+
+    def __init__(self, path: Path, echo: Callable[[str], None]):
+        self.path, self.echo, self.last = path, echo, latest_line(path)  # a resumed run's old line: not news
+
+    def __call__(self) -> bool:
+        line = latest_line(self.path)
+        if line and line != self.last:
+            self.last = line
+            self.echo(line)
+        return False
 
 
 def running_job(cfg: Config, lay: RunLayout) -> dict | None:
@@ -46,13 +64,16 @@ def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[]
     job_id = job["submission_id"]
     echo(f"round {r}: val and the gate play inside slime job {job_id} (its eval hook); waiting for their summaries")
     api = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=5.0)
+    shown = _HookProgress(lay.round(r).eval_progress, echo)
     # the hook's episodes need a simulator that died started again, as the eval server's do
     with services.shopsim_watched(cfg, lay, r, on_give_up=echo, progress=echo):
         # the train stage's watch: a head whose Ray is lost meanwhile is ray-lost (the restart stops
         # what is left; the resume plays the round's rest on the eval server), not an error of ours
         outcome = rayjob.watch(job_id, info=api.info, stop=api.stop, started=lambda: True, start_timeout=math.inf,
                                unreachable_timeout=cfg.RAY_UNREACHABLE_TIMEOUT,
-                               head_lost=lambda: ray_lost.why_lost(cfg, lay), poll=POLL_S, until=evaluated)
+                               head_lost=lambda: ray_lost.why_lost(cfg, lay), poll=POLL_S,
+                               until=lambda: shown() or evaluated())
+    shown()  # the gate's last line, written before its summary
     if outcome.status != rayjob.ROUND_SAVED:  # it ended before its hook wrote both summaries
         ended(cfg, lay, r, job_id, {"status": outcome.status, "driver_exit_code": outcome.exit_code})
         return evaluated()

@@ -52,8 +52,9 @@ def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool],
             if rid in mine:  # noticed now, or read late (the job's last lines): its own time bounds it
                 events.append(lay.run_dir, "train-done", round=r, rollout_id=rid, since=round(min(now, logged), 3))
 
-    while not stopped(POLL):
-        trained()
+    def read_steps() -> float:
+        """A step-done event and line for each step the file holds that was not seen; the time now."""
+        nonlocal since
         now = time.time()
         if since is None and marker.exists():
             since = marker.stat().st_mtime
@@ -73,6 +74,11 @@ def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool],
             say(f"{head(r, rounds, 'train')}: step {k}/{steps} done: {step_words(m)}{timed}; {eta.words()}")
         if new:
             since = now
+        return now
+
+    while not stopped(POLL):
+        trained()
+        now = read_steps()
         if since is not None and len(seen) < steps:
             done = sum(1 for k in seen if r * steps <= k < (r + 1) * steps)
             eta = eta_at(events.read(lay.run_dir), done)
@@ -81,5 +87,9 @@ def watch(cfg: Config, lay: RunLayout, r: int, stopped: Callable[[float], bool],
             status(f"{head(r, rounds, 'train')}: step {done + 1}/{steps}; {eta.words()}; "
                    f"this step {progress.duration(now - since)}"
                    + (f" of ~{progress.duration(eta.step_s)}" if eta.step_s else ""))
-    trained()  # the job has ended: its last line is in the file (the copier stops after this thread)
+    # The job has ended, or (ONE_JOB=1) saved this round's checkpoint and goes on: its last step's
+    # line is in the file (written before the step trains, so before the save), and slime's last
+    # training line in the log (the copier stops after this thread).
+    read_steps()
+    trained()
     status("")
