@@ -90,15 +90,16 @@ DELAYS = {
 }
 SCALE = 1 / 60  # rehearsal seconds per real second
 
-# Today's order, then each cut (its knobs); every configuration runs with the same delays.
+# Today's order (the round-by-round one, ONE_JOB=0: the default before the one-job mode), then each
+# cut (its knobs); every configuration runs with the same delays.
 CONFIGS = {
-    "today": {"VAL_BESIDE_COMPILE": "0", "JIT_CACHE_ON_DATA_DISK": "0", "ANALYST_CONCURRENCY": "1"},
-    "cut 4: val beside compile": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "0", "ANALYST_CONCURRENCY": "1"},
-    "cuts 4+5: and JIT caches on the data disk": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1",
+    "today": {"ONE_JOB": "0", "VAL_BESIDE_COMPILE": "0", "JIT_CACHE_ON_DATA_DISK": "0", "ANALYST_CONCURRENCY": "1"},
+    "cut 4: val beside compile": {"ONE_JOB": "0", "VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "0", "ANALYST_CONCURRENCY": "1"},
+    "cuts 4+5: and JIT caches on the data disk": {"ONE_JOB": "0", "VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1",
                                                   "ANALYST_CONCURRENCY": "1"},
-    "cuts 4+5+6: and SAVE_HF=1": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1",
+    "cuts 4+5+6: and SAVE_HF=1": {"ONE_JOB": "0", "VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1",
                                   "ANALYST_CONCURRENCY": "1"},
-    "cuts 4+5+6 and the analyst 4 at once": {"VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1",
+    "cuts 4+5+6 and the analyst 4 at once": {"ONE_JOB": "0", "VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "SAVE_HF": "1",
                                              "ANALYST_CONCURRENCY": "4"},
     # one slime job for the run (docs/one-job-mode.md): the best cuts but SAVE_HF (it exports on the CPU)
     "one-job": {"ONE_JOB": "1", "VAL_BESIDE_COMPILE": "1", "JIT_CACHE_ON_DATA_DISK": "1", "ANALYST_CONCURRENCY": "4"},

@@ -63,11 +63,11 @@ def _status_names_the_orphans_and_the_report_shows_the_kill(env, run: Run, job_h
     services = out.split("services:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
     states = {line.split()[0]: line.split()[1] for line in services if line.startswith("  ") and len(line.split()) > 1}
     assert states and "up" not in states.values(), out
-    assert "ORPHANED: the driver is gone but" in out and "slime job rehearsal-r001-" in out
+    job_id = run.events("job-submitted")[-1]["job_id"]  # (ONE_JOB=1: the run's one job, submitted in round 0)
+    assert "ORPHANED: the driver is gone but" in out and f"slime job {job_id}" in out
     assert "`make rehearse RESUME=1` stops them" in out and "(`make stop REHEARSAL=1` only stops them)" in out
     assert "make resume" not in out  # a rehearsal's hints name the rehearsal's commands
 
-    job_id = run.events("job-submitted")[-1]["job_id"]
     job_held.touch()
     wait_for("the orphaned job to end", lambda: "succeeded" in in_rehearsal(
         env, *pyhelpers_cmd("run", "status")).stdout, timeout=300)
@@ -95,13 +95,20 @@ def test_kills_at_every_stage_of_round_1_resume_to_the_uninterrupted_result(tmp_
     # Round 1's job holds before its last step (rollout 3) until the gate file exists: it outlives
     # the driver's kill until `make status` has seen it, however slow a loaded machine runs that.
     job_held = tmp_path / "job-may-go-on"
-    env = rehearse_env(tmp_path, rehearsal_world, FAKE_SLIME_HOLD_BEFORE=f"3:{job_held}", FAKE_SLIME_STEP_DELAY="2",
+    # The round-by-round order (ONE_JOB=0), against the reference of the default (ONE_JOB=1): its
+    # orphaned job ends on its own once it trained round 1 (the one-job mode's would evaluate the
+    # round and wait for a compile no driver makes; its kills: tests/test_one_job.py)
+    env = rehearse_env(tmp_path, rehearsal_world, ONE_JOB="0", FAKE_SLIME_HOLD_BEFORE=f"3:{job_held}", FAKE_SLIME_STEP_DELAY="2",
                        FAKE_CONVERT_DELAY="3", FAKE_SGLANG_LATENCY_MS="30")
     run = Run(tmp_path / "runs")
 
-    # 1. mid-train: round 1's job has started training.
+    # 1. mid-train: round 1's job has started training, and round 1's train stage its analyst (with
+    # ONE_JOB=1 the run's one job may start round 1 once inject wrote its bank, before the driver's
+    # train stage of round 1 has started anything).
     proc, log = start(env)
-    wait_for("round 1 training", lambda: (run.round_dir(1) / "plugin.started").is_file(), proc=proc, log=log)
+    wait_for("round 1 training", lambda: (run.round_dir(1) / "plugin.started").is_file()
+             and event_seen(run, "stage-start", round=1, stage="train") and "analyst" in recorded_groups(run),
+             proc=proc, log=log)
     orphans = _kill_and_check(run, proc, min_ckpt=1)
     assert {"shopsim", "ray-head", "analyst"} <= set(orphans)
     job_id = _status_names_the_orphans_and_the_report_shows_the_kill(env, run, job_held)
@@ -164,7 +171,9 @@ def test_killed_while_val_plays_beside_compile_resumes_without_replaying(tmp_pat
     # eval server (no request or drain deadline ends the hold first). After the kill, 2 s per
     # request: the resumed drain still outlasts the export.
     gate_file = tmp_path / "analyst-may-answer"
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_ANALYST_HOLD_UNTIL=gate_file,
+    # (the round-by-round order, ONE_JOB=0: val on the eval server; the one-job mode's val in the job
+    # beside compile is killed in tests/test_one_job.py)
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, ONE_JOB="0", FAKE_ANALYST_HOLD_UNTIL=gate_file,
                        FAKE_ANALYST_DELAY_S="2", ANALYST_TIMEOUT="900", ANALYST_DRAIN_TIMEOUT="900",
                        FAKE_SGLANG_LATENCY_MS="30", **NO_WANDB)
     run = Run(tmp_path / "runs")

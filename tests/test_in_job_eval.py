@@ -163,7 +163,7 @@ def test_make_plan_shows_the_one_job_modes_command_line_beside_today_s(toolkit_e
     from pyhelpers.rollout import flags
     from pyhelpers.run.layout import from_config
 
-    cfg = load.load({**toolkit_env, "STEPS_PER_ROUND": "3", "ROUNDS": "4", "SAVE_HF": "1"})
+    cfg = load.load({**toolkit_env, "STEPS_PER_ROUND": "3", "ROUNDS": "4", "SAVE_HF": "1", "ONE_JOB": "0"})
     lines = plan.plan(cfg, from_config(cfg), model_args=[])
     jobs = [shlex.split(x.split(": ", 1)[1]) for x in lines if x.lstrip().startswith("slime job")]
     assert len(jobs) == 2, lines
@@ -185,4 +185,4 @@ def test_make_plan_shows_the_one_job_modes_command_line_beside_today_s(toolkit_e
     runs, other = [shlex.split(x.split(": ", 1)[1]) for x in lines if x.lstrip().startswith("slime job")]
     assert value(runs, "--num-rollout") == "12" and "--eval-interval" in runs  # ONE_JOB=1: the job it submits
     assert value(other, "--num-rollout") == "3" and "--eval-interval" not in other
-    assert any(x.startswith("today's order (ONE_JOB=0)") for x in lines)
+    assert any(x.startswith("the round-by-round order (ONE_JOB=0)") for x in lines)

@@ -1,7 +1,9 @@
-"""The one-job mode (ONE_JOB=1, docs/one-job-mode.md) end to end on the stand-ins: one slime job
-trains both rounds of a rehearsal, evaluates each in the job through the plugin's eval hook (no eval
-server), waits inside the job for round 1's bank, and ends with today's order's outcome -- the
-same banks, summaries, spool and checkpoint bytes as the shared reference rehearsal."""
+"""The one-job mode (ONE_JOB=1, the default; docs/one-job-mode.md) end to end on the stand-ins: one
+slime job trains both rounds of a rehearsal, evaluates each in the job through the plugin's eval hook
+(no eval server), waits inside the job for round 1's bank, and ends with the same banks, summaries,
+spool and checkpoint bytes as the shared reference rehearsal, through a simulator killed under its
+hook, a driver killed during the in-job evaluation, and a chain of kills. (The round-by-round order,
+ONE_JOB=0, reaches the same outcome through tests/test_faults.py's chain.)"""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from pyhelpers.procs import procfs
 
 
 @pytest.mark.heavy
-def test_one_slime_job_trains_and_evaluates_every_round_to_todays_outcome(tmp_path, rehearsal_world, reference):
+def test_one_slime_job_trains_and_evaluates_every_round_with_the_simulator_killed_under_its_hook(tmp_path, rehearsal_world, reference):
     """And ShopSimulator SIGKILLed while the hook plays round 0's val (compile held until the
     simulator is back): the watchdog of the evaluate stage's wait starts it again, the hook's
     episodes wait for it (SHOPSIM_START_TIMEOUT) as the eval server's do, nothing else changes. (It
@@ -112,7 +114,7 @@ def test_a_driver_killed_during_the_in_job_evaluation_resumes_it_on_the_eval_ser
 
 
 @pytest.mark.heavy
-def test_the_one_job_mode_killed_mid_export_then_mid_training_then_losing_its_ray_ends_as_todays_order(
+def test_the_one_job_mode_killed_mid_export_then_mid_training_then_losing_its_ray_ends_as_the_reference(
         tmp_path, rehearsal_world, reference):
     """Issue 44's kill matrix and self-healing in the mode, beside the in-job evaluation's kill
     above, in one rehearsal: the driver SIGKILLed while round 0's export converts (the job's eval
@@ -121,7 +123,7 @@ def test_the_one_job_mode_killed_mid_export_then_mid_training_then_losing_its_ra
     then the head's gcs_server SIGKILLed once that run's job trained round 1's last step (held
     there): `ray-lost`, the head's Ray started again and a new job from the last checkpoint. Each
     resume stops what the killed driver left (the job inside its Ray too), no val episode is
-    played twice, and the run ends with today's order's outcome."""
+    played twice, and the run ends with the reference's outcome."""
     gate = tmp_path / "hold"
     env = rehearse_env(tmp_path, rehearsal_world, ONE_JOB="1", FAKE_CONVERT_DELAY="3", RESTART_BACKOFF="0.5",
                        FAKE_SLIME_HOLD_AT="2,3", FAKE_SLIME_HOLD_GATE=str(gate))

@@ -94,7 +94,8 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
     status = in_rehearsal(env, *pyhelpers_cmd("run", "status"))
     assert "driver: not running (stopped by `make stop" in status.stdout  # (REHEARSAL=1` in a rehearsal)
     assert not run.events("run-restart")  # the self-healing loop never restarts after a stop
-    planned = _planned(in_rehearsal(env, "bin/plan"))
+    plan_out = in_rehearsal(env, "bin/plan")
+    planned = _planned(plan_out)
 
     # `make resume` continues the stopped run to the uninterrupted run's result. Its steps at full
     # speed: the delay only kept round 0 in training while the refused starts and the stop ran.
@@ -114,12 +115,16 @@ def test_make_stop_from_another_shell_leaves_nothing_then_make_resume_finishes_t
 
     # `make plan` showed what then ran: each command line exactly as launched, nothing invented.
     launched = _launched(run)
-    other = planned.pop("slime job (ONE_JOB=1)")  # the mode this run did not choose, shown for comparison
-    assert "--eval-function-path" in other and " ".join(shlex.split(other)) not in launched.get("slime job", [])
+    other = planned.pop("slime job (ONE_JOB=0)")  # the mode this run did not choose, shown for comparison
+    assert "--eval-function-path" not in other and " ".join(shlex.split(other)) not in launched.get("slime job", [])
+    # ONE_JOB=1 (the default): the job's hook evaluated every round; the eval server the plan lists
+    # is for a round whose job ended first, and the plan says so
+    planned.pop("eval-server")
+    assert "(only for a round whose job ended before" in plan_out.stdout and "eval-server" not in launched
     for name, line in planned.items():
-        if name != "evaluate":  # in the loop's process: the plan says so instead of a command
+        if name != "evaluate":  # in the job's hook: the plan says so instead of a command
             assert " ".join(shlex.split(line)) in launched.get(name, []), (name, line, launched.get(name))
-    assert "no command line" in planned["evaluate"]
+    assert "no command line: the slime job's eval hook" in planned["evaluate"]
     assert set(launched) - {"slime-log"} <= set(planned)  # slime-log: our copy of the job's log
 
 
@@ -169,7 +174,8 @@ def test_shopsimulator_dying_during_a_round_is_restarted(tmp_path, rehearsal_wor
 
 
 def test_make_smoke_trains_and_exports_then_stops(tmp_path, rehearsal_world):
-    env = rehearse_env(tmp_path, rehearsal_world, SAVE_HF=1, **NO_WANDB)  # and slime's --save-hf writes the export
+    # slime's --save-hf writes the export: the round-by-round order's (ONE_JOB=0) alone
+    env = rehearse_env(tmp_path, rehearsal_world, SAVE_HF=1, ONE_JOB="0", **NO_WANDB)
     res = in_rehearsal(env, "bin/smoke", timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "stopping before compile, as asked" in res.stderr
@@ -354,7 +360,8 @@ def test_ctrl_c_pressed_again_and_again_during_evaluate_stops_everything_and_pri
     first), losing the cleanup lines and the hint."""
     from support.tmux import Pane
 
-    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, FAKE_SGLANG_LATENCY_MS=300)
+    # (the round-by-round order, ONE_JOB=0: the evaluate stage's own eval server)
+    env = rehearse_env(tmp_path, rehearsal_world, ROUNDS=1, ONE_JOB="0", FAKE_SGLANG_LATENCY_MS=300)
     run = Run(tmp_path / "runs")
     pane = Pane(tmp_path, "make rehearse", env)
     try:

@@ -63,8 +63,8 @@ class Knobs:
     def ONE_JOB(self) -> bool:
         """1: one slime job trains every round and evaluates each inside the job, on its own engines,
         through the plugin's eval hook; the HF export converts on the CPU meanwhile
-        (docs/one-job-mode.md). Needs SAVE_HF=0. 0: a job per round, then an eval server on the
-        round's export. (flag 0|1; default: 0)
+        (docs/one-job-mode.md). Needs SAVE_HF=0. 0: the earlier order, a job per round, then an eval
+        server on the round's export. (flag 0|1; default: 1)
         """
         return self._flag("ONE_JOB")
 
@@ -973,13 +973,13 @@ class PluginKnobs:
 # The declarations themselves, as this generator parsed them, and the digest of the file it read:
 # read_knobs (declarations.py) takes them from here while env/defaults.env still has that digest, so the
 # processes of a run do not parse the file again (an edited file is parsed: digests differ).
-SOURCE_SHA256 = 'c7a386893e740bb10c29d65d74aee322cd1840d629ed5f5161988fec54023956'
+SOURCE_SHA256 = 'd092424490209c1763d9afc6297d108fb5afc6aadcb996fa44511900560b407b'
 # (name, default, doc, section, the type of the `#:` line or None, its facts, the menu's brief)
 DECLARED: tuple[tuple[str, str, str, str, str | None, tuple[str, ...], str], ...] = (
     ('RUN_NAME', '', "Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>. Empty = WANDB_GROUP. Letters, digits, '.', '_' and '-' only.", 'Run', 'name or empty', ('bash', 'fixed'), 'Name of the run: its state lives in RUNS_DIR/<RUN_NAME>, its weights in TRAIN_SAVE/<RUN_NAME>.'),
     ('ROUNDS', '5', 'Outer rounds of one run (M8). Each round = STEPS_PER_ROUND RL steps, then val, gate, inject.', 'Run', 'int >= 1', ('bash',), 'Outer rounds of one run (M8). Each round = STEPS_PER_ROUND RL steps, then val, gate, inject.'),
     ('STEPS_PER_ROUND', '20', "slime RL steps (rollouts) per round (M9). Also slime's --save-interval.", 'Run', 'int >= 1', ('bash', 'fixed', 'plugin'), "slime RL steps (rollouts) per round (M9). Also slime's --save-interval."),
-    ('ONE_JOB', '0', "1: one slime job trains every round and evaluates each inside the job, on its own engines, through the plugin's eval hook; the HF export converts on the CPU meanwhile (docs/one-job-mode.md). Needs SAVE_HF=0. 0: a job per round, then an eval server on the round's export.", 'Run', 'flag 0|1', (), "1: one slime job trains every round and evaluates each inside the job, on its own engines, through the plugin's eval hook; the HF export converts on the CPU meanwhile (docs/one-job-mode.md). Needs SAVE_HF=0. 0: a job per round, then an eval server on the round's export."),
+    ('ONE_JOB', '1', "1: one slime job trains every round and evaluates each inside the job, on its own engines, through the plugin's eval hook; the HF export converts on the CPU meanwhile (docs/one-job-mode.md). Needs SAVE_HF=0. 0: the earlier order, a job per round, then an eval server on the round's export.", 'Run', 'flag 0|1', (), "1: one slime job trains every round and evaluates each inside the job, on its own engines, through the plugin's eval hook; the HF export converts on the CPU meanwhile (docs/one-job-mode.md). Needs SAVE_HF=0. 0: the earlier order, a job per round, then an eval server on the round's export."),
     ('BANK_WAIT_TIMEOUT', '600', "One-job mode: seconds a round's first rollout waits for the bank inject writes after the previous round's evaluation (the job holds its GPUs meanwhile; docs/one-job-mode.md).", 'Run', 'float >= 0', ('plugin',), "One-job mode: seconds a round's first rollout waits for the bank inject writes after the previous round's evaluation (the job holds its GPUs meanwhile; docs/one-job-mode.md)."),
     ('RUNS_DIR', 'runs', 'Run-state directory (relative paths are relative to the project). Must not be on SYSTEM_DISK.', 'Run', 'path', ('machine',), 'Run-state directory (relative paths are relative to the project). Must not be on SYSTEM_DISK.'),
     ('NUM_GPUS', '4', 'GPUs the run uses: the first NUM_GPUS ids (CUDA_VISIBLE_DEVICES=0..NUM_GPUS-1) (M1).', 'GPUs and parallelism', 'int >= 1', (), 'GPUs the run uses: the first NUM_GPUS ids (CUDA_VISIBLE_DEVICES=0..NUM_GPUS-1) (M1).'),

@@ -86,7 +86,7 @@ def _other_mode(cfg: Config, lay: RunLayout, r: int, model_args: list[str] | Non
         return [f"one-job mode (ONE_JOB=1, docs/one-job-mode.md), one slime job for rounds {r}..{cfg.ROUNDS - 1}:",
                 f"  slime job (ONE_JOB=1): {line}",
                 "    (val and the gate in the job at each round's end, no --save-hf: the export converts on the CPU)"]
-    return [f"today's order (ONE_JOB=0): a slime job per round, round {r}'s:", f"  slime job (ONE_JOB=0): {line}",
+    return [f"the round-by-round order (ONE_JOB=0): a slime job per round, round {r}'s:", f"  slime job (ONE_JOB=0): {line}",
             "    (then the eval server on the round's HF export plays val and the gate)"]
 
 
