@@ -433,3 +433,23 @@ def test_a_worker_whose_agent_starts_its_ray_again_during_the_wait_is_not_counte
     assert len(reads) == 3 and whole, (reads, lines)  # whole only once Ray retired the old entry
     text = "\n".join(lines)
     assert "old entry" in text, text
+
+
+def test_a_worker_whose_ray_refuses_the_jobs_calls_is_named_lost_before_ray_sees_it():
+    """A worker's raylet killed under the one-job mode's job: the job may die of an
+    ActorUnavailableError (gRPC's connection refused to the worker) before Ray's health check
+    declares the node dead, while the head still lists it ALIVE. That read as `node` (the restart
+    stopped the head's Ray too, instead of waiting for the worker); it names the worker now
+    (seen in the two-node story, 2026-12-07)."""
+    from pyhelpers.loop import supervisor
+
+    text = ("ray.exceptions.ActorUnavailableError: The actor 8d22 is unavailable: The actor is temporarily "
+            "unavailable: RpcError: RPC error: failed to connect to all addresses; last error: UNKNOWN: "
+            "ipv4:198.51.100.2:43909: Failed to connect to remote host: Connection refused rpc_code: 14")
+    assert supervisor.refused_workers(text, ["198.51.100.2", "198.51.100.3"]) == [
+        "198.51.100.2 lost (the job's calls to its Ray were refused)"]
+    assert supervisor.refused_workers(text, ["198.51.100.20"]) == []  # another worker, not a prefix of it
+    assert supervisor.refused_workers("Connection refused", ["198.51.100.2"]) == []
+    f = supervisor.classify_exception("train", 1, step=3, exc=RuntimeError(text))
+    assert f.cause != "node-lost"  # by its words alone: it takes the placed workers to name it
+    assert supervisor.node_lost(f, "198.51.100.2 lost").cause == "node-lost"

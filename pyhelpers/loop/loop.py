@@ -233,6 +233,8 @@ class Loop:
         tail = "\n".join(groups.log_tail(self.lay.logs / log, 40)) if log else ""
         failure = supervisor.classify_exception(stage, r, step=self._step(r, stage), exc=exc, log_text=tail)
         lost = self._lost_nodes() if failure.cause not in ("node-lost", "ray-lost", "bug", "config", "flag") else []
+        if not lost and self.cfg.multinode and failure.cause in ("engine", "node"):  # before Ray saw the node go
+            lost = supervisor.refused_workers(f"{exc}\n{tail}", [w["addr"] for w in self._placed() if w.get("addr")])
         if lost:  # the job died of it, whatever its last line says (an actor's death may be read first)
             failure = supervisor.node_lost(failure, "; ".join(lost))
         decision = self.supervisor.decide(failure)

@@ -111,6 +111,15 @@ def node_lost(f: Failure, which: str) -> Failure:
                    excerpt=f"{which}; the job's last words: {f.excerpt}"[:300])
 
 
+def refused_workers(text: str, addrs: list[str]) -> list[str]:
+    """The workers (NODE_ADDRs) whose Ray the job's own calls found refusing connections, in gRPC's
+    words as ray 2.60 raises them ("ipv4:ADDR:PORT: Failed to connect to remote host: Connection
+    refused", an ActorUnavailableError): the worker's raylet died under the job before Ray's health
+    check declared its node dead, so the head still lists the node ALIVE and nothing else names it."""
+    return [f"{a} lost (the job's calls to its Ray were refused)" for a in dict.fromkeys(addrs)
+            if re.search(rf"ipv4:{re.escape(a)}:\d+: Failed to connect to remote host: Connection refused", text)]
+
+
 def classify_exception(stage: str, round_: int | None, *, step: int | None, exc: BaseException,
                        log_text: str = "") -> Failure:
     """A stage's exception: a ToolkitError by its message and the failing process's log (RULES);
