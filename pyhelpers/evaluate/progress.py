@@ -9,9 +9,10 @@ stream is the caller's (the CLI passes stderr): this module never picks one itse
 from __future__ import annotations
 
 import io
-import os
 import time
 from pathlib import Path
+
+from pyhelpers.jsonfiles import write_bytes_atomic
 
 
 def _dur(s: float) -> str:
@@ -71,9 +72,7 @@ class Progress:
 class LatestLine:
     """A text stream for Progress that keeps only its latest line, in a file (replaced atomically):
     the one-job mode's eval hook plays in slime's RolloutManager, whose output goes to slime's log,
-    so the driver shows the hook's progress by reading this file (stages/one_job.py). fsync is
-    skipped (write_bytes_atomic's): a progress line lost in a crash is no loss, and the hook writes
-    one every few seconds."""
+    so the driver shows the hook's progress by reading this file (stages/one_job.py)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -81,9 +80,7 @@ class LatestLine:
     def write(self, text: str) -> None:
         line = text.strip("\r\n").split("\r")[-1].replace("\033[K", "").strip()
         if line:
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            tmp.write_text(line + "\n")
-            os.replace(tmp, self.path)
+            write_bytes_atomic(self.path, (line + "\n").encode())
 
     def flush(self) -> None:
         pass
