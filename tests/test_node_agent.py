@@ -232,6 +232,10 @@ def test_a_node_lost_on_its_own_while_the_head_s_gcs_answers_joins_again_with_no
     assert "this node's Ray ended (exit 1) while the head's GCS answers (its raylet killed or crashed): " \
            "joining the head again" in out, out
     assert result["rc"] == 0 and not _survivors(tmp_path, proc.pid), out
+    # said in the heartbeat of the start that ended (the head asks before it picks its restart:
+    # loop/node_verdict.py), and only there: the next start's beats have none
+    ended = [(b["attempt"], b["rejoins"]) for b in result["beats"] if b.get("ray_ended") is not None]
+    assert ended and set(ended) == {(1, 0)}, result["beats"]
 
 
 def test_a_node_whose_head_does_not_come_back_within_join_timeout_leaves(tmp_path, agent):

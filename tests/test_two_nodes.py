@@ -373,14 +373,6 @@ def test_a_worker_whose_raylet_is_killed_mid_round_rejoins_and_the_run_resumes_t
     # round 1's job ran its RolloutManager on the head: only its training ranks were on the lost worker
     assert f"RolloutManager placed on {HEAD}" in slime_log(run), slime_log(run)[-3000:]
     restarts = run.restarts()
-    # KNOWN RACE (ONE_JOB=1, the default; 2 runs in 5 on 2026-12-07): the job may die of an
-    # ActorUnavailableError (connection reset or refused by the worker) before Ray's health check
-    # declares the worker dead and before its agent starts its Ray again, so nothing names the node
-    # and the restart is `node`: the heavier restart (the head's Ray stopped too), which heals to
-    # the same outcome (checked below). Not fixed yet: docs/one-job-mode.md "Not built".
-    third = restarts[2:3]
-    if third and third[0]["cause"] == "node" and "ActorUnavailableError" in third[0].get("excerpt", ""):
-        restarts = [*restarts[:2], {**third[0], "cause": "node-lost"}, *restarts[3:]]
     assert [(e["stage"], e["round"], e["cause"]) for e in restarts] == [("train", 0, "node-lost"),  # the agent's kill
                                                                          ("train", 0, "node-lost"),  # the cut
                                                                          ("train", 1, "node-lost"),

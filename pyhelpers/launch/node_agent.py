@@ -85,6 +85,10 @@ def _run_once(child: subprocess.Popen, state: dict, *, stop_reason: Callable[[],
             print(f"stopping this worker's Ray node ({reason})", flush=True)
             return reason
         time.sleep(min(0.5, heartbeat))
+    # said at once, before its leftovers are stopped (STOP_GRACE): the head asks whether the job's start
+    # of this node's Ray outlived the job's failure before it picks the restart (loop/node_verdict.py)
+    state["ray_ended"] = time.time()
+    beat(dict(state))
     return None
 
 

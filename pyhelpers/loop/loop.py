@@ -37,7 +37,7 @@ from pyhelpers.errors import Stopped, ToolkitError
 from pyhelpers.evaluate import results
 from pyhelpers.jsonfiles import load_json_or_none
 from pyhelpers.launch import cluster, node_heartbeats, ray_nodes, services, slime_job
-from pyhelpers.loop import supervisor
+from pyhelpers.loop import node_verdict, supervisor
 from pyhelpers.loop.notify import Notifier
 from pyhelpers.procs import groups, procfs
 from pyhelpers.rollout.metrics import last_record
@@ -235,6 +235,8 @@ class Loop:
         lost = self._lost_nodes() if failure.cause not in ("node-lost", "ray-lost", "bug", "config", "flag") else []
         if not lost and self.cfg.multinode and failure.cause in ("engine", "node"):  # before Ray saw the node go
             lost = supervisor.refused_workers(f"{exc}\n{tail}", [w["addr"] for w in self._placed() if w.get("addr")])
+            if not lost and services.alive(self.lay, "ray-head"):  # (a lost head ends its workers' Ray too)
+                lost = node_verdict.ask_agents(self.lay, self._placed(), self.echo)
         if lost:  # the job died of it, whatever its last line says (an actor's death may be read first)
             failure = supervisor.node_lost(failure, "; ".join(lost))
         decision = self.supervisor.decide(failure)
