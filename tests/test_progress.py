@@ -96,22 +96,29 @@ def test_a_step_says_what_it_played_and_what_dynamic_sampling_kept():
 
 def test_the_in_job_hooks_progress_reaches_the_driver_one_new_line_at_a_time(tmp_path):
     """ONE_JOB=1: the eval hook plays in slime's RolloutManager, whose output goes to slime's log;
-    its progress lines reach the driver through the round's eval-progress.txt (the latest line
-    only), and the evaluate stage's wait echoes each new one -- not the line a killed job left."""
+    its progress lines reach the driver through the round's val-progress.txt and gate-progress.txt
+    (the latest line of each), and the evaluate stage's wait echoes each new one -- not the line a
+    killed job left, and not only the gate's where val ended and the gate began between two reads
+    (they shared one file: val's last line was lost, once in three suite runs under load)."""
     from pyhelpers.evaluate.progress import LatestLine, Progress
+    from pyhelpers.run.layout import RoundFiles
     from pyhelpers.stages.one_job import _HookProgress
 
-    path = tmp_path / "eval-progress.txt"
-    path.write_text("round-000: 3/24 episodes (a killed job's)\n")
+    files = RoundFiles(tmp_path / "round-000")
+    files.dir.mkdir()
+    files.val_progress.write_text("round-000: 3/24 episodes (a killed job's)\n")
     shown: list[str] = []
-    relay = _HookProgress(path, shown.append)
+    relay = _HookProgress([files.val_progress, files.gate_progress], shown.append)
     assert relay() is False and shown == []  # never ends the wait; the old line is not news
-    bar = Progress("round-000", 2, stream=LatestLine(path), every_s=0.0)
-    bar.add({"termination": "done", "success": True})
+    val = Progress("round-000", 2, stream=LatestLine(files.val_progress), every_s=0.0)
+    val.add({"termination": "done", "success": True})
     relay()
     relay()
-    bar.add({"termination": "infra_error", "success": False})
+    val.add({"termination": "infra_error", "success": False})
+    gate = Progress("gate round-000", 4, stream=LatestLine(files.gate_progress), every_s=0.0)
+    gate.add({"termination": "done", "success": True})  # before the driver's next read
     relay()
-    assert [line.split(",")[0] for line in shown] == ["round-000: 1/2 episodes", "round-000: 2/2 episodes"]
-    assert "infra errors 1" in shown[-1] and path.read_text().count("\n") == 1
-    assert not list(tmp_path.glob(".*.tmp"))
+    assert [line.split(",")[0] for line in shown] == ["round-000: 1/2 episodes", "round-000: 2/2 episodes",
+                                                      "gate round-000: 1/4 episodes"], shown
+    assert "infra errors 1" in shown[1] and files.val_progress.read_text().count("\n") == 1
+    assert not list(files.dir.glob(".*.tmp"))

@@ -116,7 +116,7 @@ class _Evaluation:
 
         summary, result = val.run_val(self.settings, self.builder, self.tasks, out_dir=files.val_dir, resume=True,
                                       label=files.dir.name, round_no=r, tasks_info=val.tasks_meta(self.tasks_path, self.tasks),
-                                      progress=LatestLine(files.eval_progress))
+                                      progress=LatestLine(files.val_progress))
         record_episodes(files.run_dir, "val", round_no=r, result=result)
         return summary, [result.records[spec.id] for spec in val.val_specs(self.tasks)]
 
@@ -138,7 +138,7 @@ class _Evaluation:
                                                    bank_sha256=bank_sha256(bank), val_summary=val_summary,
                                                    val_tasks=self.tasks, gate_dir=files.gate_dir,
                                                    knobs=GateKnobs.from_plugin(self.s), resume=True,
-                                                   progress=LatestLine(files.eval_progress))
+                                                   progress=LatestLine(files.gate_progress))
         if result is not None:
             record_episodes(files.run_dir, "gate", round_no=int(bank["round"]), result=result)
         return summary, decisions

@@ -131,10 +131,16 @@ class RoundFiles:
         return self.gate_dir / "decisions.json"
 
     @property
-    def eval_progress(self) -> Path:
-        """The one-job mode's eval hook's latest progress line, which the driver shows
-        (evaluate/progress.py LatestLine)."""
-        return self.dir / "eval-progress.txt"
+    def val_progress(self) -> Path:
+        """The one-job mode's eval hook's latest line of val's progress, which the driver shows
+        (evaluate/progress.py LatestLine). One file for each play: the gate's first line must not
+        replace val's last one before the driver's next read."""
+        return self.dir / "val-progress.txt"
+
+    @property
+    def gate_progress(self) -> Path:
+        """As val_progress, for the gate."""
+        return self.dir / "gate-progress.txt"
 
     @property
     def stages_dir(self) -> Path:

@@ -27,17 +27,20 @@ POLL_S = 1.0  # the job's state and the round's summaries are another process's:
 
 class _HookProgress:
     """The eval hook's progress (it plays in slime's RolloutManager, whose output goes to slime's
-    log): each new line it left in the round's eval-progress.txt, echoed as the evaluate stage
-    echoes its own episodes' progress. Called with each poll; never ends the wait (returns False)."""
+    log): each new line it left in the round's val-progress.txt, then gate-progress.txt, echoed as
+    the evaluate stage echoes its own episodes' progress. Called with each poll; never ends the
+    wait (returns False)."""
 
-    def __init__(self, path: Path, echo: Callable[[str], None]):
-        self.path, self.echo, self.last = path, echo, latest_line(path)  # a resumed run's old line: not news
+    def __init__(self, paths: list[Path], echo: Callable[[str], None]):
+        # a resumed run's old lines: not news
+        self.echo, self.last = echo, {path: latest_line(path) for path in paths}
 
     def __call__(self) -> bool:
-        line = latest_line(self.path)
-        if line and line != self.last:
-            self.last = line
-            self.echo(line)
+        for path, last in self.last.items():
+            line = latest_line(path)
+            if line and line != last:
+                self.last[path] = line
+                self.echo(line)
         return False
 
 
@@ -64,7 +67,7 @@ def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[]
     job_id = job["submission_id"]
     echo(f"round {r}: val and the gate play inside slime job {job_id} (its eval hook); waiting for their summaries")
     api = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=5.0)
-    shown = _HookProgress(lay.round(r).eval_progress, echo)
+    shown = _HookProgress([lay.round(r).val_progress, lay.round(r).gate_progress], echo)
     # the hook's episodes need a simulator that died started again, as the eval server's do
     with services.shopsim_watched(cfg, lay, r, on_give_up=echo, progress=echo):
         # the train stage's watch: a head whose Ray is lost meanwhile is ray-lost (the restart stops
