@@ -34,7 +34,7 @@ def test_a_fast_run_is_estimated_in_seconds_and_what_differed_then_is_named():
 
 def test_with_no_run_recorded_here_it_gives_the_committed_figure_and_says_so():
     assert lane_estimate.estimate("full", 3, None, load_now=5.27, cpus=2) == (
-        "est. about 18 min on a quiet 2-core machine (no full run recorded here yet, so the committed figure); "
+        "est. about 15 min on a quiet 2-core machine (no full run recorded here yet, so the committed figure); "
         "load now 5.3 on 2 CPUs: expect longer")
     assert lane_estimate.estimate("fast", 3, None, 0.1, 2) == (
         "est. under a minute on a quiet 2-core machine (no fast run recorded here yet, so the committed figure); "

@@ -20,15 +20,12 @@ from support.rehearsal import (
     group_alive,
     kill_driver,
     outcome,
-    ray_temp_dir,
     recorded_groups,
     rehearse,
     rehearse_env,
     start,
     wait_for,
 )
-
-from pyhelpers.procs import procfs
 
 
 @pytest.mark.heavy
@@ -114,19 +111,18 @@ def test_a_driver_killed_during_the_in_job_evaluation_resumes_it_on_the_eval_ser
 
 
 @pytest.mark.heavy
-def test_the_one_job_mode_killed_mid_export_then_mid_training_then_losing_its_ray_ends_as_the_reference(
+def test_the_one_job_mode_killed_mid_export_then_mid_training_ends_as_the_reference(
         tmp_path, rehearsal_world, reference):
     """Issue 44's kill matrix and self-healing in the mode, beside the in-job evaluation's kill
     above, in one rehearsal: the driver SIGKILLed while round 0's export converts (the job's eval
     hook then plays val or waits for compile, the job waits for round 1's bank), resumed;
-    SIGKILLed again once the resumed run's job trained round 1's first step (held there), resumed;
-    then the head's gcs_server SIGKILLed once that run's job trained round 1's last step (held
-    there): `ray-lost`, the head's Ray started again and a new job from the last checkpoint. Each
-    resume stops what the killed driver left (the job inside its Ray too), no val episode is
-    played twice, and the run ends with the reference's outcome."""
+    SIGKILLed again once the resumed run's job trained round 1's first step (held there), resumed.
+    Each resume stops what the killed driver left (the job inside its Ray too), no val episode is
+    played twice, and the run ends with the reference's outcome. (The head's Ray lost in the mode
+    is the fault matrix's, tests/test_fault_matrix.py, which runs in the mode: the default.)"""
     gate = tmp_path / "hold"
     env = rehearse_env(tmp_path, rehearsal_world, ONE_JOB="1", FAKE_CONVERT_DELAY="3", RESTART_BACKOFF="0.5",
-                       FAKE_SLIME_HOLD_AT="2,3", FAKE_SLIME_HOLD_GATE=str(gate))
+                       FAKE_SLIME_HOLD_AT="2", FAKE_SLIME_HOLD_GATE=str(gate))
     run = Run(tmp_path / "runs")
 
     def kill(proc) -> dict[str, int]:
@@ -153,20 +149,9 @@ def test_the_one_job_mode_killed_mid_export_then_mid_training_then_losing_its_ra
     wait_for("the resume to stop what the second kill left",
              lambda: not any(group_alive(pgid) for pgid in orphans.values()), proc=proc, log=log)
     Path(f"{gate}-2").touch()  # the next job trains rollout 2 without holding
-    wait_for("round 1's last step in the third run's job", held(3).is_file, proc=proc, log=log)
-    gcs = [pid for pid in procfs.marker_matches(ray_temp_dir(env)) if procfs.cmdline(pid).split(" ")[0].endswith("/gcs_server")]
-    assert len(gcs) == 1, gcs
-    driver = int(held(3).read_text().split("(pid ")[1].rstrip(")\n"))  # the held job's driver
-    os.kill(gcs[0], signal.SIGKILL)
-    wait_for("the run to restart for its lost Ray", lambda: run.restarts(), proc=proc, log=log)
-    # Released once the held driver is gone: the stand-in's driver writes the step's checkpoint
-    # itself, where slime's needs its ranks, dead with the head's Ray (as in test_two_nodes.py)
-    wait_for("the held job's driver to end", lambda: not procfs.is_alive(driver), proc=proc, log=log)
-    Path(f"{gate}-3").touch()  # the job after the restart trains round 1 again and goes on
     assert proc.wait(timeout=900) == 0, log.read_text()[-5000:]
 
-    [restart] = run.restarts()
-    assert (restart["stage"], restart["round"], restart["cause"]) == ("train", 1, "ray-lost"), restart
+    assert run.restarts() == [], run.restarts()  # a killed driver is resumed, not restarted
     for r in (0, 1):
         ids = [json.loads(line)["id"] for line in (run.round_dir(r) / "val" / "episodes.jsonl").read_text().splitlines()]
         assert ids and len(ids) == len(set(ids)), (r, ids)  # nothing played twice

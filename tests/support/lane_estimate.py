@@ -30,7 +30,7 @@ LANES_KEY = "shopsimrl/lanes"  # in .pytest_cache: {lane: one run's record (lane
 LANE_ENV = "SHOPSIMRL_TEST_LANE"  # bin/test sets it to the lane when it runs the whole lane
 # Measured with `make test` / `make test-fast` on a quiet 2-core machine (README "Tests", bin/test's
 # and bin/test-fast's Summary lines; docs/architecture.md §10 has the dates).
-QUIET = {"full": "about 18 min", "fast": "under a minute"}
+QUIET = {"full": "about 15 min", "fast": "under a minute"}
 QUIET_MACHINE = "on a quiet 2-core machine"
 WHAT = {"full": "every test, the rehearsals, Ray and fault tests included",
         "fast": "the unit and component tests (no rehearsal, Ray or service process)"}
