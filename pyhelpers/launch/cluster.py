@@ -65,7 +65,11 @@ def ray_generation(lay: RunLayout, addr: str) -> list | None:
     value before each `ray start` runs (launch/node_agent.py), so a value that changed under a job
     means the job's node was replaced, even where Ray's GCS still lists the old one ALIVE and the
     new raylet answers on the same port."""
-    info = load_json_or_none(node_dir(lay, addr) / "node.json")
+    return generation_of(load_json_or_none(node_dir(lay, addr) / "node.json"))
+
+
+def generation_of(info: dict | None) -> list | None:
+    """ray_generation of a node.json already read (None for none)."""
     if not info:
         return None
     return [info.get("pid"), info.get("agent_restarts", 0), info.get("rejoins", 0), info.get("attempt")]

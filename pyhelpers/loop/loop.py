@@ -303,8 +303,7 @@ class Loop:
         placed, replaced = self._placed(), self._replaced_ids()
         # first the workers' own records: an agent that started its Ray again since the job was placed
         # (its raylet killed) may already answer on the same port while Ray still lists the old node ALIVE
-        restarted = [f"{w['addr']} lost (its node agent started its Ray again since the job was placed)"
-                     for w in placed if w.get("id") in replaced]
+        restarted = [node_verdict.restarted(w["addr"]) for w in placed if w.get("id") in replaced]
         if not services.alive(self.lay, "ray-head"):
             return restarted
         try:

@@ -39,11 +39,16 @@ def _record(lay: RunLayout, addr: str) -> dict:
     return load_json_or_none(cluster.node_dir(lay, addr) / "node.json") or {}
 
 
-def _lost(lay: RunLayout, worker: dict, info: dict) -> str | None:
-    """Why `worker` (a nodes.json entry) is lost by its agent's record, or None."""
+def restarted(addr: str) -> str:
+    """The line for a placed worker whose agent started its Ray again (here and loop._lost_nodes)."""
+    return f"{addr} lost (its node agent started its Ray again since the job was placed)"
+
+
+def _lost(worker: dict, info: dict) -> str | None:
+    """Why `worker` (a nodes.json entry) is lost by its agent's record (node.json, read once), or None."""
     addr = worker["addr"]
-    if cluster.ray_generation(lay, addr) not in (None, worker["ray"]):
-        return f"{addr} lost (its node agent started its Ray again since the job was placed)"
+    if cluster.generation_of(info) not in (None, worker["ray"]):
+        return restarted(addr)
     if info.get("ray_ended") is not None:
         return f"{addr} lost (its Ray ended under the job: its raylet killed or crashed)"
     return None
@@ -65,7 +70,7 @@ def ask_agents(lay: RunLayout, placed: list[dict], echo: Callable[[str], None],
         lost = []
         for w in workers:
             info = _record(lay, w["addr"])
-            if why := _lost(lay, w, info):
+            if why := _lost(w, info):
                 lost.append(why)
             elif info.get("heartbeat") != values[w["addr"]][-1]:
                 values[w["addr"]].append(info.get("heartbeat"))
