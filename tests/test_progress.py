@@ -122,3 +122,28 @@ def test_the_in_job_hooks_progress_reaches_the_driver_one_new_line_at_a_time(tmp
                                                       "gate round-000: 1/4 episodes"], shown
     assert "infra errors 1" in shown[1] and files.val_progress.read_text().count("\n") == 1
     assert not list(files.dir.glob(".*.tmp"))
+
+
+def test_a_driver_that_reaches_evaluate_after_the_hook_played_still_shows_each_plays_last_line(tmp_path):
+    """tests/test_watch.py failed in a fresh clone of 91626bc: round 1's "24/24 episodes" never
+    reached the terminal. The last round's job ends with its hook, and a driver slow to reach the
+    evaluate stage found val (or all) played: its first read took the finished lines as old news.
+    Once the summaries exist, each play's last line is shown, once."""
+    from pyhelpers.evaluate.progress import LatestLine, Progress
+    from pyhelpers.run.layout import RoundFiles
+    from pyhelpers.stages.one_job import _HookProgress
+
+    files = RoundFiles(tmp_path / "round-001")
+    files.dir.mkdir()
+    val = Progress("round-001", 2, stream=LatestLine(files.val_progress), every_s=0.0)
+    for _ in range(2):
+        val.add({"termination": "done", "success": True})
+    shown: list[str] = []
+    relay = _HookProgress([files.val_progress, files.gate_progress], shown.append)
+    relay()
+    gate = Progress("gate round-001", 1, stream=LatestLine(files.gate_progress), every_s=0.0)
+    gate.add({"termination": "done", "success": False})
+    relay()
+    relay.final()
+    relay.final()
+    assert [line.split(",")[0] for line in shown] == ["gate round-001: 1/1 episodes", "round-001: 2/2 episodes"], shown

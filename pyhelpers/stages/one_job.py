@@ -32,16 +32,27 @@ class _HookProgress:
     wait (returns False)."""
 
     def __init__(self, paths: list[Path], echo: Callable[[str], None]):
-        # a resumed run's old lines: not news
+        # a resumed run's old lines: not news while the hook plays
         self.echo, self.last = echo, {path: latest_line(path) for path in paths}
+        self.echoed: dict[Path, str] = {}
 
     def __call__(self) -> bool:
         for path, last in self.last.items():
             line = latest_line(path)
             if line and line != last:
-                self.last[path] = line
+                self.last[path] = self.echoed[path] = line
                 self.echo(line)
         return False
+
+    def final(self) -> None:
+        """Once the round's summaries exist: each play's last line (written before its summary), unless
+        echoed already -- also where the hook ended its play before this driver began to watch (the
+        last round's job ends with its hook; a driver slow to reach evaluate finds val done)."""
+        for path in self.last:
+            line = latest_line(path)
+            if line and line != self.echoed.get(path):
+                self.echoed[path] = line
+                self.echo(line)
 
 
 def running_job(cfg: Config, lay: RunLayout) -> dict | None:
@@ -61,13 +72,16 @@ def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[]
     """Wait while the job runs until `evaluated()` (round r's val and gate summaries, written by the
     job's eval hook). False when no job runs or it ended first: the evaluate stage then plays what
     is missing on the eval server, resuming the hook's episodes."""
+    shown = _HookProgress([lay.round(r).val_progress, lay.round(r).gate_progress], echo)
     job = running_job(cfg, lay)
     if job is None:
-        return evaluated()
+        if evaluated():
+            shown.final()
+            return True
+        return False
     job_id = job["submission_id"]
     echo(f"round {r}: val and the gate play inside slime job {job_id} (its eval hook); waiting for their summaries")
     api = rayjob.JobApi(job["dashboard_port"], lay.run_dir, timeout=5.0)
-    shown = _HookProgress([lay.round(r).val_progress, lay.round(r).gate_progress], echo)
     # the hook's episodes need a simulator that died started again, as the eval server's do
     with services.shopsim_watched(cfg, lay, r, on_give_up=echo, progress=echo):
         # the train stage's watch: a head whose Ray is lost meanwhile is ray-lost (the restart stops
@@ -76,7 +90,8 @@ def evaluated_in_job(cfg: Config, lay: RunLayout, r: int, evaluated: Callable[[]
                                unreachable_timeout=cfg.RAY_UNREACHABLE_TIMEOUT,
                                head_lost=lambda: ray_lost.why_lost(cfg, lay), poll=POLL_S,
                                until=lambda: shown() or evaluated())
-    shown()  # the gate's last line, written before its summary
+    if evaluated():
+        shown.final()
     if outcome.status != rayjob.ROUND_SAVED:  # it ended before its hook wrote both summaries
         ended(cfg, lay, r, job_id, {"status": outcome.status, "driver_exit_code": outcome.exit_code})
         return evaluated()
